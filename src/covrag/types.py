@@ -1,0 +1,304 @@
+"""The records every stage of covrag exchanges.
+
+All records are frozen dataclasses. Arrays held by records are made read-only on construction so a
+record can be shared between stages without defensive copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+Polarity = Literal["include", "exclude", "neutral"]
+POLARITIES: tuple[Polarity, ...] = ("include", "exclude", "neutral")
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _empty() -> Mapping[str, Any]:
+    return _EMPTY
+
+
+def _frozen_array(values: Any, dtype: Any) -> Any:
+    array = np.array(values, dtype=dtype, copy=True)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, slots=True)
+class Aspect:
+    """One thing a complete answer must cover: a sub-question, key point, nugget or viewpoint.
+
+    Attributes:
+        id: Unique within its topic.
+        text: The aspect as a question or statement; estimators score passages against it.
+        weight: Importance used by weighted objectives (1.0 by default).
+        vital: Whether a complete answer must state it (DES's "vital" nuggets).
+        polarity: ``include`` / ``neutral`` aspects are wanted; ``exclude`` ones must be avoided.
+        metadata: Free-form extra fields from the source data (stance, cluster members, ...).
+    """
+
+    id: str
+    text: str
+    weight: float = 1.0
+    vital: bool = False
+    polarity: Polarity = "neutral"
+    metadata: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise ValueError("Aspect.id must be a non-empty string")
+        if self.polarity not in POLARITIES:
+            raise ValueError(f"Aspect.polarity must be one of {POLARITIES}, got {self.polarity!r}")
+        if not self.weight >= 0:
+            raise ValueError(f"Aspect.weight must be >= 0, got {self.weight!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A candidate piece of evidence.
+
+    Attributes:
+        id: Unique within its topic (a TREC docno).
+        text: The full text; covrag never truncates it when selecting.
+        tokens: Token cost under the budget's tokenizer, or None when not yet counted.
+        score: Relevance score from a retriever (higher is better), if any.
+        metadata: Free-form extra fields from the source data.
+    """
+
+    id: str
+    text: str
+    tokens: int | None = None
+    score: float | None = None
+    metadata: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise ValueError("Passage.id must be a non-empty string")
+        if self.tokens is not None and self.tokens < 0:
+            raise ValueError(f"Passage.tokens must be >= 0, got {self.tokens}")
+
+
+@dataclass(frozen=True)
+class Topic:
+    """One query with its candidate pool, its aspects and (optionally) gold labels.
+
+    Attributes:
+        query_id: Unique within its dataset.
+        query: The question or claim.
+        passages: The candidate pool, in dataset order.
+        aspects: The aspects a complete answer covers.
+        labels: Gold labels: passage id -> ids of the aspects it supports. Every passage of a
+            labelled topic has an entry (possibly empty: judged, supports nothing).
+        non_labels: Passage id -> aspect ids judged *not* supported (ArgKP's ``non_aspects``);
+            pairs in neither mapping are undecided.
+        split: ``train`` / ``dev`` / ``test`` when known.
+        metadata: Extra top-level fields of the source record.
+    """
+
+    query_id: str
+    query: str
+    passages: tuple[Passage, ...]
+    aspects: tuple[Aspect, ...]
+    labels: Mapping[str, frozenset[str]] = field(default_factory=_empty)
+    non_labels: Mapping[str, frozenset[str]] = field(default_factory=_empty)
+    split: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+
+    @property
+    def passage_ids(self) -> tuple[str, ...]:
+        return tuple(p.id for p in self.passages)
+
+    @property
+    def aspect_ids(self) -> tuple[str, ...]:
+        return tuple(a.id for a in self.aspects)
+
+    def label_matrix(self) -> BoolArray:
+        """Gold labels as a boolean passages x aspects array (dataset order on both axes)."""
+        column = {a.id: j for j, a in enumerate(self.aspects)}
+        matrix = np.zeros((len(self.passages), len(self.aspects)), dtype=bool)
+        for i, passage in enumerate(self.passages):
+            for aspect_id in self.labels.get(passage.id, ()):
+                matrix[i, column[aspect_id]] = True
+        return matrix
+
+
+@dataclass(frozen=True, eq=False)
+class CoverageMatrix:
+    """P[passage, aspect]: the probability that a passage covers (answers) an aspect.
+
+    ``covered`` is ``probs >= threshold``. The matrix also records what estimating it cost.
+
+    Attributes:
+        passage_ids: Row labels.
+        aspect_ids: Column labels.
+        probs: Float array of shape (len(passage_ids), len(aspect_ids)) with values in [0, 1].
+        threshold: Probability at or above which a pair counts as covered.
+        source: repr of the estimator that produced it (``gold``, ``embedding(...)``, ...).
+        pairs_scored: Number of (passage, aspect) pairs the estimator actually scored.
+        seconds: Wall-clock seconds spent estimating.
+    """
+
+    passage_ids: tuple[str, ...]
+    aspect_ids: tuple[str, ...]
+    probs: FloatArray
+    threshold: float = 0.5
+    source: str = "unknown"
+    pairs_scored: int = 0
+    seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        probs = _frozen_array(self.probs, np.float64)
+        if probs.ndim != 2 or probs.shape != (len(self.passage_ids), len(self.aspect_ids)):
+            raise ValueError(
+                f"CoverageMatrix.probs has shape {probs.shape}, expected "
+                f"({len(self.passage_ids)}, {len(self.aspect_ids)})"
+            )
+        if probs.size and (np.isnan(probs).any() or probs.min() < 0.0 or probs.max() > 1.0):
+            raise ValueError("CoverageMatrix.probs must lie in [0, 1] with no NaN")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"CoverageMatrix.threshold must lie in [0, 1], got {self.threshold}")
+        if len(set(self.passage_ids)) != len(self.passage_ids):
+            raise ValueError("CoverageMatrix.passage_ids contains duplicates")
+        if len(set(self.aspect_ids)) != len(self.aspect_ids):
+            raise ValueError("CoverageMatrix.aspect_ids contains duplicates")
+        object.__setattr__(self, "probs", probs)
+
+    @property
+    def covered(self) -> BoolArray:
+        """Boolean passages x aspects array: ``probs >= threshold``."""
+        result: BoolArray = self.probs >= self.threshold
+        return result
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.passage_ids), len(self.aspect_ids))
+
+    def with_threshold(self, threshold: float) -> CoverageMatrix:
+        """The same probabilities under another threshold."""
+        return CoverageMatrix(
+            self.passage_ids,
+            self.aspect_ids,
+            self.probs,
+            threshold,
+            self.source,
+            self.pairs_scored,
+            self.seconds,
+        )
+
+    def aspects_of(self, passage_id: str) -> tuple[str, ...]:
+        """Ids of the aspects a passage covers."""
+        row = self.passage_ids.index(passage_id)
+        return tuple(a for a, c in zip(self.aspect_ids, self.covered[row], strict=True) if c)
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How much context may be selected: at most ``max_passages`` and/or ``max_tokens``.
+
+    A budget with neither limit asks for a full ranking of the pool. Selection never truncates a
+    passage: one that does not fit is skipped.
+    """
+
+    max_passages: int | None = None
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_passages is not None and self.max_passages < 1:
+            raise ValueError(f"Budget.max_passages must be >= 1, got {self.max_passages}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"Budget.max_tokens must be >= 1, got {self.max_tokens}")
+
+    @property
+    def unlimited(self) -> bool:
+        return self.max_passages is None and self.max_tokens is None
+
+    def __str__(self) -> str:
+        parts = []
+        if self.max_passages is not None:
+            parts.append(f"k={self.max_passages}")
+        if self.max_tokens is not None:
+            parts.append(f"tokens={self.max_tokens}")
+        return ",".join(parts) or "unlimited"
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionStep:
+    """One pick of a selector.
+
+    Attributes:
+        passage_id: The passage picked.
+        score: The value that made the selector pick it (gain, MMR score, relevance, ...).
+        newly_covered: Aspect ids this pick covered for the first time, under the coverage
+            matrix the selector was given (empty when it had none).
+        tokens: The passage's token cost.
+    """
+
+    passage_id: str
+    score: float
+    newly_covered: tuple[str, ...] = ()
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Selection:
+    """An ordered selection with its per-step trace."""
+
+    query_id: str
+    selector: str
+    budget: Budget
+    steps: tuple[SelectionStep, ...]
+    seconds: float = 0.0
+
+    @property
+    def passage_ids(self) -> tuple[str, ...]:
+        return tuple(step.passage_id for step in self.steps)
+
+    @property
+    def tokens_used(self) -> int:
+        return sum(step.tokens for step in self.steps)
+
+    @property
+    def covered(self) -> tuple[str, ...]:
+        """Aspect ids covered by the selection, in the order they were first covered."""
+        return tuple(a for step in self.steps for a in step.newly_covered)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A sentence of an answer with the passage ids it cites."""
+
+    text: str
+    passage_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A generated answer: sentences, each with its cited passage ids."""
+
+    sentences: tuple[Citation, ...]
+
+    @property
+    def text(self) -> str:
+        return " ".join(s.text for s in self.sentences)
+
+
+def as_mapping(values: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A read-only view of ``values`` (an empty one for None)."""
+    return MappingProxyType(dict(values)) if values else _EMPTY
+
+
+def ids_of(items: Sequence[Passage] | Sequence[Aspect]) -> tuple[str, ...]:
+    return tuple(item.id for item in items)
