@@ -98,6 +98,7 @@ def test_bundled_licences_are_shipped() -> None:
 
     assert (BUNDLED["perspectrum"].folder / "LICENSE_CC-BY-SA-4.0.txt").exists()
     assert (BUNDLED["perspectrum-evidence"].folder / "LICENSE_CC-BY-SA-4.0.txt").exists()
+    assert (BUNDLED["argkp2021"].folder / "LICENSE_CDLA-Sharing-1.0.txt").exists()
     assert "CDLA-Sharing" in (BUNDLED["argkp2021"].folder / "README.md").read_text()
 
 
