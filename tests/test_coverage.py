@@ -19,8 +19,9 @@ def make_topic(labels: bool = True) -> Topic:
         Aspect("a2", "Is charging infrastructure available?"),
     )
     gold = {"p1": frozenset({"a1"}), "p2": frozenset({"a2"}), "p3": frozenset()}
-    return Topic("q", "Is an electric car worth buying?", passages, aspects,
-                 labels=gold if labels else {})
+    return Topic(
+        "q", "Is an electric car worth buying?", passages, aspects, labels=gold if labels else {}
+    )
 
 
 def test_gold_coverage_is_the_label_matrix() -> None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import topic_record
 
+from conftest import topic_record
 from covrag.data import load_dataset, read_topics, write_topics
 from covrag.errors import DataError
 

@@ -77,7 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="budgets as k=10, tokens=1024 or k=10,tokens=1024",
     )
     p.add_argument("--measures", nargs="+", default=None, help="measure specs (default by budget)")
-    p.add_argument("--baseline", default=None, help="selector spec to test against (default: first)")
+    p.add_argument(
+        "--baseline", default=None, help="selector spec to test against (default: first)"
+    )
     _prepare_args(p)
     p.add_argument("--no-exact", action="store_true", help="skip the exact optimum and headroom")
     p.add_argument("--seed", type=int, default=0, help="seed for bootstrap and permutation tests")

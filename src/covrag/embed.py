@@ -87,7 +87,7 @@ def _quiet_transformers() -> None:
         from transformers.utils import logging as hf_logging
     except ImportError:  # pragma: no cover - comes with sentence-transformers
         return
-    hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 @functools.cache

@@ -11,7 +11,11 @@ class DataError(CovragError, ValueError):
     """Malformed input data. Names the file, the line (1-based) and the field at fault."""
 
     def __init__(
-        self, message: str, *, path: str | None = None, line: int | None = None,
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
         field: str | None = None,
     ) -> None:
         self.path = path

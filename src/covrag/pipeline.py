@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -14,7 +15,8 @@ from covrag.embed import Encoder, default_encoder
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.select.base import Candidates, Selector
 from covrag.tokens import TokenCounter, with_token_costs
-from covrag.types import Budget, CoverageMatrix, Selection, Topic
+from covrag.select.lmvu_features import split_sentences
+from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Selection, Topic
 
 logger = logging.getLogger(__name__)
 
@@ -32,11 +34,13 @@ class PrepareConfig:
             pool's order (first = most relevant).
         embeddings: Compute passage embeddings (needed by MMR, clustering, facility location).
             ``None`` = whenever the encoder is available.
+        pieces: Also embed each passage's sentences (atomic pieces), for LMVU.
         counter: Token counter for budgets (None = MiniLM WordPiece).
     """
 
     relevance: RelevanceSource = "dense"
     embeddings: bool | None = None
+    pieces: bool = False
     counter: TokenCounter | None = None
     encoder: Encoder | None = field(default=None, repr=False)
 
@@ -79,6 +83,12 @@ def prepare(
         embeddings = encoder.encode([p.text for p in topic.passages])
         query_embedding = encoder.encode([topic.query])[0]
 
+    piece_embeddings = piece_owner = None
+    if config.pieces:
+        if encoder is None or embeddings is None:
+            raise ConfigError("piece embeddings need the encoder (install covrag[embed])")
+        piece_embeddings, piece_owner = embed_pieces(topic, embeddings, encoder)
+
     n = len(topic.passages)
     if config.relevance == "dense":
         assert embeddings is not None and query_embedding is not None
@@ -94,24 +104,51 @@ def prepare(
     else:
         relevance = -np.arange(n, dtype=np.float64)
 
-    weights = excluded = None
-    if coverage is not None:
-        by_id = {a.id: a for a in topic.aspects}
-        aspects = [by_id.get(a) for a in coverage.aspect_ids]
-        weights = np.array([a.weight if a else 1.0 for a in aspects])
-        excluded = np.array([bool(a and a.polarity == "exclude") for a in aspects])
     candidates = Candidates(
         query_id=topic.query_id,
         query=topic.query,
         passages=topic.passages,
         relevance=relevance,
-        coverage=coverage,
         embeddings=embeddings,
         query_embedding=query_embedding,
-        aspect_weights=weights,
-        excluded=excluded,
+        piece_embeddings=piece_embeddings,
+        piece_owner=piece_owner,
     )
+    if coverage is not None:
+        candidates = attach_coverage(candidates, coverage, topic)
     return Prepared(candidates, time.perf_counter() - started)
+
+
+def embed_pieces(
+    topic: Topic, embeddings: FloatArray, encoder: Encoder
+) -> tuple[FloatArray, IntArray]:
+    """Sentence embeddings of every passage; a one-sentence passage reuses its own embedding."""
+    vectors: list[FloatArray] = []
+    owners: list[int] = []
+    for i, passage in enumerate(topic.passages):
+        sentences = split_sentences(passage.text)
+        if len(sentences) == 1:
+            vectors.append(embeddings[i : i + 1])
+        else:
+            vectors.append(encoder.encode(sentences))
+        owners.extend([i] * (len(sentences) if len(sentences) > 1 else 1))
+    if not vectors:
+        return np.zeros((0, embeddings.shape[1] if embeddings.ndim == 2 else 0)), np.zeros(
+            0, dtype=np.int64
+        )
+    return np.concatenate(vectors), np.array(owners, dtype=np.int64)
+
+
+def attach_coverage(candidates: Candidates, coverage: CoverageMatrix, topic: Topic) -> Candidates:
+    """The same candidates with a coverage matrix, its aspects' weights and exclusion flags."""
+    by_id = {a.id: a for a in topic.aspects}
+    aspects = [by_id.get(a) for a in coverage.aspect_ids]
+    return dataclasses.replace(
+        candidates,
+        coverage=coverage,
+        aspect_weights=np.array([a.weight if a else 1.0 for a in aspects]),
+        excluded=np.array([bool(a and a.polarity == "exclude") for a in aspects]),
+    )
 
 
 def select_topic(

@@ -42,8 +42,10 @@ class EmbeddingCoverage(CoverageEstimator):
         encoder = self.encoder()
         passages = encoder.encode([p.text for p in topic.passages])
         aspects = encoder.encode([a.text for a in topic.aspects])
-        probs = np.clip(passages @ aspects.T, 0.0, 1.0) if aspects.size else np.zeros(
-            (len(topic.passages), 0)
+        probs = (
+            np.clip(passages @ aspects.T, 0.0, 1.0)
+            if aspects.size
+            else np.zeros((len(topic.passages), 0))
         )
         return CoverageMatrix(
             passage_ids=topic.passage_ids,

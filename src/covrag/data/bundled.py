@@ -67,9 +67,7 @@ def resolve_dataset(spec: str | os.PathLike[str]) -> Path:
     if sep and name in BUNDLED:
         return BUNDLED[name].path(split)
     if name in BUNDLED:
-        raise DataError(
-            f"name a split: {name}:{' or '.join(BUNDLED[name].splits)}"
-        )
+        raise DataError(f"name a split: {name}:{' or '.join(BUNDLED[name].splits)}")
     known = ", ".join(f"{n}:{s}" for n, d in BUNDLED.items() for s in d.splits)
     raise DataError(f"{text!r} is neither a file nor a bundled dataset (bundled: {known})")
 

@@ -132,9 +132,7 @@ class _LineParser:
                     text=self.string(raw, "text", where),
                     tokens=None if tokens is None else int(tokens),
                     score=self.number(raw, "score", where),
-                    metadata=as_mapping(
-                        {k: v for k, v in raw.items() if k not in _PASSAGE_KEYS}
-                    ),
+                    metadata=as_mapping({k: v for k, v in raw.items() if k not in _PASSAGE_KEYS}),
                 )
             )
             labels[passage_id] = frozenset(supported)

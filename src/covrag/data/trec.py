@@ -33,25 +33,32 @@ def read_run(path: str | os.PathLike[str]) -> Run:
             if len(parts) != 6:
                 raise DataError(
                     f"expected 6 columns 'qid Q0 docid rank score tag', got {len(parts)}",
-                    path=name, line=number,
+                    path=name,
+                    line=number,
                 )
             query_id, _, doc_id, rank, score = parts[:5]
             try:
                 int(rank)
             except ValueError:
-                raise DataError("rank must be an integer", path=name, line=number,
-                                field="rank") from None
+                raise DataError(
+                    "rank must be an integer", path=name, line=number, field="rank"
+                ) from None
             try:
                 value = float(score)
             except ValueError:
-                raise DataError("score must be a number", path=name, line=number,
-                                field="score") from None
+                raise DataError(
+                    "score must be a number", path=name, line=number, field="score"
+                ) from None
             if math.isnan(value):
                 raise DataError("score is NaN", path=name, line=number, field="score")
             docs = seen.setdefault(query_id, set())
             if doc_id in docs:
-                raise DataError(f"passage {doc_id!r} appears twice for query {query_id!r}",
-                                path=name, line=number, field="docid")
+                raise DataError(
+                    f"passage {doc_id!r} appears twice for query {query_id!r}",
+                    path=name,
+                    line=number,
+                    field="docid",
+                )
             docs.add(doc_id)
             scored.setdefault(query_id, []).append((value, doc_id))
     return {

@@ -47,6 +47,9 @@ class Candidates:
         query_embedding: Optional (d,) unit-normalised query embedding.
         aspect_weights: Optional (m,) weights of the coverage matrix's aspects (1 by default).
         excluded: Optional (m,) flags of aspects to avoid (polarity ``exclude``).
+        piece_embeddings: Optional (p, d) unit embeddings of the passages' atomic pieces
+            (sentences), for selectors that reason below the passage level (LMVU).
+        piece_owner: Optional (p,) passage index of each piece, sorted.
     """
 
     query_id: str
@@ -59,6 +62,8 @@ class Candidates:
     query_embedding: FloatArray | None = None
     aspect_weights: FloatArray | None = None
     excluded: BoolArray | None = None
+    piece_embeddings: FloatArray | None = None
+    piece_owner: IntArray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.passages)
@@ -127,6 +132,7 @@ class BudgetTracker:
         self.costs = costs
         self.count = 0
         self.tokens = 0
+        self.cheapest = int(costs.min()) if len(costs) else 0
 
     def fits(self, index: int) -> bool:
         """Whether passage ``index`` can still be added without exceeding the budget."""
@@ -147,10 +153,13 @@ class BudgetTracker:
 
     @property
     def full(self) -> bool:
-        """True once not even a zero-cost passage could be added."""
+        """True once not even the pool's cheapest passage could be added."""
         if self.budget.max_passages is not None and self.count >= self.budget.max_passages:
             return True
-        return self.budget.max_tokens is not None and self.tokens >= self.budget.max_tokens
+        return (
+            self.budget.max_tokens is not None
+            and self.tokens + self.cheapest > self.budget.max_tokens
+        )
 
     def add(self, index: int) -> None:
         if not self.fits(index):
@@ -201,6 +210,16 @@ class Selector(ABC):
     """A selection strategy. Subclasses are frozen dataclasses registered in ``SELECTORS``."""
 
     name: ClassVar[str]
+
+    @property
+    def uses_coverage(self) -> bool:
+        """Whether this selector reads the coverage matrix (a bench runs it per coverage source)."""
+        return False
+
+    @property
+    def uses_pieces(self) -> bool:
+        """Whether this selector needs piece (sentence) embeddings in its candidates."""
+        return False
 
     def select(self, candidates: Candidates, budget: Budget) -> Selection:
         """Choose an ordered subset of ``candidates`` within ``budget``."""

@@ -1,0 +1,36 @@
+"""Selectors: choose an ordered, budgeted subset of a candidate pool."""
+
+from covrag.select.base import SELECTORS, BudgetTracker, Candidates, Selector, parse_selector
+from covrag.select.cluster import ClusterSelector
+from covrag.select.exact import (
+    ExactSelector,
+    ExactSolution,
+    NotProvenOptimalError,
+    optimum_coverage,
+    solve_exact,
+)
+from covrag.select.facility import FacilityLocationSelector
+from covrag.select.greedy import GreedyCoverageSelector
+from covrag.select.mmkp import MMKPSelector
+from covrag.select.mmr import MMRSelector
+from covrag.select.topk import RandomSelector, TopKSelector
+
+__all__ = [
+    "SELECTORS",
+    "BudgetTracker",
+    "Candidates",
+    "ClusterSelector",
+    "ExactSelector",
+    "ExactSolution",
+    "FacilityLocationSelector",
+    "GreedyCoverageSelector",
+    "MMKPSelector",
+    "MMRSelector",
+    "NotProvenOptimalError",
+    "RandomSelector",
+    "Selector",
+    "TopKSelector",
+    "optimum_coverage",
+    "parse_selector",
+    "solve_exact",
+]

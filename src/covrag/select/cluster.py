@@ -1,0 +1,158 @@
+"""Cluster-then-pick: one passage per k-means cluster, most relevant first, round-robin after.
+
+Clustering the pool and taking each cluster's best passage is the classic diversification
+baseline (e.g. the clustering baseline of LMVU); clusters stand in for aspects when no coverage
+matrix is available. k-means uses k-means++ seeding (Arthur & Vassilvitskii, SODA 2007) and
+Lloyd iterations, in numpy only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from covrag.errors import ConfigError
+from covrag.select._common import best_index, relevance_rank
+from covrag.select.base import SELECTORS, BudgetTracker, Candidates, Selector
+from covrag.types import Budget, FloatArray, IntArray
+
+# Clusters for a budget with no limit: the usual evaluation depth (@10).
+UNLIMITED_CLUSTERS = 10
+
+
+def kmeans(
+    points: FloatArray, n_clusters: int, *, random_state: int = 0, max_iter: int = 100
+) -> IntArray:
+    """Cluster labels of ``points`` by k-means (k-means++ seeding, Lloyd iterations).
+
+    Deterministic for a given ``random_state``. Fewer than ``n_clusters`` clusters come out when
+    the points have fewer distinct positions; a cluster emptied during the iterations keeps its
+    centre (and stays empty).
+
+    Args:
+        points: (n, d) array.
+        n_clusters: Wanted number of clusters (capped at n).
+        random_state: Seed of the k-means++ sampling.
+        max_iter: Cap on Lloyd iterations; they stop earlier once labels no longer change.
+
+    Returns:
+        (n,) int labels in ``[0, n_clusters)``.
+    """
+    x = np.asarray(points, dtype=np.float64)
+    n = x.shape[0]
+    rng = np.random.default_rng(random_state)
+    norms = np.einsum("ij,ij->i", x, x)
+
+    def sq_dist(centres: FloatArray) -> FloatArray:
+        result: FloatArray = np.maximum(
+            norms[:, None] - 2.0 * x @ centres.T + np.einsum("ij,ij->i", centres, centres), 0.0
+        )
+        return result
+
+    seeds = [int(rng.integers(n))]
+    nearest = sq_dist(x[seeds])[:, 0]
+    for _ in range(1, min(n_clusters, n)):
+        total = nearest.sum()
+        if total <= 0.0:
+            break  # every point sits on a chosen centre
+        seeds.append(int(rng.choice(n, p=nearest / total)))
+        nearest = np.minimum(nearest, sq_dist(x[seeds[-1:]])[:, 0])
+    centres = x[seeds].copy()
+    k = len(seeds)
+    labels = np.full(n, -1, dtype=np.int64)
+    for _ in range(max_iter):
+        new_labels = sq_dist(centres).argmin(axis=1).astype(np.int64)
+        if np.array_equal(new_labels, labels):
+            break
+        labels = new_labels
+        counts = np.bincount(labels, minlength=k)
+        sums = np.zeros_like(centres)
+        np.add.at(sums, labels, x)
+        filled = counts > 0
+        centres[filled] = sums[filled] / counts[filled, None]
+    return labels
+
+
+def default_n_clusters(candidates: Candidates, budget: Budget) -> int:
+    """As many clusters as passages the budget holds, within [1, n].
+
+    ``max_passages`` when given; for a token budget, ``max_tokens // median cost`` (the smaller of
+    the two when both are given); ``UNLIMITED_CLUSTERS`` for an unlimited budget.
+    """
+    n = len(candidates)
+    wanted: list[int] = []
+    if budget.max_passages is not None:
+        wanted.append(budget.max_passages)
+    if budget.max_tokens is not None:
+        median = float(np.median(candidates.costs)) if n else 0.0
+        wanted.append(n if median <= 0 else int(budget.max_tokens // median))
+    k = min(wanted) if wanted else UNLIMITED_CLUSTERS
+    return max(1, min(k, n))
+
+
+def cluster_labels(
+    candidates: Candidates, budget: Budget, n_clusters: int | None, random_state: int
+) -> IntArray:
+    """k-means labels of the pool's embeddings, with the default number of clusters if None."""
+    embeddings, _ = candidates.require_embeddings()
+    k = default_n_clusters(candidates, budget) if n_clusters is None else n_clusters
+    return kmeans(embeddings, min(k, len(candidates)), random_state=random_state)
+
+
+def check_clusters(name: str, n_clusters: int | None) -> None:
+    if n_clusters is not None and n_clusters < 1:
+        raise ConfigError(f"{name}: n_clusters must be >= 1 or None, got {n_clusters!r}")
+
+
+@SELECTORS.register("cluster")
+@dataclass(frozen=True, repr=False, kw_only=True)
+class ClusterSelector(Selector):
+    """k-means over the embeddings; each round takes the most relevant fitting passage of every
+    cluster not yet served in that round, in decreasing relevance, until the budget is spent.
+
+    Round 1 is "the best passage of each cluster, ordered by relevance"; later rounds continue
+    round-robin (the next best of each cluster), so the whole pool is ranked when the budget
+    allows. A cluster whose remaining passages do not fit is passed over in that round.
+
+    Attributes:
+        n_clusters: Number of clusters; None means as many as the budget holds
+            (:func:`default_n_clusters`).
+        random_state: Seed of the k-means++ initialisation.
+
+    Example:
+        >>> from covrag.select import parse_selector
+        >>> parse_selector("cluster(n_clusters=5)")
+        cluster(n_clusters=5, random_state=0)
+    """
+
+    name = "cluster"
+    n_clusters: int | None = None
+    random_state: int = 0
+
+    def __post_init__(self) -> None:
+        check_clusters(self.name, self.n_clusters)
+
+    def _select(self, candidates: Candidates, budget: Budget) -> tuple[list[int], list[float]]:
+        labels = cluster_labels(candidates, budget, self.n_clusters, self.random_state)
+        rank = relevance_rank(candidates.relevance)
+        tracker = BudgetTracker(budget, candidates.costs)
+        available = np.ones(len(candidates), dtype=bool)
+        served = np.zeros(int(labels.max()) + 1, dtype=bool)
+        picked: list[int] = []
+        scores: list[float] = []
+        while not tracker.full:
+            fitting = tracker.fitting(available)
+            if not fitting.any():
+                break
+            mask = fitting & ~served[labels]
+            if not mask.any():
+                served[:] = False  # a new round
+                mask = fitting
+            index = best_index(candidates.relevance, mask, rank)
+            tracker.add(index)
+            available[index] = False
+            served[labels[index]] = True
+            picked.append(index)
+            scores.append(float(candidates.relevance[index]))
+        return picked, scores
