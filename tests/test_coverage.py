@@ -42,7 +42,7 @@ def test_embedding_coverage_scores_every_pair_with_the_packaged_model() -> None:
     assert matrix.probs[0, 0] == pytest.approx(1.0, abs=1e-4)  # identical text
     assert matrix.probs[1, 1] > matrix.probs[2, 1]  # charging passage closer to charging aspect
     assert matrix.covered[:, 0].tolist() == [True, False, False]
-    assert repr(estimator) == "embedding(threshold=0.9, model=None)"
+    assert repr(estimator) == "embedding(threshold=0.9)"
     assert np.all((matrix.probs >= 0) & (matrix.probs <= 1))
 
 

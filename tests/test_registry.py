@@ -36,7 +36,8 @@ def test_registry_round_trips_repr_and_suggests_names() -> None:
             return spec_of(self, "knob")
 
     built = registry.parse("knob(turns=2.5)")
-    assert repr(built) == "knob(turns=2.5, label='x')"
+    assert repr(built) == "knob(turns=2.5)"
+    assert repr(registry.parse("knob(turns=1.0, label='y')")) == "knob(label='y')"
     assert registry.parse(repr(built)) == built
     with pytest.raises(ConfigError, match="did you mean knob"):
         registry.parse("knobb")

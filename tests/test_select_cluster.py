@@ -75,7 +75,7 @@ def test_default_n_clusters() -> None:
 
 
 def test_validation_and_spec() -> None:
-    assert repr(ClusterSelector()) == "cluster(n_clusters=None, random_state=0)"
+    assert repr(ClusterSelector()) == "cluster"
     assert parse_selector("cluster(n_clusters=3, random_state=2)") == ClusterSelector(
         n_clusters=3, random_state=2
     )

@@ -69,7 +69,8 @@ def test_token_budget_skips_without_truncating() -> None:
 
 
 def test_validation_and_spec() -> None:
-    assert repr(MMRSelector()) == "mmr(lam=0.5)"
+    assert repr(MMRSelector()) == "mmr"
+    assert repr(MMRSelector(lam=0.7)) == "mmr(lam=0.7)"
     assert parse_selector("mmr(lam=0.7)") == MMRSelector(lam=0.7)
     with pytest.raises(ConfigError):
         MMRSelector(lam=1.5)

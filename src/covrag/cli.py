@@ -15,7 +15,8 @@ from rich.table import Table
 from covrag import __version__
 from covrag.errors import CovragError
 
-console = Console(stderr=False)
+# Wide enough for bench tables when output goes to a file or a pipe.
+console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
 

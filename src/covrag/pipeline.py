@@ -14,8 +14,8 @@ from covrag.coverage.base import CoverageEstimator
 from covrag.embed import Encoder, default_encoder
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.select.base import Candidates, Selector
-from covrag.tokens import TokenCounter, with_token_costs
 from covrag.select.lmvu_features import split_sentences
+from covrag.tokens import TokenCounter, with_token_costs
 from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Selection, Topic
 
 logger = logging.getLogger(__name__)

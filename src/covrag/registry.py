@@ -54,10 +54,22 @@ def split_spec(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 def spec_of(obj: Any, name: str) -> str:
-    """``name(field=value, ...)`` for a dataclass instance, listing every init field."""
-    fields = [f for f in dataclasses.fields(obj) if f.init and f.repr]
-    args = ", ".join(f"{f.name}={getattr(obj, f.name)!r}" for f in fields)
+    """``name(field=value, ...)`` for a dataclass instance, listing the fields that differ from
+    their defaults (so ``mmr(lam=0.5)`` prints as ``mmr`` and both parse to the same object)."""
+    args = ", ".join(
+        f"{f.name}={getattr(obj, f.name)!r}"
+        for f in dataclasses.fields(obj)
+        if f.init and f.repr and not _is_default(f, getattr(obj, f.name))
+    )
     return f"{name}({args})" if args else name
+
+
+def _is_default(field: dataclasses.Field[Any], value: Any) -> bool:
+    if field.default is not dataclasses.MISSING:
+        return bool(value == field.default)
+    if field.default_factory is not dataclasses.MISSING:
+        return bool(value == field.default_factory())
+    return False
 
 
 class Registry(Generic[T]):

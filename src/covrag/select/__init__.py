@@ -11,6 +11,7 @@ from covrag.select.exact import (
 )
 from covrag.select.facility import FacilityLocationSelector
 from covrag.select.greedy import GreedyCoverageSelector
+from covrag.select.lmvu import LMVUSelector
 from covrag.select.mmkp import MMKPSelector
 from covrag.select.mmr import MMRSelector
 from covrag.select.topk import RandomSelector, TopKSelector
@@ -24,6 +25,7 @@ __all__ = [
     "ExactSolution",
     "FacilityLocationSelector",
     "GreedyCoverageSelector",
+    "LMVUSelector",
     "MMKPSelector",
     "MMRSelector",
     "NotProvenOptimalError",

@@ -1,0 +1,202 @@
+"""Judgments compiled to padded arrays, and runs mapped onto them (private).
+
+Every judged document of every topic is one row of a global table; a topic's rows are
+consecutive and ordered by doc id descending (the order ndeval's ideal-ranking tie-break needs).
+One extra row, ``empty``, stands for any unjudged document: no aspects, no cost.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from covrag.errors import DataError
+from covrag.evaluate import _kernels
+from covrag.types import FloatArray, IntArray
+
+if TYPE_CHECKING:
+    from covrag.evaluate.judgments import RunLike, TopicJudgments
+
+_MISSING = -1
+_IDEAL_BLOCK = 1 << 22  # elements of (topics x candidates x width) per ideal-ranking batch
+
+
+@dataclass(frozen=True, eq=False)
+class Compiled:
+    """Padded arrays of a Judgments record.
+
+    Attributes:
+        query_ids: Topic order.
+        doc_index: Per topic, doc id -> global row.
+        doc_aspects: (rows + 1, width) local aspect indices, ascending, padded with ``sentinel``.
+        n_aspects_of_doc: (rows + 1,) aspects each row supports.
+        costs: (rows + 1,) token costs, -1 where unknown.
+        actual: (topics,) aspects with at least one supporting judged doc.
+        relevant_rows: Per topic, the global rows of its relevant docs (doc id descending),
+            concatenated; ``relevant_offsets`` (topics + 1,) delimits them.
+        sentinel: Padding aspect index (the largest number of aspects of any topic).
+    """
+
+    query_ids: tuple[str, ...]
+    doc_index: tuple[dict[str, int], ...]
+    doc_aspects: IntArray
+    n_aspects_of_doc: IntArray
+    costs: IntArray
+    actual: IntArray
+    relevant_rows: IntArray
+    relevant_offsets: IntArray
+    sentinel: int
+    _ideal: dict[float, FloatArray] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def empty(self) -> int:
+        """The row of an unjudged document."""
+        return len(self.n_aspects_of_doc) - 1
+
+    @classmethod
+    def build(cls, topics: Sequence[TopicJudgments]) -> Compiled:
+        doc_index: list[dict[str, int]] = []
+        # array.array: C-speed extends, then zero-copy views as numpy arrays.
+        lengths, flat, costs = array("q"), array("q"), array("q")
+        n_docs = array("q")
+        sentinel = max((len(t.aspects) for t in topics), default=0)
+        for topic in topics:
+            labels = topic._raw
+            docs = sorted(labels, reverse=True)
+            base = len(lengths)
+            doc_index.append(dict(zip(docs, range(base, base + len(docs)), strict=True)))
+            position = {aspect: j for j, aspect in enumerate(topic.aspects)}
+            sets = list(map(labels.__getitem__, docs))
+            lengths.extend(map(len, sets))
+            flat.extend(map(position.__getitem__, itertools.chain.from_iterable(sets)))
+            if topic.costs:
+                costs.extend(map(topic.costs.get, docs, itertools.repeat(_MISSING, len(docs))))
+            else:
+                costs.extend(itertools.repeat(_MISSING, len(docs)))
+            n_docs.append(len(docs))
+        lengths.append(0)
+        costs.append(_MISSING)
+        n_rows = len(lengths) - 1
+        length = np.frombuffer(lengths, dtype=np.int64)
+        values = np.frombuffer(flat, dtype=np.int64)
+        width = max(1, int(length.max()))
+        row_of = np.repeat(np.arange(n_rows + 1), length)
+        order = np.argsort(row_of * (sentinel + 1) + values, kind="stable")  # radix sort
+        starts = np.cumsum(length) - length
+        slot = np.arange(len(values)) - starts[row_of]
+        doc_aspects = np.full((n_rows + 1, width), sentinel, dtype=np.int64)
+        doc_aspects[row_of, slot] = values[order]
+        topic_of = np.repeat(np.arange(len(topics)), np.frombuffer(n_docs, dtype=np.int64))
+        relevant = np.flatnonzero(length[:-1] > 0)
+        per_topic = np.bincount(topic_of[relevant], minlength=len(topics))
+        cost_array = np.frombuffer(costs, dtype=np.int64)
+        for array_ in (doc_aspects, length, cost_array):
+            array_.setflags(write=False)
+        return cls(
+            query_ids=tuple(t.query_id for t in topics),
+            doc_index=tuple(doc_index),
+            doc_aspects=doc_aspects,
+            n_aspects_of_doc=length,
+            costs=cost_array,
+            actual=np.array([len(t.actual_aspects) for t in topics], dtype=np.int64),
+            relevant_rows=relevant,
+            relevant_offsets=np.concatenate([[0], np.cumsum(per_topic)]).astype(np.int64),
+            sentinel=sentinel,
+        )
+
+    @property
+    def n_relevant(self) -> IntArray:
+        result: IntArray = np.diff(self.relevant_offsets)
+        return result
+
+    def ideal_gains(self, alpha: float, depth: int) -> FloatArray:
+        """(topics, depth) gains of ndeval's ideal ranking, cached per alpha."""
+        with self._lock:
+            cached = self._ideal.get(alpha)
+            if cached is None or cached.shape[1] < depth:
+                cached = self._compute_ideal(alpha, depth)
+                cached.setflags(write=False)
+                self._ideal[alpha] = cached
+        return cached[:, :depth]
+
+    def _compute_ideal(self, alpha: float, depth: int) -> FloatArray:
+        gains = np.zeros((len(self.query_ids), depth))
+        n_relevant = self.n_relevant
+        order = np.argsort(n_relevant, kind="stable")
+        order = order[n_relevant[order] > 0]
+        sizes_sorted = n_relevant[order] * self.doc_aspects.shape[1]
+        start = 0
+        while start < len(order):
+            # Topics sorted by size, cut into batches of bounded padded volume.
+            volume = np.arange(1, len(order) - start + 1) * sizes_sorted[start:]
+            stop = start + max(1, int(np.searchsorted(volume, _IDEAL_BLOCK, side="right")))
+            batch = order[start:stop]
+            sizes = n_relevant[batch]
+            rows = np.full((len(batch), int(sizes.max())), self.empty, dtype=np.int64)
+            which = np.repeat(np.arange(len(batch)), sizes)
+            slot = np.arange(len(which)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+            rows[which, slot] = self.relevant_rows[self.relevant_offsets[batch][which] + slot]
+            gains[batch] = _kernels.ideal_alpha_gains(
+                self.doc_aspects, self.n_aspects_of_doc, self.sentinel, rows, alpha, depth
+            )
+            start = stop
+        return gains
+
+    def run_rows(self, run: RunLike, topics: Sequence[int], depth: int | None) -> IntArray:
+        """(len(topics), depth) global rows of each topic's ranked docs, ``empty``-padded.
+
+        ``depth`` None maps whole rankings (padded to the longest). A topic the run lacks maps to
+        an all-``empty`` row, so it scores 0.
+        """
+        rankings: list[Sequence[str]] = []
+        for topic in topics:
+            query_id = self.query_ids[topic]
+            ranking = run.get(query_id)
+            rankings.append(() if ranking is None else check_ranking(query_id, ranking, depth))
+        width = depth if depth is not None else max(map(len, rankings), default=0)
+        rows = np.full((len(topics), width), self.empty, dtype=np.int64)
+        empty = itertools.repeat(self.empty)
+        for i, (topic, ranking) in enumerate(zip(topics, rankings, strict=True)):
+            if ranking:
+                rows[i, : len(ranking)] = list(map(self.doc_index[topic].get, ranking, empty))
+        return rows
+
+    def check_costs(self, rows: IntArray, topics: Sequence[int], run: RunLike, what: str) -> None:
+        """Raise DataError naming the first ranked doc without a known token cost."""
+        query_ids = [self.query_ids[t] for t in topics]
+        lengths = np.array([len(run.get(q, ())) for q in query_ids], dtype=np.int64)
+        ranked = np.arange(rows.shape[1]) < lengths[:, None]
+        unknown = np.argwhere(ranked & (self.costs[rows] < 0))  # unjudged rows cost -1 too
+        if len(unknown):
+            i, rank = (int(x) for x in unknown[0])
+            doc = run[query_ids[i]][rank]
+            state = "is not judged" if rows[i, rank] == self.empty else "has no token cost"
+            raise DataError(
+                f"{what}: doc {doc!r} of query {query_ids[i]!r} {state}; budgeted measures need "
+                "the token cost of every ranked doc (build the judgments from topics whose "
+                "passages carry `tokens`, or pass costs=)"
+            )
+
+
+def check_ranking(query_id: str, ranking: Any, depth: int | None = None) -> Sequence[str]:
+    """The first ``depth`` doc ids of a ranking (all when None), checked for shape and repeats."""
+    if isinstance(ranking, str) or not isinstance(ranking, Sequence):
+        raise DataError(
+            f"run ranking for query {query_id!r} must be a sequence of doc ids, "
+            f"got {type(ranking).__name__}"
+        )
+    prefix: Sequence[str] = ranking if depth is None else ranking[:depth]
+    if len(set(prefix)) != len(prefix):
+        seen: set[str] = set()
+        for doc in prefix:
+            if doc in seen:
+                raise DataError(f"run ranking for query {query_id!r} lists doc {doc!r} twice")
+            seen.add(doc)
+    return prefix

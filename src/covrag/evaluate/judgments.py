@@ -1,0 +1,198 @@
+"""Judgments: which aspects each judged document supports, per topic, and what it costs.
+
+A :class:`Judgments` record is the evaluation counterpart of diversity qrels: per topic, a judged
+document id maps to the frozenset of aspect ids it supports. A document present with an empty set
+is judged and non-relevant; a document absent is unjudged (it scores like a non-relevant one, as in
+trec_eval and ndeval). Optional token costs per document feed the budgeted measures (RVC, RVC2).
+
+Runs are plain mappings ``query id -> ranked doc ids`` (the ``covrag.data.Run`` shape). A TREC run
+ranks by score descending, then doc id ascending, the order ir_measures and pyndeval use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import cast
+
+from covrag.errors import DataError
+from covrag.evaluate._compiled import Compiled
+from covrag.types import CoverageMatrix, Topic
+
+RunLike = Mapping[str, Sequence[str]]
+"""A run: query id -> doc ids in rank order (best first)."""
+
+_NO_COSTS: Mapping[str, int] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class TopicJudgments:
+    """The judgments of one topic.
+
+    Attributes:
+        query_id: The topic's id.
+        labels: Judged doc id -> ids of the aspects it supports (empty: judged, non-relevant).
+            Any iterables of aspect ids are accepted and stored as frozensets.
+        aspects: The topic's aspect ids in order. Left empty, they are derived from ``labels``
+            (sorted); given, every aspect a label names must be listed. Aspects nobody supports
+            may be listed; measures ignore them (ndeval's "actual subtopics").
+        costs: Judged doc id -> token cost, for budgeted measures; may be partial or empty.
+    """
+
+    query_id: str
+    labels: Mapping[str, frozenset[str]]
+    aspects: tuple[str, ...] = ()
+    costs: Mapping[str, int] = field(default_factory=lambda: _NO_COSTS)
+
+    actual_aspects: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The aspects at least one judged doc supports, in topic order ("actual subtopics")."""
+    _raw: dict[str, frozenset[str]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.query_id:
+            raise DataError("TopicJudgments.query_id must be a non-empty string")
+        # C-level conversions and checks: judgments of millions of docs build in a blink.
+        labels = dict(zip(self.labels.keys(), map(frozenset, self.labels.values()), strict=True))
+        used: frozenset[str] = frozenset().union(*labels.values())
+        if not set(map(type, labels)) <= {str} or "" in labels:
+            raise DataError(f"topic {self.query_id!r}: doc ids must be non-empty strings")
+        if not set(map(type, used)) <= {str} or "" in used:
+            raise DataError(f"topic {self.query_id!r}: aspect ids must be non-empty strings")
+        aspects = tuple(self.aspects) or tuple(sorted(used))
+        if len(set(aspects)) != len(aspects):
+            raise DataError(f"topic {self.query_id!r}: duplicate aspect ids in {aspects}")
+        unknown = used.difference(aspects)
+        if unknown:
+            raise DataError(
+                f"topic {self.query_id!r}: labels name aspects {sorted(unknown)} that are not "
+                "among the topic's aspects"
+            )
+        costs = dict(self.costs)
+        for doc, cost in costs.items():
+            if doc not in labels:
+                raise DataError(f"topic {self.query_id!r}: cost given for unjudged doc {doc!r}")
+            if isinstance(cost, bool) or not isinstance(cost, int) or cost < 0:
+                raise DataError(
+                    f"topic {self.query_id!r}: cost of doc {doc!r} must be an int >= 0, "
+                    f"got {cost!r}"
+                )
+        object.__setattr__(self, "_raw", labels)
+        object.__setattr__(self, "labels", MappingProxyType(labels))
+        object.__setattr__(self, "aspects", aspects)
+        object.__setattr__(self, "costs", MappingProxyType(costs) if costs else _NO_COSTS)
+        object.__setattr__(self, "actual_aspects", tuple(a for a in aspects if a in used))
+
+    @property
+    def relevant(self) -> frozenset[str]:
+        """Judged docs that support at least one aspect."""
+        return frozenset(doc for doc, aspects in self.labels.items() if aspects)
+
+
+@dataclass(frozen=True, eq=False)
+class Judgments(Mapping[str, TopicJudgments]):
+    """Per-topic judgments: a read-only mapping ``query id -> TopicJudgments``.
+
+    Build one with :meth:`from_topics` (gold labels), :meth:`from_coverage` (the covered pairs of
+    coverage matrices) or :meth:`from_labels` (plain mappings). Building a record also compiles
+    it to the arrays the measures run on, and ideal alpha-DCG gains are cached on it per alpha
+    on first use, so build one record per dataset and reuse it across runs.
+
+    Example:
+        >>> j = Judgments.from_labels({"q1": {"d1": ["a"], "d2": ["a", "b"], "d3": []}})
+        >>> sorted(j["q1"].relevant)
+        ['d1', 'd2']
+    """
+
+    topics: tuple[TopicJudgments, ...]
+    _by_id: dict[str, TopicJudgments] = field(init=False, repr=False, compare=False)
+    _compiled: Compiled = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        topics = tuple(self.topics)
+        by_id = {t.query_id: t for t in topics}
+        if len(by_id) != len(topics):
+            raise DataError("Judgments: a query id appears twice")
+        object.__setattr__(self, "topics", topics)
+        object.__setattr__(self, "_by_id", by_id)
+        object.__setattr__(self, "_compiled", Compiled.build(topics))
+
+    def __getitem__(self, query_id: str) -> TopicJudgments:
+        return self._by_id[query_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self.topics)
+
+    def __repr__(self) -> str:
+        return f"Judgments({len(self)} topics)"
+
+    @property
+    def query_ids(self) -> tuple[str, ...]:
+        return tuple(self._by_id)
+
+    @classmethod
+    def from_topics(cls, topics: Iterable[Topic]) -> Judgments:
+        """Gold labels of topics (``topic.labels``); costs from ``passage.tokens`` where known.
+
+        Raises:
+            DataError: a topic without gold labels.
+        """
+        result = []
+        for topic in topics:
+            if not topic.labels:
+                raise DataError(
+                    f"topic {topic.query_id!r} has no gold labels; evaluation needs labelled "
+                    "topics (or build judgments from a coverage matrix)"
+                )
+            costs = {
+                p.id: p.tokens
+                for p in topic.passages
+                if p.tokens is not None and p.id in topic.labels
+            }
+            result.append(TopicJudgments(topic.query_id, topic.labels, topic.aspect_ids, costs))
+        return cls(tuple(result))
+
+    @classmethod
+    def from_coverage(
+        cls,
+        matrices: Mapping[str, CoverageMatrix],
+        costs: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> Judgments:
+        """The covered pairs (``probs >= threshold``) of a coverage matrix per query id.
+
+        Every row of a matrix is a judged doc; its aspect ids become the topic's aspects.
+        """
+        result = []
+        for query_id, matrix in matrices.items():
+            covered = matrix.covered
+            labels = {
+                doc: frozenset(matrix.aspect_ids[j] for j in covered[i].nonzero()[0])
+                for i, doc in enumerate(matrix.passage_ids)
+            }
+            topic_costs = (costs or {}).get(query_id, _NO_COSTS)
+            result.append(TopicJudgments(query_id, labels, matrix.aspect_ids, topic_costs))
+        return cls(tuple(result))
+
+    @classmethod
+    def from_labels(
+        cls,
+        labels: Mapping[str, Mapping[str, Iterable[str]]],
+        costs: Mapping[str, Mapping[str, int]] | None = None,
+        aspects: Mapping[str, Sequence[str]] | None = None,
+    ) -> Judgments:
+        """From ``query id -> doc id -> aspect ids`` (and optional costs and aspect orders)."""
+        result = []
+        for query_id, topic_labels in labels.items():
+            result.append(
+                TopicJudgments(
+                    query_id,
+                    # TopicJudgments turns any iterables of aspect ids into frozensets.
+                    cast(Mapping[str, frozenset[str]], topic_labels),
+                    tuple((aspects or {}).get(query_id, ())),
+                    (costs or {}).get(query_id, _NO_COSTS),
+                )
+            )
+        return cls(tuple(result))

@@ -1,0 +1,174 @@
+"""LMVU's scorer: a linear model over the 18 state features, fitted with a pairwise logistic loss.
+
+Within one selection state, a candidate whose true marginal gain (new viewpoints it adds) is
+larger must score higher. The loss over all such pairs (a, b), ties dropped, is
+
+    L(w) = sum log(1 + exp(-w . (x_a - x_b))) + (l2 / 2) ||w||^2
+
+on standardised features, minimised with L-BFGS. The estimator follows scikit-learn's contract:
+hyperparameters in ``__init__``, ``fit`` returns ``self``, learned state ends in ``_``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import expit
+
+from covrag.data.jsonl import atomic_write_text
+from covrag.errors import ConfigError, DataError
+from covrag.select.lmvu_features import FEATURES, STATE
+from covrag.types import FloatArray, IntArray
+
+FORMAT = "covrag-lmvu/1"
+
+
+class LMVUModel:
+    """Pairwise-logistic linear scorer of LMVU states.
+
+    Args:
+        l2: L2 regularisation strength on the standardised coefficients.
+        features: Names of the features used (a subset of ``FEATURES``); the others get weight 0.
+        max_pairs_per_state: Pairs sampled per state (all when fewer), bounding memory.
+        shuffle_state: Control: permute the 14 state features among the candidates of each state
+            before fitting, destroying their link to the gains.
+        random_state: Seed for pair sampling and the shuffle control.
+    """
+
+    mean_: FloatArray
+    scale_: FloatArray
+    coef_: FloatArray
+    n_pairs_: int
+    n_states_: int
+    converged_: bool
+    card_: dict[str, Any]
+
+    def __init__(
+        self,
+        l2: float = 1.0,
+        features: Sequence[str] = FEATURES,
+        max_pairs_per_state: int = 100,
+        shuffle_state: bool = False,
+        random_state: int = 0,
+    ) -> None:
+        self.l2 = l2
+        self.features = tuple(features)
+        self.max_pairs_per_state = max_pairs_per_state
+        self.shuffle_state = shuffle_state
+        self.random_state = random_state
+
+    def _mask(self) -> FloatArray:
+        unknown = set(self.features) - set(FEATURES)
+        if unknown:
+            raise ConfigError(f"unknown LMVU features: {sorted(unknown)}")
+        return np.array([f in self.features for f in FEATURES], dtype=np.float64)
+
+    def fit(self, X: FloatArray, y: FloatArray, groups: IntArray) -> LMVUModel:
+        """Fit on candidates ``X`` (rows), their true gains ``y`` and their state ids ``groups``."""
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        groups = np.asarray(groups)
+        if X.ndim != 2 or X.shape[1] != len(FEATURES) or len(y) != len(X) != len(groups):
+            raise DataError(f"X must be (n, {len(FEATURES)}) with one gain and group per row")
+        rng = np.random.default_rng(self.random_state)
+        mask = self._mask()
+        if self.shuffle_state:
+            X = X.copy()
+            for state in np.unique(groups):
+                rows = np.flatnonzero(groups == state)
+                X[rows, STATE] = X[rng.permutation(rows)][:, STATE]
+        self.mean_ = X.mean(axis=0)
+        scale = X.std(axis=0)
+        self.scale_ = np.where(scale > 1e-12, scale, 1.0)
+        Z = (X - self.mean_) / self.scale_ * mask
+        diffs = self._pairs(Z, y, groups, rng)
+        if len(diffs) == 0:
+            raise DataError("no state has two candidates with different gains: nothing to fit")
+
+        def loss(w: FloatArray) -> tuple[float, FloatArray]:
+            margin = diffs @ w
+            value = np.logaddexp(0.0, -margin).sum() + 0.5 * self.l2 * w @ w
+            grad = -(diffs.T @ expit(-margin)) + self.l2 * w
+            return float(value), grad
+
+        result = minimize(loss, np.zeros(len(FEATURES)), jac=True, method="L-BFGS-B")
+        self.coef_ = result.x * mask
+        self.n_pairs_ = len(diffs)
+        self.n_states_ = len(np.unique(groups))
+        self.converged_ = bool(result.success)
+        self.card_ = {}
+        return self
+
+    def _pairs(
+        self, Z: FloatArray, y: FloatArray, groups: IntArray, rng: np.random.Generator
+    ) -> FloatArray:
+        order = np.argsort(groups, kind="stable")
+        bounds = np.flatnonzero(np.diff(groups[order])) + 1
+        chunks = []
+        for rows in np.split(order, bounds):
+            a, b = np.nonzero(y[rows][:, None] > y[rows][None, :])
+            if len(a) > self.max_pairs_per_state:
+                keep = rng.choice(len(a), self.max_pairs_per_state, replace=False)
+                a, b = a[keep], b[keep]
+            chunks.append(Z[rows[a]] - Z[rows[b]])
+        return np.concatenate(chunks) if chunks else np.zeros((0, Z.shape[1]))
+
+    def decision_function(self, X: FloatArray) -> FloatArray:
+        """Scores of candidate rows (higher = more new viewpoints expected)."""
+        result: FloatArray = ((X - self.mean_) / self.scale_) @ self.coef_
+        return result
+
+    def get_params(self) -> dict[str, Any]:
+        return {
+            "l2": self.l2,
+            "features": list(self.features),
+            "max_pairs_per_state": self.max_pairs_per_state,
+            "shuffle_state": self.shuffle_state,
+            "random_state": self.random_state,
+        }
+
+    def to_json(self, **card: Any) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "params": self.get_params(),
+            "feature_names": list(FEATURES),
+            "mean": self.mean_.tolist(),
+            "scale": self.scale_.tolist(),
+            "coef": self.coef_.tolist(),
+            "n_pairs": self.n_pairs_,
+            "n_states": self.n_states_,
+            "card": card,
+        }
+
+    def save(self, path: str | os.PathLike[str], **card: Any) -> None:
+        """Write the model as JSON (atomically), with a free-form training card."""
+        atomic_write_text(path, json.dumps(self.to_json(**card), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> LMVUModel:
+        try:
+            data = json.loads(open(path, encoding="utf-8").read())
+        except json.JSONDecodeError as exc:
+            raise DataError(f"not an LMVU model: {exc.msg}", path=str(path)) from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise DataError(f"not an LMVU model (format {FORMAT!r} expected)", path=str(path))
+        if data.get("feature_names") != list(FEATURES):
+            raise DataError(
+                "feature names differ from this covrag version",
+                path=str(path),
+                field="feature_names",
+            )
+        model = cls(**data["params"])
+        model.mean_ = np.array(data["mean"], dtype=np.float64)
+        model.scale_ = np.array(data["scale"], dtype=np.float64)
+        model.coef_ = np.array(data["coef"], dtype=np.float64)
+        model.n_pairs_ = int(data["n_pairs"])
+        model.n_states_ = int(data["n_states"])
+        model.converged_ = True
+        model.card_ = data.get("card", {})
+        return model
