@@ -24,7 +24,7 @@ from covrag.errors import ConfigError
 from covrag.evaluate import Judgments, Measure, evaluate, parse_measures
 from covrag.evaluate.headroom import gap_closed
 from covrag.evaluate.stats import bootstrap_ci, holm, paired_randomization_test
-from covrag.pipeline import PrepareConfig, attach_coverage, prepare
+from covrag.pipeline import PrepareConfig, attach_coverage, config_for, prepare
 from covrag.select.base import Candidates, Selector, parse_selector
 from covrag.select.exact import ExactSelector
 from covrag.tokens import with_token_costs
@@ -171,7 +171,7 @@ def run_bench(
     """
     if not methods:
         raise ConfigError("nothing to bench: give at least one selector")
-    config = config or PrepareConfig()
+    config = config or config_for([m.selector for m in methods])
     topics = [with_token_costs(t, config.counter) for t in topics]
     all_methods = list(methods)
     names = [m.name for m in all_methods]

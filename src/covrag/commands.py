@@ -18,7 +18,7 @@ from covrag.data import load_dataset, write_run
 from covrag.data.jsonl import atomic_write_text
 from covrag.data.trec import format_run
 from covrag.errors import ConfigError
-from covrag.pipeline import PrepareConfig, prepare
+from covrag.pipeline import PrepareConfig, config_for, prepare
 from covrag.select import parse_selector
 from covrag.types import Budget, Selection, Topic
 
@@ -92,7 +92,7 @@ def run_select(args: argparse.Namespace, console: Console) -> int:
     selector = parse_selector(args.selector)
     estimator = parse_estimator(args.coverage) if args.coverage else None
     budget = budget_from_args(args.k, args.budget_tokens)
-    config = PrepareConfig(relevance=args.relevance)
+    config = config_for([selector], args.relevance)
     selections = []
     for topic in progress_iter(topics, len(topics), f"select {selector!r}", console):
         candidates = prepare(topic, estimator, config).candidates
@@ -209,7 +209,7 @@ def run_bench_command(args: argparse.Namespace, console: Console) -> int:
     else:
         for budget in budgets:
             console.print(bench_table(result, budget))
-    if args.out:
+    if args.out and not args.json:
         console.print(f"wrote runs and summary.json to {args.out}")
     return 0
 
@@ -241,7 +241,7 @@ def _bench_with_progress(
             measures=args.measures,
             baseline=baseline,
             exact=not args.no_exact,
-            config=PrepareConfig(relevance=args.relevance),
+            config=config_for([m.selector for m in methods], args.relevance),
             seed=args.seed,
             progress=lambda _: progress.advance(task),
         )
@@ -268,8 +268,6 @@ DEMO_COVERAGE = ["gold", "embedding"]
 
 def run_demo(args: argparse.Namespace, console: Console) -> int:
     """A bench on ArgKP dev that a newcomer can read, and one selection traced step by step."""
-    from covrag.pipeline import PrepareConfig, prepare
-
     topics = load_dataset(DEMO_DATASET)
     console.rule("[bold]covrag demo[/]")
     console.print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from covrag.coverage.base import CoverageEstimator
 from covrag.embed import Encoder, default_encoder
-from covrag.errors import ConfigError, MissingExtraError
+from covrag.errors import ConfigError
 from covrag.select.base import Candidates, Selector
 from covrag.select.lmvu_features import split_sentences
 from covrag.tokens import TokenCounter, with_token_costs
@@ -32,14 +33,14 @@ class PrepareConfig:
         relevance: ``dense`` = cosine of query and passage under the encoder (the DES
             bi-encoder score); ``score`` = the passages' own retriever scores; ``order`` = the
             pool's order (first = most relevant).
-        embeddings: Compute passage embeddings (needed by MMR, clustering, facility location).
-            ``None`` = whenever the encoder is available.
+        embeddings: Compute passage embeddings even when relevance is not dense (MMR,
+            clustering, facility location and LMVU need them).
         pieces: Also embed each passage's sentences (atomic pieces), for LMVU.
         counter: Token counter for budgets (None = MiniLM WordPiece).
     """
 
     relevance: RelevanceSource = "dense"
-    embeddings: bool | None = None
+    embeddings: bool = False
     pieces: bool = False
     counter: TokenCounter | None = None
     encoder: Encoder | None = field(default=None, repr=False)
@@ -69,15 +70,9 @@ def prepare(
     topic = with_token_costs(topic, config.counter)
     coverage: CoverageMatrix | None = estimator.estimate(topic) if estimator else None
 
-    want_embeddings = config.embeddings
     encoder: Encoder | None = None
-    if config.relevance == "dense" or want_embeddings is not False:
-        try:
-            encoder = config.get_encoder()
-        except MissingExtraError:
-            if config.relevance == "dense" or want_embeddings:
-                raise
-            encoder = None
+    if config.relevance == "dense" or config.embeddings or config.pieces:
+        encoder = config.get_encoder()
     embeddings = query_embedding = None
     if encoder is not None:
         embeddings = encoder.encode([p.text for p in topic.passages])
@@ -148,6 +143,18 @@ def attach_coverage(candidates: Candidates, coverage: CoverageMatrix, topic: Top
         coverage=coverage,
         aspect_weights=np.array([a.weight if a else 1.0 for a in aspects]),
         excluded=np.array([bool(a and a.polarity == "exclude") for a in aspects]),
+    )
+
+
+def config_for(
+    selectors: Iterable[Selector], relevance: RelevanceSource = "dense"
+) -> PrepareConfig:
+    """The preparation these selectors need: embeddings and pieces only when one uses them."""
+    chosen = list(selectors)
+    return PrepareConfig(
+        relevance=relevance,
+        embeddings=any(s.uses_embeddings for s in chosen),
+        pieces=any(s.uses_pieces for s in chosen),
     )
 
 

@@ -217,6 +217,11 @@ class Selector(ABC):
         return False
 
     @property
+    def uses_embeddings(self) -> bool:
+        """Whether this selector needs passage embeddings in its candidates."""
+        return False
+
+    @property
     def uses_pieces(self) -> bool:
         """Whether this selector needs piece (sentence) embeddings in its candidates."""
         return False

@@ -130,6 +130,10 @@ class ClusterSelector(Selector):
     n_clusters: int | None = None
     random_state: int = 0
 
+    @property
+    def uses_embeddings(self) -> bool:
+        return True
+
     def __post_init__(self) -> None:
         check_clusters(self.name, self.n_clusters)
 

@@ -91,6 +91,10 @@ class FacilityLocationSelector(Selector):
     optimizer: str = "lazy"
 
     @property
+    def uses_embeddings(self) -> bool:
+        return self.similarity == "embedding"
+
+    @property
     def uses_coverage(self) -> bool:
         return self.similarity == "coverage"
 

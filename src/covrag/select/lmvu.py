@@ -70,6 +70,10 @@ class LMVUSelector(Selector):
     model: str | None = None
 
     @property
+    def uses_embeddings(self) -> bool:
+        return True
+
+    @property
     def uses_pieces(self) -> bool:
         return True
 

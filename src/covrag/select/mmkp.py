@@ -51,6 +51,10 @@ class MMKPSelector(Selector):
     n_clusters: int | None = None
     random_state: int = 0
 
+    @property
+    def uses_embeddings(self) -> bool:
+        return True
+
     def __post_init__(self) -> None:
         if self.cap < 1:
             raise ConfigError(f"mmkp: cap must be >= 1, got {self.cap!r}")

@@ -42,6 +42,10 @@ class MMRSelector(Selector):
     name = "mmr"
     lam: float = 0.5
 
+    @property
+    def uses_embeddings(self) -> bool:
+        return True
+
     def __post_init__(self) -> None:
         if not 0.0 <= self.lam <= 1.0:
             raise ConfigError(f"mmr: lam must lie in [0, 1], got {self.lam!r}")
