@@ -90,6 +90,37 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the newcomer's tour: a bench on ArgKP dev")
     p.add_argument("--out", type=Path, default=Path("demo-out"), help="folder for the outputs")
 
+    p = sub.add_parser("fit", help="fit a learned selector")
+    fit = p.add_subparsers(dest="what", required=True, metavar="what")
+    p = fit.add_parser("lmvu", help="fit LMVU's linear scorer on labelled datasets")
+    p.add_argument("--dataset", nargs="+", required=True, help="bundled name:split or JSONL paths")
+    p.add_argument("--out", required=True, type=Path, help="model JSON to write")
+    p.add_argument(
+        "--budgets",
+        nargs="+",
+        type=int,
+        default=[512, 1024, 2048],
+        help="token budgets to generate training states under",
+    )
+    p.add_argument(
+        "--features",
+        choices=["full", "m0", "no-atomic", "static"],
+        default="full",
+        help="feature set (m0 and no-atomic are the paper's controls)",
+    )
+    p.add_argument(
+        "--shuffle-state",
+        action="store_true",
+        help="control: permute the 14 state features within each state",
+    )
+    p.add_argument("--l2", type=float, default=1.0, help="L2 regularisation")
+    p.add_argument("--seed", type=int, default=0)
+
+    p = sub.add_parser("qrels", help="export diversity qrels (gold labels or a coverage matrix)")
+    p.add_argument("--dataset", required=True, help="bundled name:split or coverage JSONL path")
+    p.add_argument("--coverage", default="gold", help="gold (default) or an estimator spec")
+    p.add_argument("--out", required=True, type=Path, help="qrels file to write")
+
     sub.add_parser("datasets", help="list the bundled datasets")
     return parser
 
@@ -138,7 +169,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args, console)
 
 
+def cmd_fit(args: argparse.Namespace) -> int:
+    from covrag.commands_more import run_fit_lmvu
+
+    return run_fit_lmvu(args, console)
+
+
+def cmd_qrels(args: argparse.Namespace) -> int:
+    from covrag.commands_more import run_qrels
+
+    return run_qrels(args, console)
+
+
 COMMANDS = {
+    "fit": cmd_fit,
+    "qrels": cmd_qrels,
     "datasets": cmd_datasets,
     "select": cmd_select,
     "eval": cmd_eval,

@@ -1,0 +1,98 @@
+"""CLI commands for fitting and exporting: ``covrag fit lmvu``, ``covrag qrels``."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from covrag.commands import progress_iter
+from covrag.coverage import parse_estimator
+from covrag.data import load_dataset
+from covrag.evaluate.qrels import coverage_qrels, topic_qrels, write_qrels
+from covrag.select.lmvu_features import FEATURES, M0_FEATURES, STATE
+from covrag.train.lmvu import StateConfig, build_training_set
+from covrag.train.lmvu_model import LMVUModel
+
+FEATURE_SETS: dict[str, tuple[str, ...]] = {
+    "full": FEATURES,
+    "m0": M0_FEATURES,
+    "no-atomic": tuple(f for f in FEATURES if not f.startswith("piece_")),
+    "static": FEATURES[: STATE.start],
+}
+
+
+def run_fit_lmvu(args: argparse.Namespace, console: Console) -> int:
+    datasets = [(name, load_dataset(name)) for name in args.dataset]
+    total = sum(len(topics) for _, topics in datasets)
+    config = StateConfig(budgets=tuple(args.budgets), seed=args.seed)
+    started = time.perf_counter()
+    with_progress = _Progress(total, console)
+    training = build_training_set(datasets, config, progress=with_progress.advance)
+    with_progress.close()
+    states_seconds = time.perf_counter() - started
+    model = LMVUModel(
+        l2=args.l2,
+        features=FEATURE_SETS[args.features],
+        shuffle_state=args.shuffle_state,
+        random_state=args.seed,
+    )
+    fit_started = time.perf_counter()
+    model.fit(training.X, training.y, training.groups)
+    fit_seconds = time.perf_counter() - fit_started
+    model.save(
+        args.out,
+        datasets=list(args.dataset),
+        budgets=list(config.budgets),
+        max_steps=config.max_steps,
+        candidates_per_state=config.candidates_per_state,
+        seed=args.seed,
+        states=training.n_states,
+        candidates=len(training.y),
+        pairs=model.n_pairs_,
+        seconds_states=round(states_seconds, 2),
+        seconds_fit=round(fit_seconds, 3),
+    )
+    table = Table(title=f"LMVU fitted on {', '.join(args.dataset)} -> {args.out}")
+    table.add_column("feature")
+    table.add_column("weight (standardised)", justify="right")
+    for name, weight in zip(FEATURES, model.coef_, strict=True):
+        table.add_row(name, f"{weight:+.3f}")
+    console.print(table)
+    console.print(
+        f"{training.n_states} states, {len(training.y)} candidates, {model.n_pairs_} pairs; "
+        f"states built in {states_seconds:.1f} s, fitted in {fit_seconds:.2f} s"
+    )
+    return 0
+
+
+class _Progress:
+    def __init__(self, total: int, console: Console) -> None:
+        self._iter = iter(progress_iter(range(total), total, "training states", console))
+
+    def advance(self, _: str) -> None:
+        next(self._iter, None)
+
+    def close(self) -> None:
+        for _ in self._iter:
+            pass
+
+
+def run_qrels(args: argparse.Namespace, console: Console) -> int:
+    topics = load_dataset(args.dataset)
+    if args.coverage in (None, "gold"):
+        qrels = topic_qrels(topics)
+    else:
+        estimator = parse_estimator(args.coverage)
+        matrices = {
+            t.query_id: estimator.estimate(t)
+            for t in progress_iter(topics, len(topics), f"estimate {estimator!r}", console)
+        }
+        qrels = coverage_qrels(matrices)
+    write_qrels(args.out, qrels)
+    console.print(
+        f"wrote {len(qrels)} diversity qrels (query iteration doc relevance) to {args.out}"
+    )
+    return 0
