@@ -1,4 +1,4 @@
-"""``covrag <command>``: select, eval, bench, demo, datasets."""
+"""``covrag <command>``: select, eval, bench, demo, datasets, index, search."""
 
 from __future__ import annotations
 
@@ -116,10 +116,59 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--l2", type=float, default=1.0, help="L2 regularisation")
     p.add_argument("--seed", type=int, default=0)
 
+    p = sub.add_parser("train", help="train a model")
+    train = p.add_subparsers(dest="what", required=True, metavar="what")
+    p = train.add_parser("coverage", help="fine-tune a coverage cross-encoder from MiniLM")
+    p.add_argument(
+        "--datasets",
+        nargs="+",
+        default=["argkp2021:train", "perspectrum:train", "perspectrum-evidence:train"],
+        help="labelled training data (bundled names or JSONL paths)",
+    )
+    p.add_argument(
+        "--dev",
+        nargs="+",
+        default=["argkp2021:dev", "perspectrum:dev", "perspectrum-evidence:dev"],
+        help="labelled dev data for ROC-AUC and the threshold",
+    )
+    p.add_argument("--out", required=True, type=Path, help="model folder to write")
+    p.add_argument("--epochs", type=float, default=1.0)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--max-length", type=int, default=160)
+    p.add_argument(
+        "--neg-ratio",
+        type=float,
+        default=3.0,
+        help="at most this many negatives per positive per topic (0 = all)",
+    )
+    p.add_argument(
+        "--limit-topics",
+        type=int,
+        default=None,
+        help="use only the first N topics of each dataset (quick runs)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+
     p = sub.add_parser("qrels", help="export diversity qrels (gold labels or a coverage matrix)")
     p.add_argument("--dataset", required=True, help="bundled name:split or coverage JSONL path")
     p.add_argument("--coverage", default="gold", help="gold (default) or an estimator spec")
     p.add_argument("--out", required=True, type=Path, help="qrels file to write")
+
+    p = sub.add_parser("index", help="build and save a retrieval index over a passage corpus")
+    p.add_argument(
+        "--corpus",
+        default="bundled",
+        help="passage JSONL path, bundled name[:split], coverage JSONL path, or 'bundled' "
+        "(default: the pools of all bundled datasets)",
+    )
+    p.add_argument("--kind", choices=["bm25", "dense", "hybrid"], default="bm25")
+    p.add_argument("--out", required=True, type=Path, help="index folder to write")
+
+    p = sub.add_parser("search", help="search a saved index")
+    p.add_argument("--index", required=True, type=Path, help="index folder (covrag index)")
+    p.add_argument("query", help="the query text")
+    p.add_argument("--k", type=int, default=10, help="number of results")
 
     sub.add_parser("datasets", help="list the bundled datasets")
     return parser
@@ -175,20 +224,41 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return run_fit_lmvu(args, console)
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from covrag.commands_more import run_train_coverage
+
+    return run_train_coverage(args, console)
+
+
 def cmd_qrels(args: argparse.Namespace) -> int:
     from covrag.commands_more import run_qrels
 
     return run_qrels(args, console)
 
 
+def cmd_index(args: argparse.Namespace) -> int:
+    from covrag.commands_retrieve import run_index
+
+    return run_index(args, console)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from covrag.commands_retrieve import run_search
+
+    return run_search(args, console)
+
+
 COMMANDS = {
     "fit": cmd_fit,
     "qrels": cmd_qrels,
+    "train": cmd_train,
     "datasets": cmd_datasets,
     "select": cmd_select,
     "eval": cmd_eval,
     "bench": cmd_bench,
     "demo": cmd_demo,
+    "index": cmd_index,
+    "search": cmd_search,
 }
 
 

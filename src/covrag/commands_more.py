@@ -6,6 +6,14 @@ import argparse
 import time
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from covrag.commands import progress_iter
@@ -94,5 +102,74 @@ def run_qrels(args: argparse.Namespace, console: Console) -> int:
     write_qrels(args.out, qrels)
     console.print(
         f"wrote {len(qrels)} diversity qrels (query iteration doc relevance) to {args.out}"
+    )
+    return 0
+
+
+def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
+    from covrag.train.calibrate import calibrate_pairs
+    from covrag.train.coverage import TrainConfig, train_cross_encoder
+    from covrag.train.pairs import dataset_pairs
+
+    ratio = args.neg_ratio if args.neg_ratio > 0 else None
+    train = {
+        name: dataset_pairs(
+            load_dataset(name)[: args.limit_topics],
+            max_negatives_per_positive=ratio,
+            seed=args.seed,
+        )
+        for name in args.datasets
+    }
+    dev = {
+        name: dataset_pairs(
+            load_dataset(name)[: args.limit_topics],
+            max_negatives_per_positive=ratio,
+            seed=args.seed,
+        )
+        for name in args.dev
+    }
+    config = TrainConfig(
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        max_length=args.max_length,
+        seed=args.seed,
+    )
+    for name, pairs in train.items():
+        console.print(f"train {name}: {len(pairs)} pairs, {sum(p.label for p in pairs)} positive")
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as progress:
+        task = progress.add_task("training", total=None)
+
+        def report(step: int, total: int, loss: float) -> None:
+            progress.update(task, completed=step, total=total, description=f"loss {loss:.3f}")
+
+        card = train_cross_encoder(train, args.out, config, progress=report)
+    calibration = calibrate_pairs(args.out, dev, max_length=args.max_length)
+    card.dev = calibration.per_dataset
+    card.threshold = calibration.threshold
+    card.notes.append(
+        "threshold: maximises F1 over all dev pairs together (dev splits only; never test)"
+    )
+    card.save(args.out)
+    table = Table(title=f"coverage cross-encoder -> {args.out}")
+    for column in ("dev set", "pairs", "ROC-AUC", "F1 @ threshold"):
+        table.add_column(column, justify="right")
+    for name, figures in calibration.per_dataset.items():
+        table.add_row(
+            name, f"{figures['pairs']:.0f}", f"{figures['roc_auc']:.3f}", f"{figures['f1']:.3f}"
+        )
+    console.print(table)
+    console.print(
+        f"{card.steps} steps in {card.seconds:.0f} s; threshold {calibration.threshold:.2f} "
+        f"(chosen on dev); {card.truncated_pairs} training pairs reached {args.max_length} tokens"
     )
     return 0

@@ -6,6 +6,7 @@ record can be shared between stages without defensive copies.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -146,6 +147,7 @@ class CoverageMatrix:
         source: repr of the estimator that produced it (``gold``, ``embedding(...)``, ...).
         pairs_scored: Number of (passage, aspect) pairs the estimator actually scored.
         seconds: Wall-clock seconds spent estimating.
+        truncated_pairs: Pairs longer than the estimator's token limit (cut by the model).
     """
 
     passage_ids: tuple[str, ...]
@@ -155,6 +157,7 @@ class CoverageMatrix:
     source: str = "unknown"
     pairs_scored: int = 0
     seconds: float = 0.0
+    truncated_pairs: int = 0
 
     def __post_init__(self) -> None:
         probs = _frozen_array(self.probs, np.float64)
@@ -185,15 +188,7 @@ class CoverageMatrix:
 
     def with_threshold(self, threshold: float) -> CoverageMatrix:
         """The same probabilities under another threshold."""
-        return CoverageMatrix(
-            self.passage_ids,
-            self.aspect_ids,
-            self.probs,
-            threshold,
-            self.source,
-            self.pairs_scored,
-            self.seconds,
-        )
+        return dataclasses.replace(self, threshold=threshold)
 
     def aspects_of(self, passage_id: str) -> tuple[str, ...]:
         """Ids of the aspects a passage covers."""

@@ -123,7 +123,7 @@ class ClusterSelector(Selector):
     Example:
         >>> from covrag.select import parse_selector
         >>> parse_selector("cluster(n_clusters=5)")
-        cluster(n_clusters=5, random_state=0)
+        cluster(n_clusters=5)
     """
 
     name = "cluster"

@@ -254,7 +254,7 @@ class ExactSelector(Selector):
     Example:
         >>> from covrag.select import parse_selector
         >>> parse_selector("exact(time_limit=10.0)")
-        exact(exclude='ignore', penalty=1.0, time_limit=10.0, strict=True)
+        exact(time_limit=10.0)
     """
 
     name = "exact"

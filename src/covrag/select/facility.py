@@ -82,7 +82,7 @@ class FacilityLocationSelector(Selector):
     Example:
         >>> from covrag.select import parse_selector
         >>> parse_selector("facility-location(cost_aware=True)")
-        facility-location(cost_aware=True, similarity='embedding', optimizer='lazy')
+        facility-location(cost_aware=True)
     """
 
     name = "facility-location"

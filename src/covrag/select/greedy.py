@@ -100,7 +100,7 @@ class GreedyCoverageSelector(Selector):
     Example:
         >>> from covrag.select import parse_selector
         >>> parse_selector("greedy-coverage(cost_aware=True)")
-        greedy-coverage(cost_aware=True, exclude='ignore', penalty=1.0)
+        greedy-coverage(cost_aware=True)
     """
 
     name = "greedy-coverage"

@@ -41,7 +41,7 @@ class MMKPSelector(Selector):
     Example:
         >>> from covrag.select import parse_selector
         >>> parse_selector("mmkp(cap=2)")
-        mmkp(cap=2, fill=True, cost_aware=False, n_clusters=None, random_state=0)
+        mmkp(cap=2)
     """
 
     name = "mmkp"

@@ -1,0 +1,49 @@
+"""CLI commands for retrieval: ``covrag index`` and ``covrag search``."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from covrag.retrieve import load_corpus, load_index, make_retriever
+
+_SHOWN_CHARS = 160  # display only: the table shows the start of long passages
+
+
+def run_index(args: argparse.Namespace, console: Console) -> int:
+    started = time.perf_counter()
+    passages = load_corpus(args.corpus)
+    read_seconds = time.perf_counter() - started
+    retriever = make_retriever(args.kind)
+    started = time.perf_counter()
+    retriever.index(passages)
+    index_seconds = time.perf_counter() - started
+    retriever.save(args.out)
+    console.print(
+        f"indexed {len(passages)} passages from {args.corpus} ({args.kind}) in "
+        f"{index_seconds:.2f} s (corpus read in {read_seconds:.2f} s) -> {args.out}",
+        highlight=False,
+    )
+    return 0
+
+
+def run_search(args: argparse.Namespace, console: Console) -> int:
+    retriever = load_index(args.index)
+    started = time.perf_counter()
+    results = retriever.search(args.query, args.k)
+    seconds = time.perf_counter() - started
+    table = Table(title=f"{args.query} ({len(results)} results, {seconds:.3f} s)")
+    table.add_column("rank", justify="right")
+    table.add_column("id")
+    table.add_column("score", justify="right")
+    table.add_column("text")
+    for rank, passage in enumerate(results, start=1):
+        text = passage.text
+        if len(text) > _SHOWN_CHARS:
+            text = text[: _SHOWN_CHARS - 1] + "…"
+        table.add_row(str(rank), passage.id, f"{passage.score:.4g}", text)
+    console.print(table)
+    return 0

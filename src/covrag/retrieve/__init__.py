@@ -1,0 +1,31 @@
+"""Retrieval: candidate pools from BM25, dense embeddings, their fusion, or one query per aspect.
+
+Every retriever has one verb, ``search(query, k)``, returning passages best first with ``score``
+set; ``search_many`` is its batched form. Indexes save to and load from a folder.
+"""
+
+from covrag.retrieve.base import IndexRetriever, NotIndexedError, Ranking, Retriever
+from covrag.retrieve.bm25 import BM25Retriever
+from covrag.retrieve.corpus import corpus_from_topics, load_corpus, read_corpus
+from covrag.retrieve.dense import DenseRetriever
+from covrag.retrieve.fusion import HybridRetriever, reciprocal_rank_fusion
+from covrag.retrieve.kinds import KINDS, load_index, make_retriever
+from covrag.retrieve.multi_query import MultiQueryRetriever
+
+__all__ = [
+    "KINDS",
+    "BM25Retriever",
+    "DenseRetriever",
+    "HybridRetriever",
+    "IndexRetriever",
+    "MultiQueryRetriever",
+    "NotIndexedError",
+    "Ranking",
+    "Retriever",
+    "corpus_from_topics",
+    "load_corpus",
+    "load_index",
+    "make_retriever",
+    "read_corpus",
+    "reciprocal_rank_fusion",
+]

@@ -1,0 +1,183 @@
+"""The on-disk layout of a saved index, written atomically and checked on load.
+
+An index is a folder::
+
+    manifest.json    {"format": "covrag-index", "version": 1, "kind": "bm25", "count": N,
+                      "model": ..., "params": {...}, "covrag": "0.1.0"}
+    passages.jsonl   the indexed passages in index order (a valid passage corpus file)
+    ...              the kind's own files (bm25s arrays, embeddings.npy, components/)
+
+:func:`atomic_dir` writes into a hidden temporary folder beside the target and renames it into
+place, so a reader sees the old index or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from covrag import __version__
+from covrag.errors import DataError
+from covrag.retrieve.corpus import passage_record, read_corpus
+from covrag.types import Passage, as_mapping
+
+FORMAT = "covrag-index"
+VERSION = 1
+MANIFEST = "manifest.json"
+PASSAGES = "passages.jsonl"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a saved index holds.
+
+    Attributes:
+        kind: ``bm25``, ``dense`` or ``hybrid``: which class loads it.
+        count: Number of indexed passages.
+        model: The embedding model for dense indexes (None otherwise).
+        params: The retriever's parameters, as given to its constructor.
+    """
+
+    kind: str
+    count: int
+    model: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        record = {
+            "format": FORMAT,
+            "version": VERSION,
+            "kind": self.kind,
+            "count": self.count,
+            "model": self.model,
+            "params": dict(self.params),
+            "covrag": __version__,
+        }
+        return json.dumps(record, indent=2) + "\n"
+
+    def param(self, name: str) -> Any:
+        """A parameter recorded at build time (DataError when it is missing)."""
+        if name not in self.params:
+            raise DataError("index manifest lacks a parameter", field=f"params.{name}")
+        return self.params[name]
+
+    def write(self, folder: Path) -> None:
+        """Write ``manifest.json`` into ``folder``."""
+        (folder / MANIFEST).write_text(self.to_json(), encoding="utf-8")
+
+
+def read_manifest(folder: str | os.PathLike[str], kind: str | None = None) -> Manifest:
+    """The manifest of an index folder, checked.
+
+    Raises:
+        DataError: when ``folder`` holds no covrag index, a manifest of another format version,
+            or (with ``kind``) an index of another kind.
+    """
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        raise DataError(
+            f"not a covrag index (no {MANIFEST}); build one with `covrag index`",
+            path=str(folder),
+        )
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        raise DataError("not a covrag index manifest", path=str(path), field="format")
+    if record.get("version") != VERSION:
+        raise DataError(
+            f"index format version {record.get('version')!r}; this covrag reads version "
+            f"{VERSION}: rebuild the index",
+            path=str(path),
+            field="version",
+        )
+    count = record.get("count")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise DataError("must be a non-negative integer", path=str(path), field="count")
+    found = record.get("kind")
+    if not isinstance(found, str):
+        raise DataError("must be a string", path=str(path), field="kind")
+    if kind is not None and found != kind:
+        raise DataError(
+            f"this is a {found} index, not a {kind} index", path=str(path), field="kind"
+        )
+    params = record.get("params") or {}
+    if not isinstance(params, dict):
+        raise DataError("must be an object", path=str(path), field="params")
+    model = record.get("model")
+    return Manifest(found, count, model if isinstance(model, str) else None, as_mapping(params))
+
+
+def write_passages(folder: Path, passages: Sequence[Passage]) -> None:
+    """Write the passages as ``passages.jsonl`` in ``folder``."""
+    lines = []
+    for passage in passages:
+        try:
+            lines.append(json.dumps(passage_record(passage), ensure_ascii=False) + "\n")
+        except TypeError as exc:
+            raise DataError(
+                f"metadata of passage {passage.id!r} cannot be saved as JSON: {exc}"
+            ) from None
+    (folder / PASSAGES).write_text("".join(lines), encoding="utf-8")
+
+
+def read_passages(folder: Path, manifest: Manifest) -> tuple[Passage, ...]:
+    """The passages of an index folder, checked against the manifest's count."""
+    path = folder / PASSAGES
+    if not path.is_file():
+        raise DataError(f"index is incomplete: {PASSAGES} is missing", path=str(folder))
+    passages = read_corpus(path)
+    if len(passages) != manifest.count:
+        raise DataError(
+            f"index is inconsistent: {len(passages)} passages, manifest says {manifest.count}",
+            path=str(path),
+        )
+    return passages
+
+
+def check_rows(path: Path, rows: int, manifest: Manifest) -> None:
+    """Raise a DataError when an index array's row count disagrees with the manifest."""
+    if rows != manifest.count:
+        raise DataError(
+            f"index is inconsistent: {rows} rows, manifest says {manifest.count} passages",
+            path=str(path),
+        )
+
+
+@contextlib.contextmanager
+def atomic_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary folder that replaces ``target`` when the block ends without error.
+
+    An existing index at ``target`` is replaced; an existing non-empty folder that is not an
+    index is left alone (DataError), so a typo in ``--out`` cannot wipe a folder.
+    """
+    final = Path(target)
+    if final.exists() and not (final / MANIFEST).is_file():
+        if not final.is_dir() or any(final.iterdir()):
+            raise DataError(
+                "exists and is not a covrag index; refusing to overwrite it", path=str(final)
+            )
+    final.parent.mkdir(parents=True, exist_ok=True)
+    # os.mkdir honours the umask (mkdtemp would make the index private to its owner).
+    tmp = final.parent / f".{final.name}.{uuid.uuid4().hex}.tmp"
+    os.mkdir(tmp)
+    try:
+        yield tmp
+        if final.exists():
+            old = final.parent / f".{final.name}.{uuid.uuid4().hex}.old"
+            os.replace(final, old)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,113 @@
+"""The coverage cross-encoder: a tiny real model trained here, then used as an estimator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from covrag.cli import main
+from covrag.coverage import CrossEncoderCoverage
+from covrag.train.calibrate import best_f1_threshold, roc_auc
+from covrag.train.coverage import TrainConfig, train_cross_encoder
+from covrag.train.pairs import Pair, dataset_pairs, topic_pairs
+from covrag.types import Aspect, Passage, Topic
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pairs = [
+        Pair("Cars pollute the air in cities.", "pollution", 1, "q"),
+        Pair("Car bans hurt local shops.", "pollution", 0, "q"),
+        Pair("Car bans hurt local shops.", "economy", 1, "q"),
+        Pair("Cars pollute the air in cities.", "economy", 0, "q"),
+    ] * 8
+    out = tmp_path_factory.mktemp("ce")
+    card = train_cross_encoder({"inline": pairs}, out, TrainConfig(batch_size=8, epochs=1.0))
+    assert card.steps == 4 and card.train_pairs == {"inline": 32}
+    return out
+
+
+def topic() -> Topic:
+    passages = (
+        Passage("p1", "Cars pollute the air in cities."),
+        Passage("p2", "Car bans hurt local shops. " + "They lose customers every day. " * 30),
+        Passage("p3", "Cars pollute the air in cities."),
+    )
+    aspects = (Aspect("a1", "pollution"), Aspect("a2", "economy"))
+    return Topic("q", "Should cities ban cars?", passages, aspects)
+
+
+def test_estimator_scores_unique_pairs_once_and_caches(tiny_model: Path) -> None:
+    estimator = CrossEncoderCoverage(model=str(tiny_model), threshold=0.5, max_length=32)
+    first = estimator.estimate(topic())
+    assert first.shape == (3, 2)
+    assert first.pairs_scored == 4  # p3 repeats p1's text: its pairs are scored once
+    assert first.truncated_pairs == 2  # p2 is longer than 32 tokens with either aspect
+    assert np.allclose(first.probs[0], first.probs[2])
+    again = estimator.estimate(topic())
+    assert again.pairs_scored == 0 and np.allclose(again.probs, first.probs)
+    assert repr(estimator).startswith("cross-encoder(model=")
+
+
+def test_best_assignment_covers_at_most_one_aspect_per_passage(tiny_model: Path) -> None:
+    matrix = CrossEncoderCoverage(model=str(tiny_model), threshold=0.01, assignment="best")
+    covered = matrix.estimate(topic()).covered
+    assert (covered.sum(axis=1) <= 1).all()
+
+
+def test_threshold_comes_from_the_training_card(tiny_model: Path) -> None:
+    card = json.loads((tiny_model / "training_card.json").read_text())
+    card["threshold"] = 0.35
+    (tiny_model / "training_card.json").write_text(json.dumps(card))
+    assert CrossEncoderCoverage(model=str(tiny_model)).resolved_threshold() == 0.35
+
+
+def test_pairs_from_the_bundled_data() -> None:
+    from covrag.data import load_dataset
+
+    argkp = load_dataset("argkp2021:dev")[0]
+    pairs = topic_pairs(argkp)
+    labelled = sum(len(v) for v in argkp.labels.values())
+    rejected = sum(len(v) for v in argkp.non_labels.values())
+    assert sum(p.label for p in pairs) == labelled and len(pairs) == labelled + rejected
+    perspectrum = load_dataset("perspectrum:dev")
+    pairs = dataset_pairs(perspectrum[:5], max_negatives_per_positive=1.0)
+    assert all(p.passage.strip() != p.aspect.strip() for p in pairs if p.label == 1)
+    assert sum(1 - p.label for p in pairs) <= sum(p.label for p in pairs) + 5
+
+
+def test_roc_auc_and_threshold() -> None:
+    labels = [1, 1, 0, 0, 1]
+    scores = np.array([0.9, 0.8, 0.3, 0.8, 0.1])
+    assert roc_auc(labels, scores) == pytest.approx((2 + 1.5 + 0) / 6)
+    threshold, f1 = best_f1_threshold([1, 0], np.array([0.7, 0.2]))
+    assert f1 == 1.0 and 0.2 < threshold <= 0.7
+
+
+def test_train_coverage_cli_end_to_end(tmp_path: Path, write_jsonl) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    from covrag.data import load_dataset
+    from covrag.data.jsonl import topic_to_record
+
+    def sliced(name: str, n: int) -> str:
+        topic = load_dataset(name)[0]
+        small = dataclasses.replace(topic, passages=topic.passages[:n])
+        return str(write_jsonl([topic_to_record(small)], name=f"{name.replace(':', '-')}.jsonl"))
+
+    train, dev = sliced("argkp2021:train", 60), sliced("argkp2021:dev", 40)
+    out = tmp_path / "model"
+    assert main(["train", "coverage", "--datasets", train, "--dev", dev, "--out", str(out)]) == 0
+    card = json.loads((out / "training_card.json").read_text())
+    assert card["steps"] >= 1 and 0 < card["threshold"] < 1
+    assert 0 <= card["dev"][dev]["roc_auc"] <= 1
+    run = tmp_path / "run.trec"
+    coverage = f"cross-encoder(model={str(out)!r})"
+    args = ["select", "--dataset", dev, "--selector", "greedy-coverage", "--coverage", coverage]
+    assert main([*args, "--k", "3", "--out", str(run)]) == 0
+    assert len(run.read_text().splitlines()) == 3
