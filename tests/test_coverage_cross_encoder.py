@@ -111,3 +111,20 @@ def test_train_coverage_cli_end_to_end(tmp_path: Path, write_jsonl) -> None:  # 
     args = ["select", "--dataset", dev, "--selector", "greedy-coverage", "--coverage", coverage]
     assert main([*args, "--k", "3", "--out", str(run)]) == 0
     assert len(run.read_text().splitlines()) == 3
+
+
+def test_int8_onnx_export_scores_like_the_torch_model(tiny_model: Path, tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    from covrag.coverage.onnx_model import ONNX_FILE, export_onnx
+
+    folder = tmp_path / "onnx"
+    assert export_onnx(tiny_model, folder).name == ONNX_FILE
+    assert (folder / ONNX_FILE).stat().st_size < 30_000_000  # int8: a quarter of fp32's 90 MB
+    torch_scores = CrossEncoderCoverage(model=str(tiny_model), threshold=0.5).estimate(topic())
+    onnx_est = CrossEncoderCoverage(model=str(folder), threshold=0.5, max_length=32)
+    onnx_scores = onnx_est.estimate(topic())
+    assert np.allclose(onnx_scores.probs, torch_scores.probs, atol=0.03)
+    assert onnx_scores.truncated_pairs == 2
+    from covrag.coverage.cross_encoder import _scorer
+
+    assert _scorer(str(folder), 64, 32).backend == "onnxruntime"

@@ -29,6 +29,13 @@ def _budget_args(parser: argparse.ArgumentParser) -> None:
 
 def _prepare_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--aspects",
+        choices=["gold"],
+        default="gold",
+        help="the sub-questions coverage is estimated against: gold = the dataset's aspect "
+        "texts (DES's human-nugget setting); measures always use the gold labels",
+    )
+    parser.add_argument(
         "--relevance",
         choices=["dense", "score", "order"],
         default="dense",

@@ -162,7 +162,11 @@ def bench_table(result: BenchResult, budget: Budget) -> Table:
     if has_headroom:
         table.add_column("headroom", justify="right")
         table.add_column("gap closed", justify="right")
-    table.add_column("ms/topic", justify="right")
+    table.add_column("select ms/topic", justify="right")
+    has_cost = any(r.coverage_pairs for r in rows)
+    if has_cost:
+        table.add_column("coverage pairs/topic", justify="right")
+        table.add_column("coverage s/topic", justify="right")
     for row in rows:
         cells = []
         for spec in specs:
@@ -177,6 +181,9 @@ def bench_table(result: BenchResult, budget: Budget) -> Table:
             cells.append("-" if row.method == ORACLE else f"{room:.3f}")
             cells.append("-" if row.method in (ORACLE, result.baseline) else f"{closed:.0%}")
         cells.append(f"{1000 * row.select_seconds:.2f}")
+        if has_cost:
+            cells.append(f"{row.coverage_pairs:.0f}" if row.coverage_pairs else "-")
+            cells.append(f"{row.coverage_seconds:.2f}" if row.coverage_pairs else "-")
         name = f"[bold]{row.method}[/]" if row.method == result.baseline else row.method
         table.add_row(name, *cells)
     few = " (too few topics for any difference to reach p < 0.05)" if result.topics < 6 else ""

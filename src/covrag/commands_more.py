@@ -160,6 +160,11 @@ def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
         "threshold: maximises F1 over all dev pairs together (dev splits only; never test)"
     )
     card.save(args.out)
+    if args.onnx_out:
+        from covrag.coverage.onnx_model import export_onnx
+
+        exported = export_onnx(args.out, args.onnx_out)
+        console.print(f"int8 ONNX model: {exported} ({exported.stat().st_size / 1e6:.1f} MB)")
     table = Table(title=f"coverage cross-encoder -> {args.out}")
     for column in ("dev set", "pairs", "ROC-AUC", "F1 @ threshold"):
         table.add_column(column, justify="right")

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from covrag.coverage.base import ESTIMATORS, CoverageEstimator
+from covrag.coverage.onnx_model import OnnxPairScorer
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.types import CoverageMatrix, FloatArray, Topic
 
@@ -45,24 +46,36 @@ def default_threshold(path: Path) -> float | None:
 
 
 class PairScorer:
-    """Scores (passage, aspect) pairs with a CrossEncoder; caches scores per pair."""
+    """Scores (passage, aspect) pairs once each, caching scores per pair.
+
+    A folder holding ``*.onnx`` and ``tokenizer.json`` runs on ONNX Runtime
+    (:class:`~covrag.coverage.onnx_model.OnnxPairScorer`); anything else is loaded as a
+    sentence-transformers ``CrossEncoder`` (a name, or a Hugging Face model folder).
+    """
 
     def __init__(self, model: str, batch_size: int, max_length: int, cache_size: int) -> None:
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self._cache: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._cache_size = cache_size
+        folder = Path(model)
+        self._onnx: OnnxPairScorer | None = None
+        self._model: Any = None
+        if folder.is_dir() and any(folder.glob("*.onnx")):
+            self._onnx = OnnxPairScorer(folder, max_length=max_length, batch_size=batch_size)
+            self.backend = "onnxruntime"
+            return
         try:
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
             raise MissingExtraError("sentence-transformers", "embed") from exc
-        if os.path.isdir(model):
+        if folder.is_dir():
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from covrag.embed import _quiet_transformers
 
         _quiet_transformers()
         self._model = CrossEncoder(model, device="cpu", max_length=max_length)
-        self._tokenizer = self._model.tokenizer
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self._cache: OrderedDict[tuple[str, str], float] = OrderedDict()
-        self._cache_size = cache_size
+        self.backend = "sentence-transformers"
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> tuple[FloatArray, int, int]:
         """Probabilities of ``pairs``; also the number actually scored and how many were cut."""
@@ -71,23 +84,32 @@ class PairScorer:
         if todo:
             lengths = self._lengths(todo)
             truncated = int((lengths > self.max_length).sum())
-            order = np.argsort(-lengths, kind="stable")
-            ordered = [todo[i] for i in order]
-            scores = self._model.predict(
-                ordered,
-                batch_size=self.batch_size,
-                show_progress_bar=False,
-                convert_to_numpy=True,
-            )
-            for pair, value in zip(ordered, np.asarray(scores, dtype=np.float64), strict=True):
+            values = self._predict(todo, lengths)
+            for pair, value in zip(todo, values, strict=True):
                 self._cache[pair] = float(value)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         values = np.array([self._cache[p] for p in pairs], dtype=np.float64)
         return np.clip(values, 0.0, 1.0), len(todo), truncated
 
+    def _predict(self, pairs: list[tuple[str, str]], lengths: np.ndarray[Any, Any]) -> FloatArray:
+        if self._onnx is not None:
+            return self._onnx.predict(pairs)
+        order = np.argsort(-lengths, kind="stable")  # batches of similar length
+        scores = self._model.predict(
+            [pairs[i] for i in order],
+            batch_size=self.batch_size,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
+        result = np.empty(len(pairs))
+        result[order] = np.asarray(scores, dtype=np.float64).reshape(-1)
+        return result
+
     def _lengths(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray[Any, np.dtype[np.int64]]:
-        encoded = self._tokenizer(
+        if self._onnx is not None:
+            return self._onnx.lengths(pairs)
+        encoded = self._model.tokenizer(
             [p[0] for p in pairs],
             [p[1] for p in pairs],
             add_special_tokens=True,
@@ -135,7 +157,7 @@ class CrossEncoderCoverage(CoverageEstimator):
         if self.model is not None:
             return self.model
         path = default_model_path()
-        if not (path / "config.json").exists():
+        if not any(path.glob("*.onnx")):
             raise ConfigError(
                 f"covrag's coverage cross-encoder is missing from {path}; reinstall covrag or "
                 "train one with `covrag train coverage`"

@@ -162,6 +162,15 @@ def train_cross_encoder(
         running = 0.98 * running + 0.02 * value if step else value
         if progress is not None:
             progress(step + 1, len(plan), running)
+        if (step + 1) % 100 == 0:
+            elapsed = time.perf_counter() - started
+            logger.info(
+                "step %d/%d, loss %.4f, %.1f pairs/s",
+                step + 1,
+                len(plan),
+                running,
+                (step + 1) * config.batch_size / elapsed,
+            )
     seconds = time.perf_counter() - started
     model.eval()
     out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,143 @@
+"""The shipped coverage cross-encoder at inference: int8 ONNX Runtime, no torch needed.
+
+``export_onnx`` turns a trained cross-encoder folder into ``model.onnx`` (dynamic batch and length),
+quantises its weights to int8 (``model.int8.onnx``, about a quarter of the size) and copies the
+tokenizer and training card. :class:`OnnxPairScorer` scores pairs with it: the Rust tokenizer
+encodes, pairs are sorted by length so each batch carries little padding, and the logits go
+through a sigmoid. ``benchmarks/bench_cross_encoder.py`` measures the speed and quality cost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from covrag.errors import ConfigError, MissingExtraError
+from covrag.types import FloatArray
+
+logger = logging.getLogger(__name__)
+
+ONNX_FILE = "model.int8.onnx"
+
+
+def _ort() -> Any:
+    try:
+        import onnxruntime
+    except ImportError as exc:
+        raise MissingExtraError("onnxruntime", "onnx") from exc
+    return onnxruntime
+
+
+def export_onnx(model_dir: Path, out: Path, *, quantize: bool = True, opset: int = 17) -> Path:
+    """Export a sequence-classification folder to ONNX (and int8); returns the model file."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir)
+    model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    sample = tokenizer(["a passage"], ["an aspect"], return_tensors="pt")
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    full = out / "model.onnx"
+    axes = {name: {0: "batch", 1: "length"} for name in names}
+    axes["logits"] = {0: "batch"}
+    with torch.no_grad():
+        torch.onnx.export(
+            model,
+            tuple(sample[n] for n in names),
+            str(full),
+            input_names=names,
+            output_names=["logits"],
+            dynamic_axes=axes,
+            opset_version=opset,
+            dynamo=False,
+        )
+    result = full
+    if quantize:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        result = out / ONNX_FILE
+        quantize_dynamic(str(full), str(result), weight_type=QuantType.QInt8)
+        full.unlink()
+    tokenizer.backend_tokenizer.save(str(out / "tokenizer.json"))
+    for name in ("training_card.json",):
+        if (model_dir / name).exists() and (model_dir / name) != (out / name):
+            shutil.copy(model_dir / name, out / name)
+    return result
+
+
+class OnnxPairScorer:
+    """Scores (passage, aspect) pairs with an ONNX cross-encoder and a ``tokenizer.json``."""
+
+    def __init__(
+        self, folder: Path, *, max_length: int = 256, batch_size: int = 64, threads: int = 2
+    ) -> None:
+        from tokenizers import Tokenizer
+
+        ort = _ort()
+        files = sorted(folder.glob("*.onnx"))
+        if not files or not (folder / "tokenizer.json").exists():
+            raise ConfigError(
+                f"{folder} holds no ONNX cross-encoder (model*.onnx + tokenizer.json)"
+            )
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(
+            str(files[0]), options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_length, strategy="only_first")
+        self._plain = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._plain.no_padding()
+        self._plain.no_truncation()
+        self.max_length = max_length
+        self.batch_size = batch_size
+
+    def lengths(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray[Any, np.dtype[np.int64]]:
+        encoded = self._plain.encode_batch([list(p) for p in pairs])
+        return np.array([len(e.ids) for e in encoded], dtype=np.int64)
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> FloatArray:
+        """Probabilities in the order given (pairs are batched by length internally)."""
+        if not pairs:
+            return np.zeros(0)
+        encoded = self._tokenizer.encode_batch([list(p) for p in pairs])
+        order = np.argsort([len(e.ids) for e in encoded], kind="stable")
+        scores = np.empty(len(pairs))
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            width = max(len(encoded[i].ids) for i in batch)
+            feed = {
+                "input_ids": np.zeros((len(batch), width), dtype=np.int64),
+                "attention_mask": np.zeros((len(batch), width), dtype=np.int64),
+                "token_type_ids": np.zeros((len(batch), width), dtype=np.int64),
+            }
+            for row, i in enumerate(batch):
+                e = encoded[i]
+                n = len(e.ids)
+                feed["input_ids"][row, :n] = e.ids
+                feed["attention_mask"][row, :n] = 1
+                feed["token_type_ids"][row, :n] = e.type_ids
+            (logits,) = self._session.run(
+                ["logits"], {k: v for k, v in feed.items() if k in self._inputs}
+            )
+            scores[batch] = np.asarray(logits, dtype=np.float64).reshape(-1)
+        return 1.0 / (1.0 + np.exp(-scores))
+
+
+def card_threshold(folder: Path) -> float | None:
+    card = folder / "training_card.json"
+    if not card.exists():
+        return None
+    value = json.loads(card.read_text()).get("threshold")
+    return None if value is None else float(value)
