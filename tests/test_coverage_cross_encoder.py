@@ -62,9 +62,15 @@ def test_best_assignment_covers_at_most_one_aspect_per_passage(tiny_model: Path)
 
 def test_threshold_comes_from_the_training_card(tiny_model: Path) -> None:
     card = json.loads((tiny_model / "training_card.json").read_text())
-    card["threshold"] = 0.35
+    card["threshold"], card["assignment"] = 0.35, "best"
     (tiny_model / "training_card.json").write_text(json.dumps(card))
-    assert CrossEncoderCoverage(model=str(tiny_model)).resolved_threshold() == 0.35
+    estimator = CrossEncoderCoverage(model=str(tiny_model))
+    assert estimator.resolved_threshold() == 0.35
+    assert estimator.resolved_assignment() == "best"
+    assert (
+        CrossEncoderCoverage(model=str(tiny_model), assignment="independent").resolved_assignment()
+        == "independent"
+    )
 
 
 def test_pairs_from_the_bundled_data() -> None:
@@ -73,8 +79,16 @@ def test_pairs_from_the_bundled_data() -> None:
     argkp = load_dataset("argkp2021:dev")[0]
     pairs = topic_pairs(argkp)
     labelled = sum(len(v) for v in argkp.labels.values())
-    rejected = sum(len(v) for v in argkp.non_labels.values())
-    assert sum(p.label for p in pairs) == labelled and len(pairs) == labelled + rejected
+    stance = {a.id: a.metadata["stance"] for a in argkp.aspects}
+    negatives = sum(
+        len(
+            argkp.non_labels.get(p.id, frozenset())
+            | {a for a, s in stance.items() if s != p.metadata["stance"]}
+        )
+        for p in argkp.passages
+    )
+    assert sum(p.label for p in pairs) == labelled and len(pairs) == labelled + negatives
+    assert negatives > sum(len(v) for v in argkp.non_labels.values())  # cross-stance added
     perspectrum = load_dataset("perspectrum:dev")
     pairs = dataset_pairs(perspectrum[:5], max_negatives_per_positive=1.0)
     assert all(p.passage.strip() != p.aspect.strip() for p in pairs if p.label == 1)
@@ -102,7 +116,10 @@ def test_train_coverage_cli_end_to_end(tmp_path: Path, write_jsonl) -> None:  # 
 
     train, dev = sliced("argkp2021:train", 60), sliced("argkp2021:dev", 40)
     out = tmp_path / "model"
-    assert main(["train", "coverage", "--datasets", train, "--dev", dev, "--out", str(out)]) == 0
+    onnx = tmp_path / "onnx"
+    args = ["train", "coverage", "--datasets", train, "--dev", dev, "--out", str(out)]
+    assert main([*args, "--onnx-out", str(onnx)]) == 0
+    assert (onnx / "model.int8.onnx").exists() and (onnx / "training_card.json").exists()
     card = json.loads((out / "training_card.json").read_text())
     assert card["steps"] >= 1 and 0 < card["threshold"] < 1
     assert 0 <= card["dev"][dev]["roc_auc"] <= 1

@@ -139,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="labelled dev data for ROC-AUC and the threshold",
     )
     p.add_argument("--out", required=True, type=Path, help="model folder to write")
+    p.add_argument(
+        "--base-model",
+        default=None,
+        help="model to start from (default: the packaged MiniLM encoder)",
+    )
     p.add_argument("--epochs", type=float, default=1.0)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=5e-5)
@@ -154,6 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="use only the first N topics of each dataset (quick runs)",
+    )
+    p.add_argument(
+        "--onnx-out",
+        type=Path,
+        default=None,
+        help="also export an int8 ONNX copy (what covrag ships) to this folder",
     )
     p.add_argument("--seed", type=int, default=0)
 

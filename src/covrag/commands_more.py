@@ -129,6 +129,7 @@ def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
         for name in args.dev
     }
     config = TrainConfig(
+        base_model=args.base_model,
         epochs=args.epochs,
         batch_size=args.batch_size,
         learning_rate=args.lr,

@@ -36,13 +36,12 @@ def default_model_path() -> Path:
     return Path(str(resources.files("covrag") / "models" / "coverage-minilm"))
 
 
-def default_threshold(path: Path) -> float | None:
-    """The threshold chosen on dev and stored in a model's training card, if any."""
+def card_value(path: Path, key: str) -> Any:
+    """A setting chosen on dev and stored in a model's training card (None when absent)."""
     card = path / "training_card.json"
-    if not card.exists():
+    if not path.is_dir() or not card.exists():
         return None
-    value = json.loads(card.read_text()).get("threshold")
-    return float(value) if value is not None else None
+    return json.loads(card.read_text()).get(key)
 
 
 class PairScorer:
@@ -135,7 +134,8 @@ class CrossEncoderCoverage(CoverageEstimator):
             chosen on dev and stored with the model (0.5 when it has none).
         assignment: ``independent`` (every pair against the threshold) or ``best`` (a passage
             covers at most its best-scoring aspect, as an ArgKP argument usually makes one key
-            point).
+            point); None = the assignment chosen on dev and stored with the model
+            (``independent`` when it has none).
         batch_size: Pairs per forward pass.
         max_length: Token limit per pair; longer pairs are cut by the model and reported.
     """
@@ -143,14 +143,14 @@ class CrossEncoderCoverage(CoverageEstimator):
     name = "cross-encoder"
     model: str | None = None
     threshold: float | None = None
-    assignment: str = "independent"
+    assignment: str | None = None
     batch_size: int = 64
     max_length: int = 256
 
     def __post_init__(self) -> None:
         if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"threshold must lie in [0, 1], got {self.threshold}")
-        if self.assignment not in ("independent", "best"):
+        if self.assignment not in (None, "independent", "best"):
             raise ValueError(f"assignment must be 'independent' or 'best', got {self.assignment!r}")
 
     def model_path(self) -> str:
@@ -167,9 +167,14 @@ class CrossEncoderCoverage(CoverageEstimator):
     def resolved_threshold(self) -> float:
         if self.threshold is not None:
             return self.threshold
-        path = Path(self.model_path())
-        stored = default_threshold(path) if path.is_dir() else None
-        return 0.5 if stored is None else stored
+        stored = card_value(Path(self.model_path()), "threshold")
+        return 0.5 if stored is None else float(stored)
+
+    def resolved_assignment(self) -> str:
+        if self.assignment is not None:
+            return self.assignment
+        stored = card_value(Path(self.model_path()), "assignment")
+        return "independent" if stored is None else str(stored)
 
     def estimate(self, topic: Topic) -> CoverageMatrix:
         started = time.perf_counter()
@@ -178,13 +183,13 @@ class CrossEncoderCoverage(CoverageEstimator):
         values, scored, truncated = scorer.score(pairs)
         probs = values.reshape(len(topic.passages), len(topic.aspects))
         threshold = self.resolved_threshold()
-        if self.assignment == "best" and probs.size:
+        if self.resolved_assignment() == "best" and probs.size:
             best = probs.argmax(axis=1)
             keep = np.zeros_like(probs, dtype=bool)
             keep[np.arange(len(probs)), best] = True
             probs = np.where(keep, probs, np.minimum(probs, np.nextafter(threshold, 0.0)))
         if truncated:
-            logger.warning(
+            logger.info(
                 "topic %s: %d of %d pairs exceed %d tokens and were cut by the model",
                 topic.query_id,
                 truncated,

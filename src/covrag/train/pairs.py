@@ -12,7 +12,9 @@ Where the pairs come from, per bundled dataset:
   clusters (0).
 
 Any coverage JSONL works the same way: labelled aspects are positives; ``non_aspects`` (or, when
-a topic lists none, every other aspect of the topic) are negatives.
+a topic lists none, every other aspect of the topic) are negatives. Where passages and aspects
+both carry a ``stance`` (ArgKP), an aspect of the other stance is also a negative: ArgKP labelled
+arguments only against key points of their own stance, yet a pool mixes both stances.
 """
 
 from __future__ import annotations
@@ -36,12 +38,16 @@ class Pair:
 def topic_pairs(topic: Topic) -> list[Pair]:
     """Positive and negative pairs of one labelled topic (see the module docstring)."""
     aspects = {a.id: a.text for a in topic.aspects}
+    stances = {a.id: a.metadata.get("stance") for a in topic.aspects}
     explicit_negatives = bool(topic.non_labels)
     pairs: list[Pair] = []
     for passage in topic.passages:
         positives = topic.labels.get(passage.id, frozenset())
         if explicit_negatives:
             negatives = topic.non_labels.get(passage.id, frozenset())
+            stance = passage.metadata.get("stance")
+            if stance is not None:
+                negatives |= {a for a, s in stances.items() if s is not None and s != stance}
         else:
             negatives = frozenset(aspects) - positives
         for aspect_id in sorted(positives):

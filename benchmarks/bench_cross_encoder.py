@@ -1,0 +1,191 @@
+"""The coverage cross-encoder: quality on dev, the selection threshold, and speed levers.
+
+    .venv/bin/python benchmarks/bench_cross_encoder.py --model DIR [--onnx DIR] [--quick]
+
+``--model`` is the trained Hugging Face folder (``covrag train coverage --out``), ``--onnx`` its
+int8 ONNX export (default: the model shipped in the package). Prints markdown tables:
+
+1. ROC-AUC of every (passage, aspect) pair of each dev pool against the labels, for both models.
+2. Greedy coverage on each dev set with the cross-encoder over the gold aspect texts, for a grid
+   of thresholds and both assignments (the threshold is chosen here, on dev).
+3. Speed on the ArgKP dev pairs: a plain ``CrossEncoder.predict`` over the pairs as they come,
+   against the levers (length-sorted batches, deduplication, shorter max length, int8 ONNX).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from covrag.bench import Method, run_bench
+from covrag.coverage.cross_encoder import CrossEncoderCoverage, PairScorer
+from covrag.coverage.cross_encoder import default_model_path as shipped_model
+from covrag.data import load_dataset
+from covrag.select import parse_selector
+from covrag.train.calibrate import roc_auc
+from covrag.types import Budget
+
+DEV = {
+    "argkp2021:dev": (Budget(max_passages=10), "alpha-nDCG@10", "greedy-coverage"),
+    "perspectrum:dev": (Budget(max_passages=10), "alpha-nDCG@10", "greedy-coverage"),
+    "perspectrum-evidence:dev": (
+        Budget(max_tokens=1024),
+        "RVC@1024",
+        "greedy-coverage(cost_aware=True)",
+    ),
+}
+THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def pool_pairs(name: str, limit: int | None) -> tuple[list[tuple[str, str]], np.ndarray]:
+    pairs, labels = [], []
+    for topic in load_dataset(name)[:limit]:
+        matrix = topic.label_matrix()
+        for i, passage in enumerate(topic.passages):
+            for j, aspect in enumerate(topic.aspects):
+                pairs.append((passage.text, aspect.text))
+                labels.append(matrix[i, j])
+    return pairs, np.array(labels)
+
+
+def quality(model: str, onnx: str, limit: int | None) -> None:
+    """ROC-AUC of the int8 model on every dev pool; the fp32 model on ArgKP too (it is slow)."""
+    print("\n### ROC-AUC of all pool pairs against the labels (dev)\n")
+    print("| dev set | pairs | positives | int8 ONNX (shipped) | fp32 torch |")
+    print("|---|---|---|---|---|")
+    int8 = PairScorer(onnx, 64, 256, 2_000_000)
+    for name in DEV:
+        pairs, labels = pool_pairs(name, limit)
+        scores, _, _ = int8.score(pairs)
+        fp32 = "-"
+        if name == "argkp2021:dev":
+            full, _, _ = PairScorer(model, 64, 256, 2_000_000).score(pairs)
+            fp32 = f"{roc_auc(labels, full):.3f}"
+        print(
+            f"| {name} | {len(pairs)} | {int(labels.sum())} | "
+            f"{roc_auc(labels, scores):.3f} | {fp32} |"
+        )
+
+
+def fp32_selection(model: str, onnx: str, threshold: float, limit: int | None) -> None:
+    """The selection measure on ArgKP dev with the fp32 and the int8 model at one threshold."""
+    budget, measure, selector = DEV["argkp2021:dev"]
+    methods = [
+        Method(parse_selector(selector), CrossEncoderCoverage(model=path, threshold=threshold))
+        for path in (model, onnx)
+    ]
+    result = run_bench(
+        "argkp2021:dev",
+        load_dataset("argkp2021:dev")[:limit],
+        methods,
+        [budget],
+        exact=False,
+        measures=[measure],
+        n_resamples=200,
+    )
+    print(f"\n### fp32 against int8 at threshold {threshold}, ArgKP dev {measure}\n")
+    for row, label in zip(result.results, ("fp32 torch", "int8 ONNX"), strict=True):
+        print(f"- {label}: {row.means[measure]:.3f}")
+
+
+def thresholds(model: str, limit: int | None) -> tuple[str, float]:
+    print(f"\n### Greedy coverage with the cross-encoder ({model}), by threshold (dev)\n")
+    header = "| assignment | threshold | " + " | ".join(f"{n} {m}" for n, (_, m, _) in DEV.items())
+    print(header + " | mean |")
+    print("|---|---|" + "---|" * (len(DEV) + 1))
+    baselines: dict[str, dict[str, float]] = {}
+    rows = []
+    for assignment in ("independent", "best"):
+        for threshold in THRESHOLDS:
+            cells = []
+            for name, (budget, measure, selector) in DEV.items():
+                estimator = CrossEncoderCoverage(
+                    model=model, threshold=threshold, assignment=assignment
+                )
+                methods = [Method(parse_selector(selector), estimator)]
+                if name not in baselines:
+                    methods += [Method(parse_selector(s), None) for s in ("random", "topk", "mmr")]
+                result = run_bench(
+                    name,
+                    load_dataset(name)[:limit],
+                    methods,
+                    [budget],
+                    exact=False,
+                    measures=[measure],
+                    n_resamples=200,
+                )
+                for row in result.results:
+                    if row.method in ("random", "topk", "mmr"):
+                        baselines.setdefault(name, {})[row.method] = row.means[measure]
+                cells.append(result.results[0].means[measure])
+            rows.append((assignment, threshold, cells))
+            print(
+                f"| {assignment} | {threshold} | "
+                + " | ".join(f"{c:.3f}" for c in cells)
+                + f" | {np.mean(cells):.3f} |"
+            )
+    for method in ("random", "topk", "mmr"):
+        cells = [baselines[n][method] for n in DEV]
+        print(f"| ({method}) | - | " + " | ".join(f"{c:.3f}" for c in cells) + " | - |")
+    best = max(rows, key=lambda r: np.mean(r[2]))
+    print(f"\nbest mean: assignment={best[0]}, threshold={best[1]}")
+    return best[0], best[1]
+
+
+def speed(model: str, onnx: str, limit: int | None) -> None:
+    from sentence_transformers import CrossEncoder
+
+    pairs, _ = pool_pairs("argkp2021:dev", limit)
+    print(f"\n### Speed on the {len(pairs)} ArgKP dev pool pairs (2 CPU threads)\n")
+    print("| scorer | max length | pairs scored | seconds | pairs/s | speed-up |")
+    print("|---|---|---|---|---|---|")
+    plain = CrossEncoder(model, device="cpu", max_length=256)
+    started = time.perf_counter()
+    reference = plain.predict(pairs, batch_size=32, show_progress_bar=False)
+    base = time.perf_counter() - started
+    print(
+        f"| CrossEncoder.predict (fp32, as given) | 256 | {len(pairs)} | {base:.1f} | "
+        f"{len(pairs) / base:.0f} | 1.0x |"
+    )
+    variants = [
+        ("sentence-transformers, length-sorted + dedup", model, 256),
+        ("sentence-transformers, length-sorted + dedup", model, 128),
+        ("int8 ONNX Runtime, length-sorted + dedup", onnx, 256),
+        ("int8 ONNX Runtime, length-sorted + dedup", onnx, 128),
+    ]
+    for label, path, length in variants:
+        scorer = PairScorer(path, 64, length, 2_000_000)
+        started = time.perf_counter()
+        values, scored, _ = scorer.score(pairs)
+        seconds = time.perf_counter() - started
+        drift = float(np.abs(values - np.asarray(reference)).max())
+        print(
+            f"| {label} (max diff {drift:.3f}) | {length} | {scored} | {seconds:.1f} | "
+            f"{len(pairs) / seconds:.0f} | {base / seconds:.1f}x |"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True, help="trained Hugging Face model folder")
+    parser.add_argument("--onnx", default=str(shipped_model()), help="int8 ONNX folder")
+    parser.add_argument("--quick", action="store_true", help="2 topics per dev set")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["quality", "thresholds", "speed"])
+    args = parser.parse_args()
+    limit = 2 if args.quick else None
+    print("command: " + " ".join(["python", *sys.argv]))
+    if "thresholds" not in args.skip:
+        _, threshold = thresholds(args.onnx, limit)
+        fp32_selection(args.model, args.onnx, threshold, limit)
+    if "quality" not in args.skip:
+        quality(args.model, args.onnx, limit)
+    if "speed" not in args.skip:
+        speed(args.model, args.onnx, limit)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
