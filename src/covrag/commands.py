@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from covrag.bench import ORACLE, BenchResult, Method, build_methods, run_bench
@@ -25,17 +32,23 @@ from covrag.types import Budget, Selection, Topic
 T = TypeVar("T")
 
 
-def progress_iter(items: Iterable[T], total: int, label: str, console: Console) -> Iterator[T]:
-    """Iterate with a progress bar on the console (hidden when output is not a terminal)."""
-    with Progress(
+def progress_bar(console: Console) -> Progress:
+    """The CLI's progress bar: transient, and hidden when output is not a terminal."""
+    return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
         console=console,
         transient=True,
         disable=not console.is_terminal,
-    ) as progress:
+    )
+
+
+def progress_iter(items: Iterable[T], total: int, label: str, console: Console) -> Iterator[T]:
+    """Iterate with a progress bar on the console (hidden when output is not a terminal)."""
+    with progress_bar(console) as progress:
         task = progress.add_task(label, total=total)
         for item in items:
             yield item
@@ -230,15 +243,7 @@ def _bench_with_progress(
     baseline: str | None,
     console: Console,
 ) -> BenchResult:
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task(f"bench {dataset}", total=len(topics))
         return run_bench(
             dataset,

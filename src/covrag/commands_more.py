@@ -6,17 +6,9 @@ import argparse
 import time
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
-from covrag.commands import progress_iter
+from covrag.commands import progress_bar, progress_iter
 from covrag.coverage import parse_estimator
 from covrag.data import load_dataset
 from covrag.evaluate.qrels import coverage_qrels, topic_qrels, write_qrels
@@ -138,16 +130,7 @@ def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
     )
     for name, pairs in train.items():
         console.print(f"train {name}: {len(pairs)} pairs, {sum(p.label for p in pairs)} positive")
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task("training", total=None)
 
         def report(step: int, total: int, loss: float) -> None:
