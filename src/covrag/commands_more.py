@@ -29,9 +29,9 @@ def run_fit_lmvu(args: argparse.Namespace, console: Console) -> int:
     total = sum(len(topics) for _, topics in datasets)
     config = StateConfig(budgets=tuple(args.budgets), seed=args.seed)
     started = time.perf_counter()
-    with_progress = _Progress(total, console)
-    training = build_training_set(datasets, config, progress=with_progress.advance)
-    with_progress.close()
+    with progress_bar(console) as progress:
+        task = progress.add_task("training states", total=total)
+        training = build_training_set(datasets, config, progress=lambda _: progress.advance(task))
     states_seconds = time.perf_counter() - started
     model = LMVUModel(
         l2=args.l2,
@@ -66,18 +66,6 @@ def run_fit_lmvu(args: argparse.Namespace, console: Console) -> int:
         f"states built in {states_seconds:.1f} s, fitted in {fit_seconds:.2f} s"
     )
     return 0
-
-
-class _Progress:
-    def __init__(self, total: int, console: Console) -> None:
-        self._iter = iter(progress_iter(range(total), total, "training states", console))
-
-    def advance(self, _: str) -> None:
-        next(self._iter, None)
-
-    def close(self) -> None:
-        for _ in self._iter:
-            pass
 
 
 def run_qrels(args: argparse.Namespace, console: Console) -> int:

@@ -9,7 +9,6 @@ the logits go through a sigmoid. ``benchmarks/bench_cross_encoder.py`` measures 
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 from collections.abc import Sequence
@@ -133,11 +132,3 @@ class OnnxPairScorer:
             )
             scores[batch] = np.asarray(logits, dtype=np.float64).reshape(-1)
         return 1.0 / (1.0 + np.exp(-scores))
-
-
-def card_threshold(folder: Path) -> float | None:
-    card = folder / "training_card.json"
-    if not card.exists():
-        return None
-    value = json.loads(card.read_text()).get("threshold")
-    return None if value is None else float(value)
