@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from covrag import __version__
+from covrag.commands_serve import add_serve_parser
 from covrag.errors import CovragError
 
 # Wide enough for bench tables when output goes to a file or a pipe.
@@ -189,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=10, help="number of results")
 
     sub.add_parser("datasets", help="list the bundled datasets")
+    add_serve_parser(sub)
     return parser
 
 
@@ -266,6 +268,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     return run_search(args, console)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from covrag.commands_serve import run_serve
+
+    return run_serve(args, console)
+
+
 COMMANDS = {
     "fit": cmd_fit,
     "qrels": cmd_qrels,
@@ -277,6 +285,7 @@ COMMANDS = {
     "demo": cmd_demo,
     "index": cmd_index,
     "search": cmd_search,
+    "serve": cmd_serve,
 }
 
 

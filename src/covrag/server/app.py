@@ -1,0 +1,259 @@
+"""The FastAPI app behind ``covrag serve``.
+
+Routes: ``POST /v1/select``, ``GET /healthz``, ``GET /reports`` and ``GET /reports/{name}``, and
+FastAPI's ``/openapi.json`` and ``/docs``. Every error is a JSON :class:`ErrorOut` naming the
+offending field. CPU-bound work runs in a thread pool under a per-request timeout (504).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from covrag import __version__
+from covrag.coverage.base import parse_estimator
+from covrag.errors import MissingExtraError
+from covrag.select.base import parse_selector
+from covrag.server.config import ServerConfig
+from covrag.server.guard import RequestGuard, is_protected
+from covrag.server.schemas import (
+    ErrorOut,
+    FieldErrorOut,
+    HealthOut,
+    ReportsOut,
+    SelectRequest,
+    SelectResponse,
+)
+from covrag.server.service import RequestFieldError, build_job, run_job, warm_up
+
+try:
+    from fastapi import FastAPI, HTTPException, Request
+    from fastapi import Path as PathParam
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import FileResponse, JSONResponse
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingExtraError("fastapi", "serve") from exc
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+REPORT_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.html$"
+_REPORT_NAME = re.compile(REPORT_NAME)
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "missing or wrong API key"},
+    413: {"model": ErrorOut, "description": "request body over the server's limit"},
+    422: {"model": ErrorOut, "description": "a field is invalid; `field` names it"},
+    504: {"model": ErrorOut, "description": "the request ran past the server's timeout"},
+}
+
+
+def create_app(config: ServerConfig | None = None) -> FastAPI:
+    """Build the app: routes, JSON errors, and the API-key and body-size guard.
+
+    Args:
+        config: Limits, authentication and defaults; ``ServerConfig()`` when None.
+
+    Returns:
+        An ASGI application for uvicorn (or any ASGI server). Its thread pool and, unless
+        ``config.preload`` is false, its models are set up when the server starts it.
+    """
+    config = config or ServerConfig()
+    # Fail at start-up, not on the first request, when a default names nothing known.
+    parse_selector(config.default_selector)
+    parse_estimator(config.default_coverage)
+    executor = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="covrag")
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if config.preload:
+            await asyncio.get_running_loop().run_in_executor(executor, warm_up, config)
+        yield
+        executor.shutdown(wait=False, cancel_futures=True)
+
+    api = FastAPI(
+        title="covrag",
+        version=__version__,
+        summary="Coverage-aware context selection for long-form RAG",
+        lifespan=lifespan,
+    )
+
+    async def in_thread(fn: Callable[..., T], *args: Any) -> T:
+        future = asyncio.get_running_loop().run_in_executor(executor, functools.partial(fn, *args))
+        try:
+            return await asyncio.wait_for(future, config.timeout_s)
+        except TimeoutError:
+            raise HTTPException(
+                504, f"the request took longer than the server's {config.timeout_s:g} s timeout"
+            ) from None
+
+    @api.post(
+        "/v1/select",
+        response_model=SelectResponse,
+        responses=_ERRORS,
+        summary="Select context that covers the aspects within a budget",
+    )
+    async def select(request: SelectRequest) -> SelectResponse:
+        """Estimate the coverage matrix of the passages against the aspects, then select.
+
+        Returns the selection in pick order, the trace of what each pick newly covered, the
+        aspects left uncovered and (unless ``include_matrix`` is false) the coverage matrix.
+        """
+        job = build_job(request, config)
+        return await in_thread(run_job, job)
+
+    @api.get("/healthz", response_model=HealthOut, summary="Liveness and what the server offers")
+    async def healthz() -> HealthOut:
+        from covrag.coverage import ESTIMATORS
+        from covrag.select import SELECTORS
+
+        return HealthOut(
+            status="ok",
+            version=__version__,
+            selectors=SELECTORS.names(),
+            coverage_estimators=ESTIMATORS.names(),
+        )
+
+    report_errors: dict[int | str, dict[str, Any]] = {
+        k: v for k, v in _ERRORS.items() if k in (401, 422)
+    }
+    report_errors[404] = {"model": ErrorOut, "description": "no such report"}
+
+    @api.get(
+        "/reports",
+        response_model=ReportsOut,
+        responses=report_errors,
+        summary="List the HTML reports the server serves",
+    )
+    async def list_reports() -> ReportsOut:
+        folder = _reports_dir(config)
+        names = sorted(p.name for p in folder.iterdir() if _servable(folder, p.name))
+        return ReportsOut(reports=names)
+
+    @api.get(
+        "/reports/{name}",
+        response_class=FileResponse,
+        responses={**report_errors, 200: {"content": {"text/html": {}}, "description": "report"}},
+        summary="One HTML report from the server's reports folder",
+    )
+    async def report(name: str = PathParam(pattern=REPORT_NAME, max_length=210)) -> FileResponse:
+        folder = _reports_dir(config)
+        if not _servable(folder, name):
+            raise HTTPException(404, f"no report named {name!r}")
+        return FileResponse(
+            folder / name,
+            media_type="text/html; charset=utf-8",
+            headers={"X-Content-Type-Options": "nosniff"},
+        )
+
+    _install_error_handlers(api)
+    _document_auth(api, config)
+    api.add_middleware(RequestGuard, api_key=config.api_key, max_body_bytes=config.max_body_bytes)
+    return api
+
+
+def _reports_dir(config: ServerConfig) -> Path:
+    if config.reports_dir is None:
+        raise HTTPException(404, "this server has no reports folder (covrag serve --reports-dir)")
+    return Path(config.reports_dir).resolve()
+
+
+def _servable(folder: Path, name: str) -> bool:
+    """A plain ``*.html`` file directly inside ``folder``, also after resolving links."""
+    if not _REPORT_NAME.match(name):
+        return False
+    path = (folder / name).resolve()
+    return path.parent == folder and path.is_file()
+
+
+def field_path(loc: tuple[int | str, ...] | list[int | str]) -> str | None:
+    """``("body", "passages", 3, "text")`` -> ``passages[3].text``; None for the body itself."""
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or None
+
+
+def _field_error(error: dict[str, Any]) -> FieldErrorOut:
+    """One pydantic error as ``field`` + ``message`` (``passages[3].text``, ``field required``)."""
+    loc = tuple(error.get("loc", ()))
+    if error.get("type") == "json_invalid":
+        at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
+        reason = error.get("ctx", {}).get("error", "cannot parse the body")
+        return FieldErrorOut(field="body", message=f"invalid JSON{at}: {reason}")
+    text = str(error.get("msg", "invalid value"))
+    return FieldErrorOut(field=field_path(loc) or "body", message=text[:1].lower() + text[1:])
+
+
+def _error_response(
+    status: int, errors: list[FieldErrorOut], headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    first = errors[0]
+    detail = f"{first.field}: {first.message}" if first.field else first.message
+    if len(errors) > 1:
+        detail += f" (and {len(errors) - 1} more)"
+    body = ErrorOut(detail=detail, field=first.field, errors=errors)
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+def _install_error_handlers(api: FastAPI) -> None:
+    @api.exception_handler(RequestValidationError)
+    async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [_field_error(dict(e)) for e in exc.errors()]
+        return _error_response(422, errors or [FieldErrorOut(field="body", message="invalid")])
+
+    @api.exception_handler(RequestFieldError)
+    async def bad_field(_: Request, exc: RequestFieldError) -> JSONResponse:
+        return _error_response(422, [FieldErrorOut(field=exc.field, message=exc.message)])
+
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = str(exc.detail)
+        return _error_response(
+            exc.status_code, [FieldErrorOut(field=None, message=message)], exc.headers
+        )
+
+    @api.exception_handler(Exception)
+    async def internal(_: Request, exc: Exception) -> JSONResponse:
+        logger.exception("internal error while serving a request", exc_info=exc)
+        return _error_response(
+            500, [FieldErrorOut(field=None, message=f"internal error: {type(exc).__name__}")]
+        )
+
+
+def _document_auth(api: FastAPI, config: ServerConfig) -> None:
+    """Declare the API key in the OpenAPI schema: either header works on protected paths."""
+    if config.api_key is None:
+        return
+    generate = api.openapi
+
+    def openapi() -> dict[str, Any]:
+        if api.openapi_schema is None:
+            schema = generate()
+            schema.setdefault("components", {})["securitySchemes"] = {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+            }
+            for path, operations in schema.get("paths", {}).items():
+                if is_protected(path):
+                    for operation in operations.values():
+                        operation["security"] = [{"bearer": []}, {"apiKey": []}]
+            api.openapi_schema = schema
+        return api.openapi_schema
+
+    api.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,122 @@
+"""ASGI middleware that refuses requests before any parsing: wrong API key (401), body too large
+(413). It runs outside FastAPI so an unauthenticated or oversized body is never read in full."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+PROTECTED_PREFIXES = ("/v1/", "/reports")
+
+
+def is_protected(path: str) -> bool:
+    """Whether a path needs the API key (everything but /healthz and the OpenAPI docs)."""
+    return path.startswith(PROTECTED_PREFIXES)
+
+
+class RequestGuard:
+    """Checks the API key on protected paths, then buffers the body up to ``max_body_bytes``.
+
+    Args:
+        app: The wrapped ASGI app.
+        api_key: The key clients must send, or None to accept every request.
+        max_body_bytes: Largest body accepted; a larger declared ``Content-Length`` is refused
+            at once, a larger streamed (chunked) body as soon as it passes the limit.
+    """
+
+    def __init__(self, app: ASGIApp, api_key: str | None, max_body_bytes: int) -> None:
+        self.app = app
+        self.api_key = api_key.encode() if api_key is not None else None
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
+        if self.api_key is not None and is_protected(scope["path"]):
+            if not self._authorised(headers):
+                await _error(
+                    send,
+                    401,
+                    "missing or wrong API key: send 'Authorization: Bearer <key>' or "
+                    "'X-API-Key: <key>'",
+                    "Authorization",
+                    extra_headers=[(b"www-authenticate", b"Bearer")],
+                )
+                return
+        declared = headers.get("content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                await _error(send, 400, "Content-Length is not a number", "Content-Length")
+                return
+            if int(declared) > self.max_body_bytes:
+                await self._too_large(send)
+                return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                await self._too_large(send)
+                return
+            chunks.append(chunk)
+            more = bool(message.get("more_body", False))
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    def _authorised(self, headers: dict[str, bytes]) -> bool:
+        assert self.api_key is not None
+        candidates = []
+        authorization = headers.get("authorization", b"")
+        scheme, _, token = authorization.partition(b" ")
+        if scheme.lower() == b"bearer":
+            candidates.append(token.strip())
+        if "x-api-key" in headers:
+            candidates.append(headers["x-api-key"].strip())
+        return any(hmac.compare_digest(c, self.api_key) for c in candidates)
+
+    async def _too_large(self, send: Send) -> None:
+        await _error(send, 413, f"request body is larger than {self.max_body_bytes} bytes", "body")
+
+
+async def _error(
+    send: Send,
+    status: int,
+    message: str,
+    field: str | None,
+    extra_headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    body = json.dumps(
+        {"detail": message, "field": field, "errors": [{"field": field, "message": message}]}
+    ).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+        *(extra_headers or []),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,151 @@
+"""The JSON bodies of the HTTP API, as pydantic models (they also make the OpenAPI schema).
+
+These models exist only at the HTTP boundary: :mod:`covrag.server.service` turns a request into
+covrag's frozen records (:class:`~covrag.types.Topic`, :class:`~covrag.types.Budget`) and a
+result back into a response, so no other module sees a pydantic object.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_PASSAGES = 2000
+MAX_ASPECTS = 200
+MAX_TEXT = 100_000
+MAX_ID = 512
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class PassageIn(_Strict):
+    """A candidate passage."""
+
+    id: str = Field(min_length=1, max_length=MAX_ID, description="unique within the request")
+    text: str = Field(max_length=MAX_TEXT, description="full text; never truncated by selection")
+    score: float | None = Field(
+        default=None, description="retriever score (higher is better), used by relevance=score"
+    )
+    tokens: int | None = Field(
+        default=None, ge=0, description="token cost; counted with MiniLM WordPiece when absent"
+    )
+    covers: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_ASPECTS,
+        description="ids of the aspects this passage is known to cover (read by coverage=gold)",
+    )
+
+
+class AspectIn(_Strict):
+    """One sub-question, key point or viewpoint a complete answer covers."""
+
+    id: str = Field(min_length=1, max_length=MAX_ID, description="unique within the request")
+    text: str = Field(max_length=MAX_TEXT, description="the aspect as a question or statement")
+    weight: float = Field(default=1.0, ge=0.0, le=1e6, description="importance (default 1)")
+    vital: bool = Field(default=False, description="whether a complete answer must state it")
+    polarity: Literal["include", "exclude", "neutral"] = Field(
+        default="neutral", description="exclude: an aspect the context must avoid"
+    )
+
+
+class SelectRequest(_Strict):
+    """Select context from a candidate pool so that it covers the aspects, within a budget."""
+
+    query: str = Field(min_length=1, max_length=MAX_TEXT, description="the question")
+    query_id: str = Field(default="q", min_length=1, max_length=MAX_ID)
+    passages: list[PassageIn] = Field(max_length=MAX_PASSAGES, description="the candidate pool")
+    aspects: list[AspectIn] = Field(
+        default_factory=list,
+        max_length=MAX_ASPECTS,
+        description="what the context must cover; needed by coverage-based selectors",
+    )
+    selector: str | None = Field(
+        default=None,
+        max_length=200,
+        description="selector spec, e.g. greedy-coverage or mmr(lam=0.5) (server default if unset)",
+    )
+    coverage: str | None = Field(
+        default=None,
+        max_length=200,
+        description="coverage estimator spec: cross-encoder, embedding, "
+        "embedding(threshold=0.6) or gold (server default if unset)",
+    )
+    k: int | None = Field(default=None, ge=1, le=MAX_PASSAGES, description="at most k passages")
+    tokens: int | None = Field(
+        default=None, ge=1, le=10_000_000, description="at most this many tokens"
+    )
+    relevance: Literal["dense", "score", "order"] = Field(
+        default="dense",
+        description="dense: MiniLM cosine to the query; score: the passages' scores; "
+        "order: pool order",
+    )
+    include_matrix: bool = Field(default=True, description="return the coverage matrix")
+
+
+class StepOut(BaseModel):
+    """One pick of the selector."""
+
+    passage_id: str
+    score: float | None = Field(description="the value that chose it (null when not finite)")
+    newly_covered: list[str] = Field(description="aspect ids this pick covered first")
+    tokens: int
+
+
+class CoverageOut(BaseModel):
+    """P[passage, aspect] with the threshold that turns it into coverage."""
+
+    passage_ids: list[str]
+    aspect_ids: list[str]
+    probs: list[list[float]] = Field(description="rows: passages, columns: aspects, in [0, 1]")
+    threshold: float
+    source: str = Field(description="the estimator that produced it")
+    pairs_scored: int
+    truncated_pairs: int = Field(description="pairs cut to the model's token limit")
+    seconds: float
+
+
+class TimingsOut(BaseModel):
+    prepare_s: float = Field(description="token costs, coverage, relevance and embeddings")
+    select_s: float
+
+
+class SelectResponse(BaseModel):
+    """The selection, its per-step trace and (optionally) the coverage matrix it used."""
+
+    query_id: str
+    selector: str = Field(description="the selector's canonical spec")
+    budget: str
+    passage_ids: list[str] = Field(description="selected passages in pick order")
+    tokens_used: int
+    trace: list[StepOut]
+    covered: list[str] = Field(description="aspect ids covered, in the order first covered")
+    uncovered: list[str] = Field(description="wanted (non-excluded) aspect ids left uncovered")
+    coverage: CoverageOut | None
+    timings: TimingsOut
+
+
+class FieldErrorOut(BaseModel):
+    field: str | None = Field(description="the offending field, e.g. passages[3].text")
+    message: str
+
+
+class ErrorOut(BaseModel):
+    """Every 4xx/5xx answer: one line to show a user, and each field at fault."""
+
+    detail: str = Field(description="e.g. 'passages[3].text: field required'")
+    field: str | None = Field(description="the first offending field, when there is one")
+    errors: list[FieldErrorOut]
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"]
+    version: str
+    selectors: list[str]
+    coverage_estimators: list[str]
+
+
+class ReportsOut(BaseModel):
+    reports: list[str] = Field(description="names GET /reports/{name} serves")

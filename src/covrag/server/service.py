@@ -1,0 +1,192 @@
+"""The work behind ``POST /v1/select``: request -> Topic -> coverage -> selection -> response.
+
+Everything here is synchronous and CPU-bound; the app runs it in a thread pool. Model-backed steps
+(embeddings, coverage estimation) share process-wide models and caches that are not thread-safe,
+so they run under one lock; selection itself runs unlocked.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from covrag.coverage.base import CoverageEstimator, parse_estimator
+from covrag.errors import ConfigError, DataError
+from covrag.pipeline import RelevanceSource, config_for, prepare
+from covrag.select.base import Selector, parse_selector
+from covrag.server.config import ServerConfig
+from covrag.server.schemas import (
+    CoverageOut,
+    SelectRequest,
+    SelectResponse,
+    StepOut,
+    TimingsOut,
+)
+from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
+
+T = TypeVar("T")
+
+MODEL_LOCK = threading.Lock()
+
+
+class RequestFieldError(ConfigError):
+    """A request that is well-formed JSON but asks for something covrag cannot do.
+
+    Attributes:
+        field: The offending field, in the ``passages[3].text`` notation of validation errors.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class SelectJob:
+    """A validated request, turned into covrag's records."""
+
+    topic: Topic
+    selector: Selector
+    estimator: CoverageEstimator | None
+    budget: Budget
+    relevance: RelevanceSource
+    include_matrix: bool
+
+
+def build_job(request: SelectRequest, config: ServerConfig) -> SelectJob:
+    """Check what the schema cannot (ids, specs, cross-field rules) and build the records."""
+    selector = _parse("selector", request.selector or config.default_selector, parse_selector)
+    estimator: CoverageEstimator | None = None
+    if request.aspects:
+        estimator = _parse("coverage", request.coverage or config.default_coverage, parse_estimator)
+    elif request.coverage is not None:
+        raise RequestFieldError("aspects", "a coverage estimator needs aspects to estimate against")
+    if selector.uses_coverage and not request.aspects:
+        raise RequestFieldError(
+            "aspects", f"selector {selector!r} reads a coverage matrix: give at least one aspect"
+        )
+
+    aspect_ids = _unique("aspects", [a.id for a in request.aspects])
+    _unique("passages", [p.id for p in request.passages])
+    labels: dict[str, frozenset[str]] = {}
+    for i, passage in enumerate(request.passages):
+        unknown = [a for a in passage.covers if a not in aspect_ids]
+        if unknown:
+            raise RequestFieldError(f"passages[{i}].covers", f"unknown aspect id {unknown[0]!r}")
+        labels[passage.id] = frozenset(passage.covers)
+        if request.relevance == "score" and passage.score is None:
+            raise RequestFieldError(f"passages[{i}].score", "relevance 'score' needs a score")
+    if estimator is not None and estimator.name == "gold" and not any(labels.values()):
+        raise RequestFieldError(
+            "coverage", "gold coverage reads the passages' 'covers' lists, and all are empty"
+        )
+
+    topic = Topic(
+        query_id=request.query_id,
+        query=request.query,
+        passages=tuple(
+            Passage(id=p.id, text=p.text, tokens=p.tokens, score=p.score) for p in request.passages
+        ),
+        aspects=tuple(
+            Aspect(id=a.id, text=a.text, weight=a.weight, vital=a.vital, polarity=a.polarity)
+            for a in request.aspects
+        ),
+        labels=labels,
+    )
+    budget = Budget(
+        max_passages=request.k if request.k or request.tokens else 10, max_tokens=request.tokens
+    )
+    return SelectJob(topic, selector, estimator, budget, request.relevance, request.include_matrix)
+
+
+def run_job(job: SelectJob) -> SelectResponse:
+    """Estimate coverage, prepare the candidates and select (blocking; call from a thread)."""
+    started = time.perf_counter()
+    config = config_for([job.selector], relevance=job.relevance)
+    try:
+        with MODEL_LOCK:
+            candidates = prepare(job.topic, job.estimator, config).candidates
+    except (ConfigError, DataError) as exc:
+        raise RequestFieldError("coverage" if job.estimator else "relevance", str(exc)) from exc
+    prepared = time.perf_counter()
+    try:
+        selection = job.selector.select(candidates, job.budget)
+    except ConfigError as exc:
+        raise RequestFieldError("selector", str(exc)) from exc
+    return _response(job, selection, candidates.coverage, prepared - started)
+
+
+def warm_up(config: ServerConfig) -> None:
+    """Load the default estimator's and the encoder's models (once per process)."""
+    topic = Topic(
+        query_id="warm-up",
+        query="warm up",
+        passages=(Passage(id="p", text="warm up"),),
+        aspects=(Aspect(id="a", text="warm up"),),
+        labels={"p": frozenset({"a"})},
+    )
+    estimator = parse_estimator(config.default_coverage)
+    selector = parse_selector(config.default_selector)
+    with MODEL_LOCK:
+        prepare(topic, estimator, config_for([selector]))
+
+
+def _response(
+    job: SelectJob, selection: Selection, coverage: CoverageMatrix | None, prepare_s: float
+) -> SelectResponse:
+    covered = set(selection.covered)
+    excluded = {a.id for a in job.topic.aspects if a.polarity == "exclude"}
+    return SelectResponse(
+        query_id=selection.query_id,
+        selector=selection.selector,
+        budget=str(selection.budget),
+        passage_ids=list(selection.passage_ids),
+        tokens_used=selection.tokens_used,
+        trace=[
+            StepOut(
+                passage_id=step.passage_id,
+                score=step.score if math.isfinite(step.score) else None,
+                newly_covered=list(step.newly_covered),
+                tokens=step.tokens,
+            )
+            for step in selection.steps
+        ],
+        covered=list(selection.covered),
+        uncovered=[a.id for a in job.topic.aspects if a.id not in covered and a.id not in excluded],
+        coverage=_coverage_out(coverage) if coverage is not None and job.include_matrix else None,
+        timings=TimingsOut(prepare_s=prepare_s, select_s=selection.seconds),
+    )
+
+
+def _coverage_out(coverage: CoverageMatrix) -> CoverageOut:
+    return CoverageOut(
+        passage_ids=list(coverage.passage_ids),
+        aspect_ids=list(coverage.aspect_ids),
+        probs=coverage.probs.round(6).tolist(),
+        threshold=coverage.threshold,
+        source=coverage.source,
+        pairs_scored=coverage.pairs_scored,
+        truncated_pairs=coverage.truncated_pairs,
+        seconds=coverage.seconds,
+    )
+
+
+def _parse(field: str, spec: str, parse: Callable[[str], T]) -> T:
+    try:
+        return parse(spec)
+    except ConfigError as exc:
+        raise RequestFieldError(field, str(exc)) from exc
+
+
+def _unique(field: str, ids: list[str]) -> set[str]:
+    seen: set[str] = set()
+    for i, item in enumerate(ids):
+        if item in seen:
+            raise RequestFieldError(f"{field}[{i}].id", f"duplicate id {item!r}")
+        seen.add(item)
+    return seen
