@@ -1,0 +1,243 @@
+"""The framework-neutral core of the integrations: texts + query -> an ordered, budgeted choice.
+
+Each framework adapter reduces its document objects to texts (and retriever scores), calls
+:meth:`CoverageChoice.choose`, and maps the picks back onto its own objects. Keeping the logic here
+means LangChain, LlamaIndex and Haystack users get the same selection for the same input, which is
+what their frameworks' MMR steps do not give them (see ``shared/USERS.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from covrag.coverage.base import CoverageEstimator, parse_estimator
+from covrag.errors import ConfigError
+from covrag.pipeline import PrepareConfig, prepare
+from covrag.select.base import Selector, parse_selector
+from covrag.tokens import TokenCounter
+from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
+
+AspectLike = str | Aspect
+AspectSource = Sequence[AspectLike] | Callable[[str], Sequence[AspectLike]] | None
+Relevance = Literal["auto", "score", "order", "dense"]
+RELEVANCES: tuple[Relevance, ...] = ("auto", "score", "order", "dense")
+
+METADATA_KEY = "covrag"
+"""The metadata key under which every adapter records what a document newly covers."""
+
+DEFAULT_SELECTOR = "greedy-coverage"
+DEFAULT_COVERAGE = "cross-encoder"
+DEFAULT_K = 5
+
+
+def as_aspects(items: Sequence[AspectLike]) -> tuple[Aspect, ...]:
+    """Aspects from strings (ids ``a1``, ``a2``, ...) or :class:`Aspect` records, in order."""
+    aspects: list[Aspect] = []
+    for position, item in enumerate(items, start=1):
+        if isinstance(item, Aspect):
+            aspects.append(item)
+        elif isinstance(item, str):
+            if not item.strip():
+                raise ConfigError(f"aspect {position} is an empty string")
+            aspects.append(Aspect(id=f"a{position}", text=item))
+        else:
+            raise ConfigError(
+                f"aspect {position} must be a string or covrag.Aspect, got {type(item).__name__}"
+            )
+    ids = [a.id for a in aspects]
+    if len(set(ids)) != len(ids):
+        raise ConfigError("aspect ids must be unique")
+    return tuple(aspects)
+
+
+def resolve_aspects(source: AspectSource, query: str) -> tuple[Aspect, ...]:
+    """The aspects for one query.
+
+    ``source`` is a fixed list of sub-questions, a callable that plans them from the query, or
+    None: then the query itself is the only aspect, so coverage means "answers the question" and
+    greedy coverage picks the best-covering passage first, then follows relevance. Without
+    sub-questions, the embedding selectors (``mmr``, ``facility-location``) are the ones that
+    diversify.
+    """
+    if source is None:
+        if not query.strip():
+            raise ConfigError("no aspects and no query: give sub-questions or a query")
+        return (Aspect(id="query", text=query),)
+    items = source(query) if callable(source) else source
+    aspects = as_aspects(list(items))
+    if not aspects:
+        raise ConfigError("the aspect list is empty: give at least one sub-question, or None")
+    return aspects
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One chosen document.
+
+    Attributes:
+        index: Position of the document in the input list.
+        rank: 1-based position in the selection.
+        score: The value that made the selector pick it.
+        tokens: Its token cost.
+        newly_covered: Aspects it covered first.
+        covers: Every aspect it covers (under the coverage threshold).
+    """
+
+    index: int
+    rank: int
+    score: float
+    tokens: int
+    newly_covered: tuple[Aspect, ...]
+    covers: tuple[Aspect, ...]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What :meth:`CoverageChoice.choose` decided for one query."""
+
+    picks: tuple[Pick, ...]
+    aspects: tuple[Aspect, ...]
+    selection: Selection
+    coverage: CoverageMatrix | None
+    topic: Topic
+
+    @property
+    def uncovered(self) -> tuple[Aspect, ...]:
+        """Wanted aspects (not ``exclude``) that no chosen document covers."""
+        covered = set(self.selection.covered)
+        return tuple(a for a in self.aspects if a.id not in covered and a.polarity != "exclude")
+
+    def metadata(self, pick: Pick) -> dict[str, Any]:
+        """The JSON-serialisable record an adapter stores under :data:`METADATA_KEY`."""
+        return {
+            "rank": pick.rank,
+            "score": pick.score,
+            "tokens": pick.tokens,
+            "newly_covered": [a.text for a in pick.newly_covered],
+            "covers": [a.text for a in pick.covers],
+            "uncovered": [a.text for a in self.uncovered],
+            "selector": self.selection.selector,
+            "coverage": self.coverage.source if self.coverage is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class CoverageChoice:
+    """Selects a budgeted, ordered subset of retrieved texts that covers the query's aspects.
+
+    Args:
+        selector: A selector or its spec (``greedy-coverage``, ``'mmr(lam=0.7)'``, ...).
+        coverage: A coverage estimator or its spec; used only when the selector reads coverage.
+            The default is covrag's shipped cross-encoder (no download).
+        aspects: Sub-questions: a list, a callable ``query -> list``, or None (the query is the
+            only aspect; see :func:`resolve_aspects`).
+        k: At most this many documents (None = no limit on the count).
+        max_tokens: At most this many tokens (MiniLM WordPiece unless ``counter`` is given).
+            Documents are never truncated: one that does not fit is skipped.
+        relevance: ``auto`` = the retriever's scores when every document has one, else the input
+            order; ``score``, ``order`` or ``dense`` (MiniLM cosine to the query) to force one.
+        counter: Token counter for the budget.
+
+    Example:
+        >>> choice = CoverageChoice(selector="topk", k=2)
+        >>> picked = choice.choose(["a", "b", "c"], "q", scores=[0.1, 0.9, 0.5])
+        >>> [p.index for p in picked.picks]
+        [1, 2]
+    """
+
+    selector: Selector | str = DEFAULT_SELECTOR
+    coverage: CoverageEstimator | str = DEFAULT_COVERAGE
+    aspects: AspectSource = None
+    k: int | None = DEFAULT_K
+    max_tokens: int | None = None
+    relevance: Relevance = "auto"
+    counter: TokenCounter | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.selector, str):
+            object.__setattr__(self, "selector", parse_selector(self.selector))
+        if isinstance(self.coverage, str):
+            object.__setattr__(self, "coverage", parse_estimator(self.coverage))
+        if self.relevance not in RELEVANCES:
+            raise ConfigError(f"relevance must be one of {RELEVANCES}, got {self.relevance!r}")
+        self.budget  # noqa: B018 - validates k and max_tokens now, not at the first query
+
+    @property
+    def budget(self) -> Budget:
+        try:
+            return Budget(max_passages=self.k, max_tokens=self.max_tokens)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def _selector(self) -> Selector:
+        assert isinstance(self.selector, Selector)
+        return self.selector
+
+    def choose(
+        self,
+        texts: Sequence[str],
+        query: str,
+        *,
+        scores: Sequence[float | None] | None = None,
+        aspects: AspectSource = None,
+    ) -> Choice:
+        """Choose among ``texts`` (retrieved for ``query``), in the selector's order.
+
+        Args:
+            texts: The documents' texts, in retrieval order.
+            query: The user's question.
+            scores: The retriever's scores, aligned with ``texts`` (None entries allowed).
+            aspects: Overrides the configured aspects for this call.
+        """
+        selector = self._selector()
+        wanted = resolve_aspects(aspects if aspects is not None else self.aspects, query)
+        scores = list(scores) if scores is not None else [None] * len(texts)
+        if len(scores) != len(texts):
+            raise ConfigError(f"{len(scores)} scores for {len(texts)} documents")
+        passages = tuple(
+            Passage(id=f"d{i}", text=text, score=score)
+            for i, (text, score) in enumerate(zip(texts, scores, strict=True))
+        )
+        topic = Topic(query_id="query", query=query, passages=passages, aspects=wanted)
+        relevance = self.relevance
+        if relevance == "auto":
+            relevance = "score" if passages and all(s is not None for s in scores) else "order"
+        config = PrepareConfig(
+            relevance=relevance,
+            embeddings=selector.uses_embeddings,
+            pieces=selector.uses_pieces,
+            counter=self.counter,
+        )
+        estimator = self.coverage if selector.uses_coverage else None
+        assert estimator is None or isinstance(estimator, CoverageEstimator)
+        candidates = prepare(topic, estimator, config).candidates
+        selection = selector.select(candidates, self.budget)
+        return _choice(selection, candidates.coverage, wanted, candidates.passages, topic)
+
+
+def _choice(
+    selection: Selection,
+    coverage: CoverageMatrix | None,
+    aspects: tuple[Aspect, ...],
+    passages: tuple[Passage, ...],
+    topic: Topic,
+) -> Choice:
+    by_id = {a.id: a for a in aspects}
+    index = {p.id: i for i, p in enumerate(passages)}
+    picks = []
+    for rank, step in enumerate(selection.steps, start=1):
+        covers = coverage.aspects_of(step.passage_id) if coverage is not None else ()
+        picks.append(
+            Pick(
+                index=index[step.passage_id],
+                rank=rank,
+                score=step.score,
+                tokens=step.tokens,
+                newly_covered=tuple(by_id[a] for a in step.newly_covered),
+                covers=tuple(by_id[a] for a in covers),
+            )
+        )
+    topic = Topic(topic.query_id, topic.query, passages, aspects)
+    return Choice(tuple(picks), aspects, selection, coverage, topic)

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import pytest
+
+from covrag.errors import ConfigError
+from covrag.integrations import CoverageChoice, resolve_aspects
+from covrag.tokens import WhitespaceTokenCounter
+from covrag.types import Aspect
+from integration_support import ASPECTS, QUERY, TEXTS, KeywordCoverage
+
+
+def test_greedy_coverage_picks_one_document_per_aspect_then_follows_relevance() -> None:
+    choice = CoverageChoice(coverage=KeywordCoverage(), aspects=ASPECTS, k=4)
+    result = choice.choose(TEXTS, QUERY)
+    assert [p.index for p in result.picks] == [0, 3, 4, 1]
+    assert [[a.text for a in p.newly_covered] for p in result.picks] == [
+        ["pollution"],
+        ["business"],
+        ["access"],
+        [],
+    ]
+    assert [p.rank for p in result.picks] == [1, 2, 3, 4]
+    assert result.uncovered == ()
+
+
+def test_topk_repeats_the_dominant_aspect_that_greedy_avoids() -> None:
+    result = CoverageChoice(selector="topk", coverage=KeywordCoverage(), aspects=ASPECTS, k=3)
+    picked = result.choose(TEXTS, QUERY)
+    assert [p.index for p in picked.picks] == [0, 1, 2]
+    assert picked.coverage is None  # topk reads no coverage: nothing is estimated
+
+
+def test_scores_drive_relevance_when_every_document_has_one() -> None:
+    choice = CoverageChoice(selector="topk", k=2)
+    scores = [0.1, 0.2, 0.3, 0.9, 0.5, 0.4]
+    assert [p.index for p in choice.choose(TEXTS, QUERY, scores=scores).picks] == [3, 4]
+    partial = [None, 0.2, 0.3, 0.9, 0.5, 0.4]  # one missing: fall back to retrieval order
+    assert [p.index for p in choice.choose(TEXTS, QUERY, scores=partial).picks] == [0, 1]
+
+
+def test_token_budget_skips_what_does_not_fit_and_never_truncates() -> None:
+    counter = WhitespaceTokenCounter()
+    costs = counter.count(TEXTS)
+    choice = CoverageChoice(
+        coverage=KeywordCoverage(), aspects=ASPECTS, k=None, max_tokens=25, counter=counter
+    )
+    result = choice.choose(TEXTS, QUERY)
+    assert sum(p.tokens for p in result.picks) <= 25
+    assert [p.tokens for p in result.picks] == [costs[p.index] for p in result.picks]
+    assert result.topic.passages[0].text == TEXTS[0]
+
+
+def test_unwanted_uncovered_aspects_are_reported() -> None:
+    aspects = [*ASPECTS, "ferries", Aspect(id="x", text="tax", polarity="exclude")]
+    result = CoverageChoice(coverage=KeywordCoverage(), aspects=aspects, k=3).choose(TEXTS, QUERY)
+    assert [a.text for a in result.uncovered] == ["ferries"]
+    meta = result.metadata(result.picks[0])
+    assert meta["uncovered"] == ["ferries"]
+    assert meta["selector"] == "greedy-coverage"
+    assert meta["coverage"] == "keyword"
+
+
+def test_aspects_default_to_the_query_and_may_be_planned_per_query() -> None:
+    assert [a.text for a in resolve_aspects(None, QUERY)] == [QUERY]
+    planned = resolve_aspects(lambda q: [f"{q} cost", f"{q} risk"], "ban")
+    assert [(a.id, a.text) for a in planned] == [("a1", "ban cost"), ("a2", "ban risk")]
+    choice = CoverageChoice(coverage=KeywordCoverage(), aspects=ASPECTS, k=2)
+    override = choice.choose(TEXTS, QUERY, aspects=["access"])
+    assert [p.index for p in override.picks][0] == 4
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"selector": "nope"}, "nope"),
+        ({"k": 0}, "max_passages"),
+        ({"relevance": "bm25"}, "relevance"),
+    ],
+)
+def test_bad_configuration_fails_at_construction(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        CoverageChoice(**kwargs)  # type: ignore[arg-type]
+
+
+def test_bad_aspects_fail_with_a_message() -> None:
+    with pytest.raises(ConfigError, match="empty"):
+        resolve_aspects([], QUERY)
+    with pytest.raises(ConfigError, match="no query"):
+        resolve_aspects(None, " ")
+    with pytest.raises(ConfigError, match="unique"):
+        resolve_aspects([Aspect("a", "x"), Aspect("a", "y")], QUERY)
+
+
+@pytest.mark.model
+def test_shipped_cross_encoder_is_the_default_and_covers_distinct_aspects() -> None:
+    aspects = [
+        "Does it reduce pollution?",
+        "Can emergency vehicles and disabled people get access?",
+    ]
+    result = CoverageChoice(aspects=aspects, k=2).choose(TEXTS, QUERY)
+    assert result.coverage is not None and result.coverage.source.startswith("cross-encoder")
+    assert [p.index for p in result.picks] == [0, 4]
+    assert [[a.text for a in p.newly_covered] for p in result.picks] == [[aspects[0]], [aspects[1]]]
