@@ -38,6 +38,7 @@ DEV = {
     ),
 }
 THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+POWERS = (1.0, 2.0, 4.0, 8.0)
 
 
 def pool_pairs(name: str, limit: int | None) -> tuple[list[tuple[str, str]], np.ndarray]:
@@ -135,6 +136,38 @@ def thresholds(model: str, limit: int | None) -> tuple[str, float]:
     return best[0], best[1]
 
 
+def powers(model: str, limit: int | None) -> float:
+    """Expected coverage on the raw probabilities (independent assignment), by ``power``."""
+    print(f"\n### Expected coverage with the cross-encoder ({model}), by power (dev)\n")
+    header = "| power | " + " | ".join(f"{n} {m}" for n, (_, m, _) in DEV.items())
+    print(header + " | mean |")
+    print("|---|" + "---|" * (len(DEV) + 1))
+    rows = []
+    for power in POWERS:
+        cells = []
+        for name, (budget, measure, greedy) in DEV.items():
+            cost_aware = ", cost_aware=True" if "cost_aware" in greedy else ""
+            selector = parse_selector(f"expected-coverage(power={power}{cost_aware})")
+            estimator = CrossEncoderCoverage(model=model, assignment="independent")
+            result = run_bench(
+                name,
+                load_dataset(name)[:limit],
+                [Method(selector, estimator)],
+                [budget],
+                exact=False,
+                measures=[measure],
+                n_resamples=200,
+            )
+            cells.append(result.results[0].means[measure])
+        rows.append((power, cells))
+        print(
+            f"| {power:g} | " + " | ".join(f"{c:.3f}" for c in cells) + f" | {np.mean(cells):.3f} |"
+        )
+    best = max(rows, key=lambda r: np.mean(r[1]))
+    print(f"\nbest mean: power={best[0]:g}")
+    return best[0]
+
+
 def speed(model: str, onnx: str, limit: int | None) -> None:
     from sentence_transformers import CrossEncoder
 
@@ -179,6 +212,7 @@ def main() -> int:
     print("command: " + " ".join(["python", *sys.argv]))
     if "thresholds" not in args.skip:
         _, threshold = thresholds(args.onnx, limit)
+        powers(args.onnx, limit)
         fp32_selection(args.model, args.onnx, threshold, limit)
     if "quality" not in args.skip:
         quality(args.model, args.onnx, limit)

@@ -10,6 +10,7 @@ from covrag.select import (
     Candidates,
     ClusterSelector,
     ExactSelector,
+    ExpectedCoverageSelector,
     FacilityLocationSelector,
     GreedyCoverageSelector,
     MMKPSelector,
@@ -27,6 +28,9 @@ FILLING: list[Selector] = [
     GreedyCoverageSelector(),
     GreedyCoverageSelector(cost_aware=True),
     GreedyCoverageSelector(exclude="penalize"),
+    ExpectedCoverageSelector(),
+    ExpectedCoverageSelector(power=1.0, cost_aware=True, optimizer="naive"),
+    ExpectedCoverageSelector(exclude="penalize"),
     MMRSelector(lam=0.5),
     MMRSelector(lam=0.0),
     FacilityLocationSelector(),
@@ -37,7 +41,12 @@ FILLING: list[Selector] = [
     MMKPSelector(cap=2, cost_aware=True),
     ExactSelector(),
 ]
-ALL: list[Selector] = [*FILLING, MMKPSelector(fill=False), GreedyCoverageSelector(exclude="forbid")]
+ALL: list[Selector] = [
+    *FILLING,
+    MMKPSelector(fill=False),
+    GreedyCoverageSelector(exclude="forbid"),
+    ExpectedCoverageSelector(exclude="forbid"),
+]
 
 budgets = st.builds(
     Budget,

@@ -9,6 +9,7 @@ from covrag.select.exact import (
     optimum_coverage,
     solve_exact,
 )
+from covrag.select.expected import ExpectedCoverageSelector
 from covrag.select.facility import FacilityLocationSelector
 from covrag.select.greedy import GreedyCoverageSelector
 from covrag.select.lmvu import LMVUSelector
@@ -23,6 +24,7 @@ __all__ = [
     "ClusterSelector",
     "ExactSelector",
     "ExactSolution",
+    "ExpectedCoverageSelector",
     "FacilityLocationSelector",
     "GreedyCoverageSelector",
     "LMVUSelector",

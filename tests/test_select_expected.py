@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from covrag.errors import ConfigError
+from covrag.select import (
+    Candidates,
+    ExpectedCoverageSelector,
+    GreedyCoverageSelector,
+    parse_selector,
+)
+from covrag.types import Budget, CoverageMatrix, Passage
+
+
+def pool(
+    probs: list[list[float]], relevance: list[float] | None = None, **kw: object
+) -> Candidates:
+    matrix = np.array(probs, dtype=float)
+    ids = tuple(f"p{i}" for i in range(len(matrix)))
+    aspects = tuple(f"a{j}" for j in range(matrix.shape[1]))
+    return Candidates(
+        "q",
+        "question",
+        tuple(Passage(id=i, text=i) for i in ids),
+        relevance=np.array(relevance if relevance is not None else [0.0] * len(ids)),
+        coverage=CoverageMatrix(ids, aspects, matrix, threshold=0.5),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def expected(probs: np.ndarray, picked: tuple[int, ...]) -> float:
+    left = np.prod([1.0 - probs[i] for i in picked], axis=0) if picked else np.ones(probs.shape[1])
+    return float((1.0 - left).sum())
+
+
+def test_prefers_the_confident_match_where_thresholds_tie() -> None:
+    # p0 and p1 both cross the threshold for a0; p0 is more relevant, p1 far more certain.
+    candidates = pool([[0.55, 0.0], [0.99, 0.0], [0.0, 0.9]], relevance=[0.9, 0.1, 0.5])
+    binary = GreedyCoverageSelector().select(candidates, Budget(max_passages=2))
+    soft = ExpectedCoverageSelector(power=1.0).select(candidates, Budget(max_passages=2))
+    assert binary.passage_ids[:2] == ("p0", "p2")  # relevance breaks the tie
+    assert soft.passage_ids == ("p1", "p2")
+    assert soft.steps[0].score == pytest.approx(0.99)
+    assert soft.steps[0].newly_covered == ("a0",)  # the trace still reads the threshold
+
+
+def test_second_pick_accounts_for_what_is_probably_covered() -> None:
+    # After p0 (0.9 on a0), another a0 passage adds 0.1 * 0.9 = 0.09, less than p2's 0.3 on a1.
+    candidates = pool([[0.9, 0.0], [0.9, 0.0], [0.0, 0.3]])
+    selection = ExpectedCoverageSelector(power=1.0).select(candidates, Budget(max_passages=2))
+    assert selection.passage_ids == ("p0", "p2")
+    assert [s.score for s in selection.steps] == pytest.approx([0.9, 0.3])
+
+
+def test_power_sharpens_towards_confident_matches() -> None:
+    # p0 is likely on two aspects, p1 certain on one: power 1 takes p0 (1.2 > 1.0), power 4
+    # takes p1 (1.0 > 2 * 0.6**4 = 0.26).
+    candidates = pool([[0.6, 0.6], [1.0, 0.0]])
+    budget = Budget(max_passages=1)
+    assert ExpectedCoverageSelector(power=1.0).select(candidates, budget).passage_ids == ("p0",)
+    assert ExpectedCoverageSelector(power=4.0).select(candidates, budget).passage_ids == ("p1",)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_greedy_bound_and_optimizers_agree(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    probs = rng.random((8, 4)) ** 2
+    candidates = pool(probs.tolist(), relevance=rng.random(8).tolist())
+    budget = Budget(max_passages=3)
+    lazy = ExpectedCoverageSelector(power=1.0).select(candidates, budget)
+    naive = ExpectedCoverageSelector(power=1.0, optimizer="naive").select(candidates, budget)
+    assert lazy.passage_ids == naive.passage_ids
+    picked = tuple(int(p[1:]) for p in lazy.passage_ids)
+    best = max(expected(probs, s) for s in itertools.combinations(range(8), 3))
+    assert expected(probs, picked) >= (1 - 1 / np.e) * best - 1e-12
+    # Each step's score is the objective's increase at that step.
+    values = [expected(probs, picked[:i]) for i in range(4)]
+    assert [s.score for s in lazy.steps] == pytest.approx(np.diff(values))
+
+
+def test_cost_aware_token_budget_never_exceeded() -> None:
+    candidates = pool(
+        [[0.9, 0.0], [0.0, 0.8], [0.7, 0.7]],
+        costs=np.array([50, 10, 100]),
+    )
+    selection = ExpectedCoverageSelector(cost_aware=True).select(candidates, Budget(max_tokens=60))
+    assert selection.passage_ids == ("p1", "p0")
+    assert selection.tokens_used == 60
+
+
+def test_forbid_and_penalize_excluded_aspects() -> None:
+    candidates = pool([[0.9, 0.9], [0.6, 0.0], [0.0, 0.0]], excluded=np.array([False, True]))
+    forbid = ExpectedCoverageSelector(power=1.0, exclude="forbid").select(candidates, Budget())
+    assert "p0" not in forbid.passage_ids
+    penalize = ExpectedCoverageSelector(power=1.0, exclude="penalize").select(candidates, Budget())
+    assert penalize.passage_ids[0] == "p1"  # p0's 0.9 on a0 minus 1 penalty < p1's 0.6
+    assert penalize.passage_ids[-1] == "p0"  # penalised passages come last in the fallback
+
+
+def test_parse_and_errors() -> None:
+    assert repr(parse_selector("expected-coverage(power=2)")) == "expected-coverage(power=2)"
+    with pytest.raises(ConfigError, match="power"):
+        ExpectedCoverageSelector(power=0)
+    with pytest.raises(ConfigError, match="optimizer"):
+        ExpectedCoverageSelector(optimizer="fast")
+    with pytest.raises(ConfigError, match="coverage matrix"):
+        ExpectedCoverageSelector().select(
+            Candidates("q", "q", (Passage("p", "t"),)), Budget(max_passages=1)
+        )
