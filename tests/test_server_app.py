@@ -184,6 +184,10 @@ def test_malformed_json_unknown_route_and_wrong_method(client: Any) -> None:
     )
     assert response.status_code == 422
     assert response.json()["field"] == "body" and "invalid JSON" in response.json()["detail"]
+    undecodable = client.post(
+        "/v1/select", content=b"\x1c\xff", headers={**AUTH, "Content-Type": "application/json"}
+    )
+    assert undecodable.status_code == 400 and undecodable.json()["field"] == "body"
     missing = client.get("/v1/nothing-here", headers=AUTH)
     assert missing.status_code == 404 and missing.json()["detail"] == "Not Found"
     wrong = client.get("/v1/select", headers=AUTH)

@@ -50,6 +50,7 @@ REPORT_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.html$"
 _REPORT_NAME = re.compile(REPORT_NAME)
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut, "description": "the body cannot be decoded (not UTF-8 JSON)"},
     401: {"model": ErrorOut, "description": "missing or wrong API key"},
     413: {"model": ErrorOut, "description": "request body over the server's limit"},
     422: {"model": ErrorOut, "description": "a field is invalid; `field` names it"},
@@ -223,10 +224,11 @@ def _install_error_handlers(api: FastAPI) -> None:
 
     @api.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        message = str(exc.detail)
-        return _error_response(
-            exc.status_code, [FieldErrorOut(field=None, message=message)], exc.headers
-        )
+        if exc.status_code == 400:  # FastAPI's only 400: a body it cannot decode
+            error = FieldErrorOut(field="body", message="cannot decode the body as UTF-8 JSON")
+        else:
+            error = FieldErrorOut(field=None, message=str(exc.detail))
+        return _error_response(exc.status_code, [error], exc.headers)
 
     @api.exception_handler(Exception)
     async def internal(_: Request, exc: Exception) -> JSONResponse:

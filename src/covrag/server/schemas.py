@@ -18,7 +18,8 @@ MAX_ID = 512
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    # Strict: 0 is not false and "3" is not 3; unknown fields are errors, not ignored.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
 class PassageIn(_Strict):
@@ -64,11 +65,13 @@ class SelectRequest(_Strict):
     )
     selector: str | None = Field(
         default=None,
+        min_length=1,
         max_length=200,
         description="selector spec, e.g. greedy-coverage or mmr(lam=0.5) (server default if unset)",
     )
     coverage: str | None = Field(
         default=None,
+        min_length=1,
         max_length=200,
         description="coverage estimator spec: cross-encoder, embedding, "
         "embedding(threshold=0.6) or gold (server default if unset)",
