@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test test-slow lint typecheck bench clean
+.PHONY: demo test test-slow lint typecheck bench clean chromium
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,15 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy
 
-test: lint typecheck
+# Debian's Chromium for the report's browser test (Playwright drives it; it never downloads a
+# browser). Installed only when missing and when running as root, as CI does.
+chromium:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	fi
+
+test: lint typecheck chromium
 	$(VENV)/bin/pytest -q
 
 test-slow: $(VENV)/.installed-dev

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from covrag import __version__
+from covrag.commands_report import add_report_parser
 from covrag.commands_serve import add_serve_parser
 from covrag.errors import CovragError
 
@@ -62,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     _prepare_args(p)
     p.add_argument("--out", required=True, type=Path, help="TREC run to write")
     p.add_argument("--trace", type=Path, default=None, help="also write each selection as JSONL")
+    p.add_argument(
+        "--run-json",
+        type=Path,
+        default=None,
+        help="also write the run file `covrag report` reads: per topic the aspects, passages, "
+        "coverage matrix, selection and trace",
+    )
 
     p = sub.add_parser("eval", help="score a TREC run against a dataset's labels")
     p.add_argument("--dataset", required=True, help="bundled name:split or coverage JSONL path")
@@ -191,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("datasets", help="list the bundled datasets")
     add_serve_parser(sub)
+    add_report_parser(sub)
     return parser
 
 
@@ -274,6 +283,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return run_serve(args, console)
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from covrag.commands_report import run_report
+
+    return run_report(args, console)
+
+
 COMMANDS = {
     "fit": cmd_fit,
     "qrels": cmd_qrels,
@@ -286,6 +301,7 @@ COMMANDS = {
     "index": cmd_index,
     "search": cmd_search,
     "serve": cmd_serve,
+    "report": cmd_report,
 }
 
 

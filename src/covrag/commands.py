@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.progress import (
@@ -26,6 +27,7 @@ from covrag.data.jsonl import atomic_write_text
 from covrag.data.trec import format_run
 from covrag.errors import ConfigError
 from covrag.pipeline import PrepareConfig, config_for, prepare
+from covrag.report.runfile import run_file_record, topic_run_record
 from covrag.select import parse_selector
 from covrag.types import Budget, Selection, Topic
 
@@ -107,15 +109,29 @@ def run_select(args: argparse.Namespace, console: Console) -> int:
     budget = budget_from_args(args.k, args.budget_tokens)
     config = config_for([selector], args.relevance)
     selections = []
+    records: list[dict[str, Any]] = []
     for topic in progress_iter(topics, len(topics), f"select {selector!r}", console):
         candidates = prepare(topic, estimator, config).candidates
-        selections.append(selector.select(candidates, budget))
+        selection = selector.select(candidates, budget)
+        selections.append(selection)
+        if args.run_json:
+            costed = dataclasses.replace(topic, passages=candidates.passages)
+            records.append(topic_run_record(costed, selection, candidates.coverage))
     # Outputs are written only once every topic succeeded: no partial files.
     write_run(args.out, {s.query_id: s.passage_ids for s in selections}, tag=repr(selector))
     if args.trace:
         atomic_write_text(
             args.trace, "".join(json.dumps(selection_record(s)) + "\n" for s in selections)
         )
+    if args.run_json:
+        run_file = run_file_record(
+            records,
+            dataset=args.dataset,
+            selector=repr(selector),
+            coverage=repr(estimator) if estimator else "",
+            budget=str(budget),
+        )
+        atomic_write_text(args.run_json, json.dumps(run_file) + "\n")
     table = Table(title=f"{selector!r} on {args.dataset} ({budget})")
     for column in ("topics", "passages/topic", "tokens/topic", "aspects newly covered/topic"):
         table.add_column(column, justify="right")
@@ -127,7 +143,8 @@ def run_select(args: argparse.Namespace, console: Console) -> int:
         f"{sum(len(s.covered) for s in selections) / n:.2f}" if estimator else "-",
     )
     console.print(table)
-    console.print(f"wrote {args.out}" + (f" and {args.trace}" if args.trace else ""))
+    extra = [str(p) for p in (args.trace, args.run_json) if p]
+    console.print(f"wrote {args.out}" + "".join(f" and {p}" for p in extra))
     return 0
 
 

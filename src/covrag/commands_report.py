@@ -1,0 +1,30 @@
+"""``covrag report``: one self-contained HTML file from a run file or a bench summary."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+
+def add_report_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``covrag report`` and its options."""
+    p = sub.add_parser(
+        "report",
+        help="write an HTML coverage report of a run (select --run-json) or a bench (--out DIR)",
+    )
+    p.add_argument(
+        "source",
+        type=Path,
+        help="run JSON from `covrag select --run-json`, or a bench summary.json or its folder",
+    )
+    p.add_argument("-o", "--out", required=True, type=Path, help="HTML file to write")
+
+
+def run_report(args: argparse.Namespace, console: Console) -> int:
+    from covrag.report import write_report
+
+    path = write_report(args.source, args.out)
+    console.print(f"wrote {path}")
+    return 0

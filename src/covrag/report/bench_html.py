@@ -1,0 +1,181 @@
+"""The report of a bench: each measure against the budget, one line per method, optimum dashed.
+
+Reads what ``covrag bench --out DIR`` writes as ``DIR/summary.json`` (and what ``--json``
+prints): :meth:`covrag.bench.BenchResult.to_json`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from covrag.bench import ORACLE
+from covrag.errors import DataError
+from covrag.report.page import page
+from covrag.report.svg import ORACLE_COLOR, PALETTE, Series, esc, line_chart_svg
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    """One method under one budget."""
+
+    method: str
+    budget: str
+    x_kind: str  # "k" or "tokens"
+    x: float
+    means: Mapping[str, float]
+    ci: Mapping[str, tuple[float, float]]
+    headroom: Mapping[str, float]
+
+
+def budget_axis(budget: str) -> tuple[str, float]:
+    """The x axis of a budget: ``("tokens", T)`` when it limits tokens, else ``("k", K)``."""
+    values: dict[str, float] = {}
+    for part in budget.split(","):
+        key, _, value = part.partition("=")
+        try:
+            values[key.strip()] = float(value)
+        except ValueError:
+            continue
+    if "tokens" in values:
+        return "tokens", values["tokens"]
+    if "k" in values:
+        return "k", values["k"]
+    return "k", math.inf
+
+
+def _numbers(value: Any, field: str) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise DataError("expected an object of numbers", field=field)
+    out: dict[str, float] = {}
+    for key, number in value.items():
+        if number is None:
+            out[str(key)] = math.nan
+        elif isinstance(number, int | float) and not isinstance(number, bool):
+            out[str(key)] = float(number)
+        else:
+            raise DataError("expected a number", field=f"{field}.{key}")
+    return out
+
+
+def parse_bench(data: Mapping[str, Any]) -> list[BenchRow]:
+    """Validate the ``results`` of a bench summary into rows."""
+    results = data.get("results")
+    if not isinstance(results, list):
+        raise DataError("expected an array", field="results")
+    rows = []
+    for i, item in enumerate(results):
+        where = f"results[{i}]"
+        if not isinstance(item, Mapping):
+            raise DataError("expected an object", field=where)
+        method, budget = item.get("method"), item.get("budget")
+        if not isinstance(method, str) or not isinstance(budget, str):
+            raise DataError("needs string 'method' and 'budget'", field=where)
+        ci_raw = item.get("ci95", {})
+        ci: dict[str, tuple[float, float]] = {}
+        if isinstance(ci_raw, Mapping):
+            for key, pair in ci_raw.items():
+                if isinstance(pair, list) and len(pair) == 2:
+                    bounds = _numbers({"low": pair[0], "high": pair[1]}, f"{where}.ci95.{key}")
+                    ci[str(key)] = (bounds["low"], bounds["high"])
+        x_kind, x = budget_axis(budget)
+        rows.append(
+            BenchRow(
+                method=method,
+                budget=budget,
+                x_kind=x_kind,
+                x=x,
+                means=_numbers(item.get("means", {}), f"{where}.means"),
+                ci=ci,
+                headroom=_numbers(item.get("headroom", {}), f"{where}.headroom"),
+            )
+        )
+    return rows
+
+
+def _family(spec: str) -> tuple[str, str]:
+    """``alpha-nDCG@10`` -> (``alpha-nDCG``, ``10``); a spec without a cutoff keeps it whole."""
+    name, sep, cutoff = spec.rpartition("@")
+    return (name, cutoff) if sep else (spec, "")
+
+
+def _charts(rows: list[BenchRow]) -> str:
+    methods = list(dict.fromkeys(r.method for r in rows if r.method != ORACLE))
+    color = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(methods)}
+    color[ORACLE] = ORACLE_COLOR
+    charts = []
+    for x_kind in ("k", "tokens"):
+        group = [r for r in rows if r.x_kind == x_kind and math.isfinite(r.x)]
+        families: dict[str, set[str]] = {}
+        for row in group:
+            for spec in row.means:
+                name, cutoff = _family(spec)
+                families.setdefault(name, set()).add(cutoff)
+        for name, cutoffs in families.items():
+            series = []
+            for method in [*methods, ORACLE]:
+                points = tuple(
+                    (r.x, value)
+                    for r in group
+                    if r.method == method
+                    for spec, value in r.means.items()
+                    if _family(spec)[0] == name
+                )
+                if points:
+                    series.append(Series(method, points, color[method], oracle=method == ORACLE))
+            title = f"{name}@{next(iter(cutoffs))}" if len(cutoffs) == 1 else f"{name}@{x_kind}"
+            x_label = "k (passages)" if x_kind == "k" else "budget (tokens)"
+            charts.append(line_chart_svg(title, x_label, series))
+    legend = "".join(
+        f'<span class="swatch{" oracle" if m == ORACLE else ""}" '
+        f'style="background:{color[m]}"></span>{esc(m)}'
+        for m in [*methods, ORACLE]
+        if any(r.method == m for r in rows)
+    )
+    return f'<p class="legend">{legend}</p><div class="charts">{"".join(charts)}</div>'
+
+
+def _tables(rows: list[BenchRow]) -> str:
+    blocks = []
+    for budget in dict.fromkeys(r.budget for r in rows):
+        block = [r for r in rows if r.budget == budget]
+        specs = list(dict.fromkeys(s for r in block for s in r.means))
+        head = "".join(f"<th>{esc(s)}</th>" for s in specs)
+        body = []
+        for row in block:
+            cells = []
+            for spec in specs:
+                mean = row.means.get(spec, math.nan)
+                low, high = row.ci.get(spec, (math.nan, math.nan))
+                half = (high - low) / 2
+                ci = f" <span class=muted>\u00b1{half:.2f}</span>" if math.isfinite(half) else ""
+                cells.append(f'<td class="num">{mean:.3f}{ci}</td>')
+            room = ", ".join(f"{v:.3f}" for v in row.headroom.values() if math.isfinite(v))
+            name = f"<b>{esc(row.method)}</b>" if row.method == ORACLE else esc(row.method)
+            body.append(f"<tr><td>{name}</td>{''.join(cells)}<td class=num>{room or '-'}</td></tr>")
+        blocks.append(
+            f"<h3>Budget {esc(budget)}</h3><table><thead><tr><th>method</th>{head}"
+            f"<th>headroom</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
+        )
+    return "".join(blocks)
+
+
+def render_bench(data: Mapping[str, Any]) -> str:
+    """The HTML report of a bench summary."""
+    rows = parse_bench(data)
+    dataset = data.get("dataset", "")
+    topics = data.get("topics", "")
+    baseline = data.get("baseline", "")
+    subtitle = f"dataset: {dataset} \u00b7 {topics} topics \u00b7 baseline: {baseline}"
+    body = (
+        '<section class="block"><h2>Measures against the budget</h2>'
+        '<p class="muted">Mean over topics per method; the dashed black line is the exact '
+        f"optimum on the gold labels ({esc(ORACLE)}), the most any selection can cover."
+        f"</p>{_charts(rows)}</section>"
+        f'<section class="block"><h2>Tables</h2>{_tables(rows)}<p class="muted">'
+        "\u00b1 half-width of the 95% bootstrap CI; headroom = optimum minus method on the "
+        "coverage measure.</p></section>"
+    )
+    return page("covrag bench report", subtitle, body)
