@@ -4,6 +4,7 @@ import pytest
 
 from covrag.errors import ConfigError
 from covrag.integrations import CoverageChoice, resolve_aspects
+from covrag.report import render_report, run_file_record
 from covrag.tokens import WhitespaceTokenCounter
 from covrag.types import Aspect
 from integration_support import ASPECTS, QUERY, TEXTS, KeywordCoverage
@@ -101,3 +102,21 @@ def test_shipped_cross_encoder_is_the_default_and_covers_distinct_aspects() -> N
     assert result.coverage is not None and result.coverage.source.startswith("cross-encoder")
     assert [p.index for p in result.picks] == [0, 4]
     assert [[a.text for a in p.newly_covered] for p in result.picks] == [[aspects[0]], [aspects[1]]]
+
+
+def test_a_choice_becomes_a_report() -> None:
+    result = CoverageChoice(coverage=KeywordCoverage(), aspects=ASPECTS, k=3).choose(TEXTS, QUERY)
+    page = render_report(run_file_record([result.run_record()]))
+    assert page.count('<rect class="cell') == len(TEXTS) * len(ASPECTS)
+    assert page.count('<rect class="sel"') == 3
+
+
+@pytest.mark.model
+def test_mmr_diversifies_without_aspects() -> None:
+    # No sub-questions: the query is the only aspect, and MMR (MiniLM embeddings) diversifies.
+    topk = CoverageChoice(selector="topk", k=3).choose(TEXTS, QUERY)
+    mmr = CoverageChoice(selector="mmr(lam=0.3)", k=3).choose(TEXTS, QUERY)
+    assert [p.index for p in topk.picks] == [0, 1, 2]  # three pollution passages
+    assert [p.index for p in mmr.picks][0] == 0
+    assert len({p.index for p in mmr.picks} & {1, 2}) <= 1  # at most one more about pollution
+    assert [a.text for a in mmr.aspects] == [QUERY]

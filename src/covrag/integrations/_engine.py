@@ -109,6 +109,14 @@ class Choice:
         covered = set(self.selection.covered)
         return tuple(a for a in self.aspects if a.id not in covered and a.polarity != "exclude")
 
+    def run_record(self) -> dict[str, Any]:
+        """This choice as a run-file topic record, for ``covrag report`` (see
+        :func:`covrag.report.run_file_record`). Passage ids are ``d0``, ``d1``, ... in input order.
+        """
+        from covrag.report.runfile import topic_run_record
+
+        return topic_run_record(self.topic, self.selection, self.coverage)
+
     def metadata(self, pick: Pick) -> dict[str, Any]:
         """The JSON-serialisable record an adapter stores under :data:`METADATA_KEY`."""
         return {
