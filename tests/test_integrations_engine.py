@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import importlib
+import subprocess
+import sys
+
 import pytest
 
-from covrag.errors import ConfigError
+from covrag.errors import ConfigError, MissingExtraError
 from covrag.integrations import CoverageChoice, resolve_aspects
 from covrag.report import render_report, run_file_record
 from covrag.tokens import WhitespaceTokenCounter
@@ -120,3 +124,31 @@ def test_mmr_diversifies_without_aspects() -> None:
     assert [p.index for p in mmr.picks][0] == 0
     assert len({p.index for p in mmr.picks} & {1, 2}) <= 1  # at most one more about pollution
     assert [a.text for a in mmr.aspects] == [QUERY]
+
+
+def test_importing_the_integrations_package_imports_no_framework() -> None:
+    code = (
+        "import sys, covrag.integrations; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('langchain_core', 'llama_index', 'haystack')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("module", "blocked", "package"),
+    [
+        ("covrag.integrations.langchain", "langchain_core.documents", "langchain-core"),
+        ("covrag.integrations.llama_index", "llama_index.core.schema", "llama-index-core"),
+        ("covrag.integrations.haystack", "haystack", "haystack-ai"),
+    ],
+)
+def test_a_missing_framework_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, module: str, blocked: str, package: str
+) -> None:
+    monkeypatch.setitem(sys.modules, blocked, None)  # as if the package were not installed
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    with pytest.raises(MissingExtraError, match=r"covrag\[integrations\]") as caught:
+        importlib.import_module(module)
+    assert caught.value.package == package

@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import importlib
-import sys
-
 import pytest
 
 from integration_support import ASPECTS, QUERY, TEXTS, KeywordCoverage
@@ -18,7 +15,6 @@ from langchain_core.prompts import PromptTemplate  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_core.runnables import RunnableLambda  # noqa: E402
 
-from covrag.errors import MissingExtraError  # noqa: E402
 from covrag.integrations.langchain import CoverageCompressor  # noqa: E402
 
 
@@ -90,10 +86,3 @@ def test_input_documents_are_not_modified_and_scores_can_come_from_metadata() ->
     assert [d.page_content for d in out] == [TEXTS[3], TEXTS[4]]
     assert all("covrag" not in d.metadata for d in docs)
     assert out[0].metadata["covrag"]["coverage"] is None  # topk estimates no coverage
-
-
-def test_missing_langchain_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "langchain_core.documents", None)
-    monkeypatch.delitem(sys.modules, "covrag.integrations.langchain")
-    with pytest.raises(MissingExtraError, match=r"covrag\[integrations\]"):
-        importlib.import_module("covrag.integrations.langchain")
