@@ -99,23 +99,29 @@ def heatmap_svg(
             f'y="{y + cell_h - 4}" text-anchor="end">{esc(label)}'
             f"<title>{esc(row.passage_id)}</title></text></a>"
         )
+        parts.append(f'<g transform="translate(0,{y})">')
         for j in range(len(aspect_labels)):
             p = float(probs[row.index, j])
             covered = p >= threshold
             x = left + j * cell_w
-            state = "covered" if covered else "not covered"
+            # A tooltip only where there is something to read keeps large pools small.
+            tip = (
+                f"<title>{esc(row.passage_id)} \u00d7 {esc(coverage.aspect_ids[j])}: {p:.2f}"
+                f"{' (covered)' if covered else ''}</title>"
+                if p > 0
+                else ""
+            )
             parts.append(
-                f'<rect class="cell{" covered" if covered else ""}" x="{x}" y="{y}" '
-                f'width="{cell_w - 1}" height="{cell_h - 1}" fill="{shade(p)}">'
-                f"<title>{esc(row.passage_id)} \u00d7 {esc(coverage.aspect_ids[j])}: "
-                f"{p:.2f} ({state})</title></rect>"
+                f'<rect class="cell{" covered" if covered else ""}" x="{x}" '
+                f'width="{cell_w - 1}" height="{cell_h - 1}" fill="{shade(p)}">{tip}</rect>'
             )
             if covered:
                 dot = "#fff" if p > 0.55 else "#08306b"
                 parts.append(
-                    f'<circle cx="{x + cell_w / 2 - 0.5:.1f}" cy="{y + cell_h / 2 - 0.5:.1f}" '
-                    f'r="3" fill="{dot}" pointer-events="none"/>'
+                    f'<circle cx="{x + cell_w / 2 - 0.5:.1f}" cy="{cell_h / 2 - 0.5:.1f}" r="3" '
+                    f'fill="{dot}" pointer-events="none"/>'
                 )
+        parts.append("</g>")
     parts.append("</svg>")
     return "".join(parts)
 
