@@ -19,7 +19,7 @@ $(VENV)/.torch: | $(PY)
 	touch $@
 
 $(VENV)/.installed: pyproject.toml $(VENV)/.torch
-	$(PIP) install --quiet -e ".[embed]"
+	$(PIP) install --quiet -e ".[embed,llm]"
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.torch

