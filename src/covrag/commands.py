@@ -27,6 +27,7 @@ from covrag.data.jsonl import atomic_write_text
 from covrag.data.trec import format_run
 from covrag.errors import ConfigError
 from covrag.pipeline import PrepareConfig, config_for, prepare
+from covrag.plan.sources import AspectSource
 from covrag.report.runfile import run_file_record, topic_run_record
 from covrag.select import parse_selector
 from covrag.types import Budget, Selection, Topic
@@ -108,10 +109,13 @@ def run_select(args: argparse.Namespace, console: Console) -> int:
     estimator = parse_estimator(args.coverage) if args.coverage else None
     budget = budget_from_args(args.k, args.budget_tokens)
     config = config_for([selector], args.relevance)
+    source = _aspect_source(args)
     selections = []
     records: list[dict[str, Any]] = []
     for topic in progress_iter(topics, len(topics), f"select {selector!r}", console):
-        candidates = prepare(topic, estimator, config).candidates
+        # Coverage is estimated against the chosen aspects; the run is judged on the gold labels.
+        estimated = source.apply(topic) if source is not None else topic
+        candidates = prepare(estimated, estimator, config).candidates
         selection = selector.select(candidates, budget)
         selections.append(selection)
         if args.run_json:
@@ -228,7 +232,7 @@ def bench_table(result: BenchResult, budget: Budget) -> Table:
 
 def run_bench_command(args: argparse.Namespace, console: Console) -> int:
     topics = load_dataset(args.dataset)
-    methods = build_methods(args.selectors, args.coverage)
+    methods = build_methods(args.selectors, args.coverage, args.aspects)
     budgets = [parse_budget(b) for b in args.budgets]
     baseline = None
     if args.baseline:
@@ -273,7 +277,27 @@ def _bench_with_progress(
             config=config_for([m.selector for m in methods], args.relevance),
             seed=args.seed,
             progress=lambda _: progress.advance(task),
+            aspect_sources=_aspect_sources(args, methods),
         )
+
+
+def _aspect_source(args: argparse.Namespace) -> AspectSource | None:
+    """The ``--aspects`` source of ``select`` (None for the gold aspects)."""
+    if getattr(args, "aspects", "gold") == "gold":
+        return None
+    from covrag.commands_plan import aspect_sources
+
+    source: AspectSource = aspect_sources(args, [args.aspects])[args.aspects]
+    return source
+
+
+def _aspect_sources(args: argparse.Namespace, methods: list[Method]) -> dict[str, AspectSource]:
+    names = sorted({m.aspects for m in methods} - {"gold"})
+    if not names:
+        return {}
+    from covrag.commands_plan import aspect_sources
+
+    return aspect_sources(args, names)
 
 
 def _write_bench(result: BenchResult, folder: Path) -> None:
@@ -291,7 +315,7 @@ def _write_bench(result: BenchResult, folder: Path) -> None:
 
 
 DEMO_DATASET = "argkp2021:dev"
-DEMO_SELECTORS = ["random", "topk", "mmr(lam=0.5)", "greedy-coverage"]
+DEMO_SELECTORS = ["random", "topk", "mmr(lam=0.5)", "greedy-coverage", "expected-coverage"]
 DEMO_COVERAGE = ["gold", "embedding", "cross-encoder"]
 
 
@@ -343,7 +367,8 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
         "dominant key point. greedy-coverage @ gold shows what DES's selection rule reaches "
         "with perfect coverage estimates; @ embedding uses MiniLM similarity instead, a weak "
         "estimate; @ cross-encoder uses covrag's own coverage model (trained on the train "
-        "splits, shipped as int8 ONNX), with no labels. exact @ gold is the most key points any "
+        "splits, shipped as int8 ONNX), with no labels. expected-coverage reads the model's "
+        "probabilities instead of a threshold, so a confident match beats a near miss. exact @ gold is the most key points any "
         "10 arguments can cover: headroom is how far each method is from it on StRecall@10."
     )
     _write_bench(result, args.out)
