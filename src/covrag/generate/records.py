@@ -1,0 +1,211 @@
+"""The records the generation stage returns: drafts, critiques, and what each LLM step cost."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from covrag.generate.citations import ParsedAnswer
+from covrag.llm.base import ChatResult
+from covrag.types import Answer, Passage
+
+
+@dataclass(frozen=True, slots=True)
+class LLMCost:
+    """What one or more LLM calls spent.
+
+    Attributes:
+        calls: Calls that reached the model.
+        cached_calls: Calls answered from the response cache.
+        prompt_tokens: Tokens read by the model (cached calls count the tokens they once read).
+        completion_tokens: Tokens written.
+        seconds: Wall-clock seconds of the model calls.
+    """
+
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    @classmethod
+    def of(cls, results: Iterable[ChatResult]) -> LLMCost:
+        total = cls()
+        for result in results:
+            total = total + cls(
+                calls=0 if result.cached else 1,
+                cached_calls=1 if result.cached else 0,
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
+                seconds=result.seconds,
+            )
+        return total
+
+    def __add__(self, other: LLMCost) -> LLMCost:
+        return LLMCost(
+            self.calls + other.calls,
+            self.cached_calls + other.cached_calls,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.seconds + other.seconds,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class Draft:
+    """One version of the answer.
+
+    Attributes:
+        parsed: The sentences with their valid citations, and the invalid citations.
+        raw: The model's text as it came.
+        target_sentences: How many sentences the prompt asked for.
+        cut_off: Whether the reply stopped at the token limit (its last sentence may be partial).
+        cost: What writing it cost.
+    """
+
+    parsed: ParsedAnswer
+    raw: str
+    target_sentences: int
+    cut_off: bool = False
+    cost: LLMCost = LLMCost()
+
+    @property
+    def answer(self) -> Answer:
+        return self.parsed.answer
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """What is wrong with the draft, in words a user can act on (empty when nothing is)."""
+        found = []
+        if not self.parsed.answer.sentences:
+            found.append("the model returned an empty answer")
+        if self.parsed.invalid:
+            numbers = sorted({c.number for c in self.parsed.invalid})
+            found.append(
+                f"{len(self.parsed.invalid)} citation(s) of passages that do not exist "
+                f"({', '.join(f'[{n}]' for n in numbers)}); dropped from the sentences' ids"
+            )
+        uncited = self.parsed.uncited
+        if self.parsed.answer.sentences and len(uncited) == len(self.parsed.answer.sentences):
+            found.append("no sentence cites a passage")
+        elif uncited:
+            found.append(f"{len(uncited)} sentence(s) cite no passage")
+        if self.cut_off:
+            found.append("the reply was cut off at the token limit")
+        return tuple(found)
+
+
+@dataclass(frozen=True)
+class Critique:
+    """What a critique step found and the feedback it gives the rewrite.
+
+    Attributes:
+        mode: The feedback mode (see :data:`covrag.generate.critique.FEEDBACK_MODES`).
+        llm_underused: Passage ids the LLM named as under-used.
+        llm_notes: The LLM's words on what the answer leaves out.
+        never_cited: Passage ids of the context the answer never cites.
+        missing_aspects: Aspect ids present in the context but not in the answer.
+        pointers: For each missing aspect, the context passages that cover it.
+        feedback: The feedback text given to the rewrite.
+        cost: What the LLM critique cost.
+    """
+
+    mode: str
+    llm_underused: tuple[str, ...] = ()
+    llm_notes: str = ""
+    never_cited: tuple[str, ...] = ()
+    missing_aspects: tuple[str, ...] = ()
+    pointers: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    feedback: str = ""
+    cost: LLMCost = LLMCost()
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """An answer with its history: the first draft, then one critique and draft per pass.
+
+    Attributes:
+        question: The question answered.
+        passages: The context, in the order it was numbered in the prompts.
+        drafts: ``drafts[0]`` is the first answer, ``drafts[i]`` the answer after pass ``i``.
+        critiques: ``critiques[i - 1]`` led to ``drafts[i]``.
+        outline: The outline the writer followed (empty when none).
+    """
+
+    question: str
+    passages: tuple[Passage, ...]
+    drafts: tuple[Draft, ...]
+    critiques: tuple[Critique, ...] = ()
+    outline: tuple[str, ...] = ()
+
+    @property
+    def answer(self) -> Answer:
+        """The final answer."""
+        return self.drafts[-1].answer
+
+    @property
+    def cost(self) -> LLMCost:
+        total = LLMCost()
+        for draft in self.drafts:
+            total = total + draft.cost
+        for critique in self.critiques:
+            total = total + critique.cost
+        return total
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-serialisable record of every draft and critique."""
+        return {
+            "question": self.question,
+            "passage_ids": [p.id for p in self.passages],
+            "outline": list(self.outline),
+            "drafts": [draft_record(d) for d in self.drafts],
+            "critiques": [critique_record(c) for c in self.critiques],
+            "cost": self.cost.as_dict(),
+        }
+
+
+def answer_record(answer: Answer) -> dict[str, Any]:
+    """The run-file ``answer`` object (what ``covrag report`` reads)."""
+    sentences = [{"text": s.text, "passage_ids": list(s.passage_ids)} for s in answer.sentences]
+    return {"sentences": sentences}
+
+
+def draft_record(draft: Draft) -> dict[str, Any]:
+    return {
+        **answer_record(draft.answer),
+        "raw": draft.raw,
+        "target_sentences": draft.target_sentences,
+        "invalid_citations": [
+            {"sentence": c.sentence, "number": c.number} for c in draft.parsed.invalid
+        ],
+        "problems": list(draft.problems),
+        "cut_off": draft.cut_off,
+        "cost": draft.cost.as_dict(),
+    }
+
+
+def critique_record(critique: Critique) -> dict[str, Any]:
+    return {
+        "mode": critique.mode,
+        "llm_underused": list(critique.llm_underused),
+        "llm_notes": critique.llm_notes,
+        "never_cited": list(critique.never_cited),
+        "missing_aspects": list(critique.missing_aspects),
+        "pointers": {aspect: list(ids) for aspect, ids in critique.pointers},
+        "feedback": critique.feedback,
+        "cost": critique.cost.as_dict(),
+    }
+
+
+def ids(passages: Sequence[Passage]) -> tuple[str, ...]:
+    return tuple(p.id for p in passages)

@@ -1,0 +1,186 @@
+"""Cited generation: an answer written from numbered passages, every factual sentence citing them.
+
+The prompt follows DES's generation setting: the selected passages, each truncated to 250 words
+*in the prompt only* (the context itself is never cut), numbered ``[1]`` ... ``[k]``; the model is
+asked for about 12 sentences and to end each factual sentence with the numbers of the passages
+that support it. The reply is parsed with :func:`~covrag.generate.citations.parse_citations`:
+citations become passage ids, and numbers that name no passage are reported, never kept.
+
+A rewrite (DES's critique-and-rewrite) reads the same passages, the previous answer and the
+critique's feedback, and asks for about 18 sentences. An outline (QPlanner's content draft) can
+guide either.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from covrag.errors import ConfigError
+from covrag.generate.citations import parse_citations, render_answer
+from covrag.generate.records import Draft, LLMCost, ids
+from covrag.llm.base import LLM, ChatParams, Message, system, user
+from covrag.types import Passage
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = (
+    "You write accurate, well organised answers to questions, using only the numbered passages "
+    "you are given, and you cite them."
+)
+
+CITATION_RULES = (
+    "End every sentence that states a fact with the number of each passage that supports it in "
+    "square brackets, for example [2] or [1][4]. Cite only passages 1 to {k}. Write one sentence "
+    "per line, with no title, no list markers and nothing else."
+)
+
+
+def truncate_words(text: str, max_words: int | None) -> str:
+    """The first ``max_words`` words of ``text`` (all of it when None), with ``...`` when cut."""
+    if max_words is None:
+        return text.strip()
+    words = text.split()
+    if len(words) <= max_words:
+        return " ".join(words)
+    return " ".join(words[:max_words]) + " ..."
+
+
+def passages_block(passages: Sequence[Passage], max_words: int | None) -> str:
+    """The numbered passages as the prompts show them."""
+    return "\n".join(
+        f"[{i}] {truncate_words(p.text, max_words)}" for i, p in enumerate(passages, start=1)
+    )
+
+
+class CitedWriter:
+    """Writes and rewrites cited answers from numbered passages.
+
+    Args:
+        llm: The model.
+        sentences: Sentences asked for in the first answer (DES: about 12).
+        rewrite_sentences: Sentences asked for in a rewrite (DES: about 18).
+        max_words: Each passage is cut to this many words in the prompt (None: never cut).
+        max_tokens: Most tokens the model may write for a first answer; a rewrite may write
+            1.5 times as many.
+        exclude: Topics the answer must leave out (a coverage-conditioned request).
+
+    Example:
+        >>> from covrag.llm import parse_llm
+        >>> writer = CitedWriter(parse_llm("local(model='smollm2')"))  # doctest: +SKIP
+        >>> draft = writer.write("Should cities ban cars?", passages)  # doctest: +SKIP
+        >>> draft.answer.sentences[0].passage_ids  # doctest: +SKIP
+        ('p3',)
+    """
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        sentences: int = 12,
+        rewrite_sentences: int = 18,
+        max_words: int | None = 250,
+        max_tokens: int = 800,
+        exclude: Sequence[str] = (),
+    ) -> None:
+        if sentences < 1 or rewrite_sentences < 1:
+            raise ConfigError("sentences and rewrite_sentences must be >= 1")
+        if max_words is not None and max_words < 1:
+            raise ConfigError(f"max_words must be >= 1 or None, got {max_words}")
+        self.llm = llm
+        self.sentences = sentences
+        self.rewrite_sentences = rewrite_sentences
+        self.max_words = max_words
+        self.max_tokens = max_tokens
+        self.exclude = tuple(exclude)
+
+    def __repr__(self) -> str:
+        return (
+            f"CitedWriter({self.llm.describe()!r}, sentences={self.sentences}, "
+            f"rewrite_sentences={self.rewrite_sentences}, max_words={self.max_words})"
+        )
+
+    def _context(self, question: str, passages: Sequence[Passage]) -> str:
+        return f"Question: {question}\n\nPassages:\n{passages_block(passages, self.max_words)}"
+
+    def _constraints(self, outline: Sequence[str]) -> str:
+        parts = []
+        if outline:
+            steps = "\n".join(f"{i}. {step}" for i, step in enumerate(outline, start=1))
+            parts.append(
+                "Follow this outline, part by part, and skip any part the passages do not "
+                f"support:\n{steps}"
+            )
+        if self.exclude:
+            parts.append("Do not write about: " + "; ".join(self.exclude) + ".")
+        return "\n\n".join(parts)
+
+    def write(
+        self, question: str, passages: Sequence[Passage], *, outline: Sequence[str] = ()
+    ) -> Draft:
+        """The first answer to ``question`` from ``passages``."""
+        _check_passages(passages)
+        request = (
+            f"{self._context(question, passages)}\n\n"
+            f"Write an answer to the question in about {self.sentences} sentences, using only "
+            f"the passages. {CITATION_RULES.format(k=len(passages))}"
+        )
+        constraints = self._constraints(outline)
+        if constraints:
+            request += f"\n\n{constraints}"
+        return self._draft([system(SYSTEM_PROMPT), user(request)], passages, self.sentences, 1.0)
+
+    def rewrite(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        previous: Draft,
+        feedback: str,
+        *,
+        outline: Sequence[str] = (),
+    ) -> Draft:
+        """A new answer over the same passages that acts on the critique's ``feedback``."""
+        _check_passages(passages)
+        earlier = render_answer(previous.answer, ids(passages)) or "(empty)"
+        request = (
+            f"{self._context(question, passages)}\n\n"
+            f"Your previous answer:\n{earlier}\n\n"
+            f"Feedback on it:\n{feedback or '(none)'}\n\n"
+            f"Rewrite the answer in about {self.rewrite_sentences} sentences, using only the "
+            "passages. Keep what is correct and supported, and add what the feedback says is "
+            f"missing. {CITATION_RULES.format(k=len(passages))}"
+        )
+        constraints = self._constraints(outline)
+        if constraints:
+            request += f"\n\n{constraints}"
+        messages = [system(SYSTEM_PROMPT), user(request)]
+        return self._draft(messages, passages, self.rewrite_sentences, 1.5)
+
+    def _draft(
+        self, messages: list[Message], passages: Sequence[Passage], target: int, scale: float
+    ) -> Draft:
+        params = ChatParams(
+            temperature=self.llm.params.temperature,
+            max_tokens=int(self.max_tokens * scale),
+            seed=self.llm.params.seed,
+        )
+        result = self.llm.chat(messages, params=params)
+        parsed = parse_citations(result.text, ids(passages))
+        draft = Draft(
+            parsed=parsed,
+            raw=result.text,
+            target_sentences=target,
+            cut_off=result.finish_reason == "length",
+            cost=LLMCost.of([result]),
+        )
+        for problem in draft.problems:
+            logger.warning("answer to %d passages: %s", len(passages), problem)
+        return draft
+
+
+def _check_passages(passages: Sequence[Passage]) -> None:
+    if not passages:
+        raise ConfigError("an answer needs at least one passage in its context")
+    seen = ids(passages)
+    if len(set(seen)) != len(seen):
+        raise ConfigError("the context holds the same passage id twice")
