@@ -1,0 +1,470 @@
+"""Answer-side evaluation: which nuggets reach the answer, and whether its citations hold.
+
+DES's answer measures, per topic (the nuggets are the topic's aspects):
+
+- **answer StRecall**: the share of nuggets the answer supports (``support`` or ``partial``);
+- **transfer rate**: of the nuggets present in the context (some selected passage covers them),
+  the share the answer supports; NaN when the context holds none;
+- **V_strict**: the share of *vital* nuggets the answer fully supports (``support`` only); NaN
+  when the topic has no vital nugget. Where the data flags none (ArgKP), vital nuggets come from
+  the labels: :func:`vital_from_labels`;
+- **citation precision**: of the sentences that cite at least one passage, the share whose cited
+  passages support them; NaN when no sentence cites. **cited share**: sentences that cite.
+
+Two judges: an LLM (``support`` / ``partial`` / ``not`` per nugget, supported or not per cited
+sentence; constrained JSON, one call per answer for each question) and the coverage
+cross-encoder as a cheap judge (a nugget is supported when some sentence covers it; a sentence
+when one of its cited passages covers it, reading the sentence as the aspect). Their agreement
+on nugget support is reported as the raw agreement and Cohen's kappa.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from covrag.coverage.base import CoverageEstimator
+from covrag.errors import ConfigError, StructuredOutputError
+from covrag.generate.critique import answer_support
+from covrag.generate.records import LLMCost
+from covrag.generate.writer import passages_block
+from covrag.llm.base import LLM, ChatParams, system, user
+from covrag.llm.structured import chat_json
+from covrag.types import Answer, Aspect, BoolArray, Passage, Topic
+
+logger = logging.getLogger(__name__)
+
+SupportLabel = Literal["support", "partial", "not"]
+SUPPORT_LABELS: tuple[SupportLabel, ...] = ("support", "partial", "not")
+JUDGES = ("llm", "cheap")
+
+
+def vital_from_labels(topic: Topic, share: float = 0.5) -> frozenset[str]:
+    """Vital nuggets of a topic whose data flags none: the key points most passages match.
+
+    Aspects are ranked by how many pool passages the gold labels match them with; the vital set
+    is the shortest prefix of that ranking whose matches reach ``share`` of all matches (ties
+    at the boundary included). On ArgKP this keeps the 2-4 key points that most arguments
+    make. When the topic flags vital aspects itself, those are returned.
+    """
+    flagged = frozenset(a.id for a in topic.aspects if a.vital)
+    if flagged:
+        return flagged
+    counts = topic.label_matrix().sum(axis=0) if topic.passages else np.zeros(0)
+    total = float(counts.sum())
+    if total == 0:
+        return frozenset()
+    order = sorted(range(len(topic.aspects)), key=lambda j: -int(counts[j]))
+    vital: list[str] = []
+    reached = 0.0
+    last = None
+    for j in order:
+        if reached >= share * total and counts[j] != last:
+            break
+        vital.append(topic.aspects[j].id)
+        reached += float(counts[j])
+        last = counts[j]
+    return frozenset(vital)
+
+
+@dataclass(frozen=True, slots=True)
+class NuggetJudgment:
+    """How the judges rate one nugget against the answer.
+
+    Attributes:
+        aspect_id: The nugget.
+        llm: The LLM judge's label, or None when it was not asked or failed.
+        cheap: Whether the cross-encoder finds the nugget in some sentence (None: not asked).
+        cheap_prob: The best sentence's probability.
+    """
+
+    aspect_id: str
+    llm: SupportLabel | None = None
+    cheap: bool | None = None
+    cheap_prob: float = float("nan")
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceJudgment:
+    """Whether one cited sentence is supported by the passages it cites."""
+
+    index: int
+    passage_ids: tuple[str, ...]
+    llm: bool | None = None
+    cheap: bool | None = None
+
+
+@dataclass(frozen=True)
+class AnswerEvaluation:
+    """The judgments of one answer and its measures.
+
+    Attributes:
+        query_id: The topic.
+        nuggets: One judgment per nugget, in the topic's aspect order.
+        in_context: Nuggets some context passage covers.
+        vital: Vital nuggets.
+        sentences: One judgment per sentence that cites a valid passage.
+        n_sentences: Sentences in the answer.
+        cost: What the LLM judge spent.
+    """
+
+    query_id: str
+    nuggets: tuple[NuggetJudgment, ...]
+    in_context: frozenset[str]
+    vital: frozenset[str]
+    sentences: tuple[SentenceJudgment, ...]
+    n_sentences: int
+    cost: LLMCost = LLMCost()
+
+    def _supported(self, judge: str, strict: bool = False) -> dict[str, bool | None]:
+        if judge not in JUDGES:
+            raise ConfigError(f"judge must be one of {JUDGES}, got {judge!r}")
+        result: dict[str, bool | None] = {}
+        for n in self.nuggets:
+            if judge == "cheap":
+                result[n.aspect_id] = n.cheap
+            elif n.llm is None:
+                result[n.aspect_id] = None
+            else:
+                result[n.aspect_id] = n.llm == "support" or (not strict and n.llm == "partial")
+        return result
+
+    def answer_strecall(self, judge: str = "llm") -> float:
+        return _share(self._supported(judge), None)
+
+    def transfer_rate(self, judge: str = "llm") -> float:
+        return _share(self._supported(judge), self.in_context)
+
+    def v_strict(self, judge: str = "llm") -> float:
+        return _share(self._supported(judge, strict=True), self.vital)
+
+    def citation_precision(self, judge: str = "llm") -> float:
+        if judge not in JUDGES:
+            raise ConfigError(f"judge must be one of {JUDGES}, got {judge!r}")
+        values = [s.llm if judge == "llm" else s.cheap for s in self.sentences]
+        known = [v for v in values if v is not None]
+        return float(np.mean(known)) if known else float("nan")
+
+    @property
+    def cited_share(self) -> float:
+        return len(self.sentences) / self.n_sentences if self.n_sentences else float("nan")
+
+    def measures(self) -> dict[str, float]:
+        """Every measure under both judges (``name`` = LLM judge, ``name~ce`` = cross-encoder)."""
+        values: dict[str, float] = {}
+        for judge, suffix in (("llm", ""), ("cheap", "~ce")):
+            values[f"answer_strecall{suffix}"] = self.answer_strecall(judge)
+            values[f"transfer_rate{suffix}"] = self.transfer_rate(judge)
+            values[f"v_strict{suffix}"] = self.v_strict(judge)
+            values[f"citation_precision{suffix}"] = self.citation_precision(judge)
+        values["cited_share"] = self.cited_share
+        values["context_strecall"] = (
+            len(self.in_context) / len(self.nuggets) if self.nuggets else float("nan")
+        )
+        return values
+
+
+def _share(supported: Mapping[str, bool | None], within: frozenset[str] | None) -> float:
+    values = [v for a, v in supported.items() if within is None or a in within]
+    if not values or any(v is None for v in values):
+        return float("nan")
+    return float(np.mean([bool(v) for v in values]))
+
+
+def agreement(evaluations: Sequence[AnswerEvaluation]) -> dict[str, float]:
+    """Agreement of the LLM judge (support or partial) and the cross-encoder on nugget support.
+
+    Returns the pooled count of nuggets judged by both, the raw agreement and Cohen's kappa
+    (NaN when undefined).
+    """
+    pairs = [
+        (n.llm != "not", bool(n.cheap))
+        for e in evaluations
+        for n in e.nuggets
+        if n.llm is not None and n.cheap is not None
+    ]
+    if not pairs:
+        return {"nuggets": 0, "agreement": float("nan"), "kappa": float("nan")}
+    a = np.array([p[0] for p in pairs])
+    b = np.array([p[1] for p in pairs])
+    observed = float((a == b).mean())
+    expected = float(a.mean() * b.mean() + (1 - a.mean()) * (1 - b.mean()))
+    kappa = (observed - expected) / (1 - expected) if expected < 1 else float("nan")
+    return {"nuggets": len(pairs), "agreement": observed, "kappa": kappa}
+
+
+def _nugget_schema(m: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "judgments": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "point": {"type": "integer", "minimum": 1, "maximum": m},
+                        "label": {"type": "string", "enum": list(SUPPORT_LABELS)},
+                    },
+                    "required": ["point", "label"],
+                    "additionalProperties": False,
+                },
+                "minItems": m,
+                "maxItems": m,
+            }
+        },
+        "required": ["judgments"],
+        "additionalProperties": False,
+    }
+
+
+def _sentence_schema(m: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "verdicts": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "sentence": {"type": "integer", "minimum": 1, "maximum": m},
+                        "supported": {"type": "boolean"},
+                    },
+                    "required": ["sentence", "supported"],
+                    "additionalProperties": False,
+                },
+                "minItems": m,
+                "maxItems": m,
+            }
+        },
+        "required": ["verdicts"],
+        "additionalProperties": False,
+    }
+
+
+def _one_each(items: list[Any], key: str, m: int) -> dict[int, Any]:
+    found = {int(item[key]): item for item in items}
+    if sorted(found) != list(range(1, m + 1)):
+        raise ValueError(f"give exactly one entry for each {key} 1 to {m}, in order")
+    return found
+
+
+class LLMAnswerJudge:
+    """An LLM that judges nugget support and citation support (one call per answer for each).
+
+    Args:
+        llm: The judge model.
+        max_words: Passages are cut to this many words in the citation prompt.
+        retries: Extra attempts when the judgment is not valid JSON.
+    """
+
+    def __init__(self, llm: LLM, *, max_words: int | None = 250, retries: int = 1) -> None:
+        self.llm = llm
+        self.max_words = max_words
+        self.retries = retries
+
+    def __repr__(self) -> str:
+        return f"LLMAnswerJudge({self.llm.describe()!r})"
+
+    def _params(self, max_tokens: int) -> ChatParams:
+        defaults = self.llm.params
+        return ChatParams(defaults.temperature, max_tokens=max_tokens, seed=defaults.seed)
+
+    def nuggets(
+        self, question: str, answer: Answer, aspects: Sequence[Aspect]
+    ) -> tuple[list[SupportLabel | None], LLMCost]:
+        """``support`` / ``partial`` / ``not`` for each aspect (None each when the judge fails)."""
+        if not aspects:
+            return [], LLMCost()
+        if not answer.sentences:
+            return ["not"] * len(aspects), LLMCost()
+        points = "\n".join(f"{i}. {a.text}" for i, a in enumerate(aspects, start=1))
+        request = (
+            f"Question: {question}\n\nAnswer:\n{answer.text}\n\nPoints:\n{points}\n\n"
+            'For each point, does the answer state it? "support" = the answer clearly states '
+            'it; "partial" = the answer states part of it or something close; "not" = the '
+            'answer does not state it. Reply with JSON only: {"judgments": [{"point": 1, '
+            '"label": "support"}, ...]}, one entry per point, in order.'
+        )
+        m = len(aspects)
+        try:
+            reply = chat_json(
+                self.llm,
+                [system("You judge answers strictly and fairly."), user(request)],
+                _nugget_schema(m),
+                task="nugget judgment",
+                check=lambda v: _one_each(v["judgments"], "point", m),
+                retries=self.retries,
+                params=self._params(24 * m + 40),
+            )
+        except StructuredOutputError as exc:
+            logger.warning("nugget judgment failed: %s", exc)
+            return [None] * m, LLMCost()
+        labels: list[SupportLabel | None] = [reply.value[i]["label"] for i in range(1, m + 1)]
+        return labels, LLMCost.of(reply.results)
+
+    def citations(
+        self, answer: Answer, passages: Sequence[Passage]
+    ) -> tuple[list[tuple[int, bool | None]], LLMCost]:
+        """For each sentence citing a known passage: its index and whether its citations hold."""
+        number = {p.id: i for i, p in enumerate(passages, start=1)}
+        cited = [
+            (i, s)
+            for i, s in enumerate(answer.sentences)
+            if any(p in number for p in s.passage_ids)
+        ]
+        if not cited:
+            return [], LLMCost()
+        marks = ["".join(f"[{number[p]}]" for p in s.passage_ids if p in number) for _, s in cited]
+        lines = "\n".join(
+            f"{k}. {s.text} (cites {mark})"
+            for k, ((_, s), mark) in enumerate(zip(cited, marks, strict=True), start=1)
+        )
+        request = (
+            f"Passages:\n{passages_block(passages, self.max_words)}\n\nSentences:\n{lines}\n\n"
+            "For each sentence, do the passages it cites support what it says? Reply with JSON "
+            'only: {"verdicts": [{"sentence": 1, "supported": true}, ...]}, one entry per '
+            "sentence, in order."
+        )
+        m = len(cited)
+        try:
+            reply = chat_json(
+                self.llm,
+                [system("You check citations strictly and fairly."), user(request)],
+                _sentence_schema(m),
+                task="citation judgment",
+                check=lambda v: _one_each(v["verdicts"], "sentence", m),
+                retries=self.retries,
+                params=self._params(20 * m + 40),
+            )
+        except StructuredOutputError as exc:
+            logger.warning("citation judgment failed: %s", exc)
+            return [(i, None) for i, _ in cited], LLMCost()
+        verdicts: list[tuple[int, bool | None]] = [
+            (i, bool(reply.value[k]["supported"])) for k, (i, _) in enumerate(cited, 1)
+        ]
+        return verdicts, LLMCost.of(reply.results)
+
+
+def cheap_nuggets(
+    estimator: CoverageEstimator, answer: Answer, aspects: Sequence[Aspect]
+) -> list[tuple[bool, float]]:
+    """Per aspect: whether some sentence covers it per ``estimator``, and the best probability."""
+    if not answer.sentences or not aspects:
+        return [(False, 0.0) for _ in aspects]
+    matrix = answer_support(estimator, answer, aspects)
+    best = matrix.probs.max(axis=0)
+    hit: BoolArray = np.asarray(matrix.covered.any(axis=0))
+    return [(bool(hit[j]), float(best[j])) for j in range(len(aspects))]
+
+
+def cheap_citations(
+    estimator: CoverageEstimator, answer: Answer, passages: Sequence[Passage]
+) -> list[tuple[int, bool]]:
+    """Per citing sentence: whether one of its cited passages covers it (sentence as aspect)."""
+    by_id = {p.id: p for p in passages}
+    verdicts = []
+    for i, sentence in enumerate(answer.sentences):
+        cited = tuple(by_id[p] for p in sentence.passage_ids if p in by_id)
+        if not cited:
+            continue
+        topic = Topic(
+            query_id="citation", query="", passages=cited, aspects=(Aspect("s", sentence.text),)
+        )
+        verdicts.append((i, bool(estimator.estimate(topic).covered.any())))
+    return verdicts
+
+
+def evaluate_answer(
+    query_id: str,
+    question: str,
+    answer: Answer,
+    *,
+    aspects: Sequence[Aspect],
+    context: Sequence[Passage],
+    in_context: frozenset[str],
+    vital: frozenset[str],
+    llm_judge: LLMAnswerJudge | None = None,
+    estimator: CoverageEstimator | None = None,
+) -> AnswerEvaluation:
+    """Judge one answer against its nuggets and its context with either judge or both.
+
+    Args:
+        query_id: The topic.
+        question: The question (shown to the LLM judge).
+        answer: The answer with its citations.
+        aspects: The nuggets (``exclude`` aspects are not judged).
+        context: The passages the answer was written from (what its citations name).
+        in_context: Nugget ids some context passage covers (gold labels when available).
+        vital: Vital nugget ids.
+        llm_judge: The LLM judge, or None.
+        estimator: The cheap judge, or None.
+    """
+    nuggets = [a for a in aspects if a.polarity != "exclude"]
+    cost = LLMCost()
+    llm_labels: list[SupportLabel | None] = [None] * len(nuggets)
+    llm_cites: dict[int, bool | None] = {}
+    if llm_judge is not None:
+        llm_labels, spent = llm_judge.nuggets(question, answer, nuggets)
+        verdicts, spent2 = llm_judge.citations(answer, context)
+        llm_cites = dict(verdicts)
+        cost = spent + spent2
+    cheap: list[tuple[bool | None, float]] = [(None, math.nan)] * len(nuggets)
+    cheap_cites: dict[int, bool] = {}
+    if estimator is not None:
+        cheap = list(cheap_nuggets(estimator, answer, nuggets))
+        cheap_cites = dict(cheap_citations(estimator, answer, context))
+    known = {p.id for p in context}
+    sentences = tuple(
+        SentenceJudgment(
+            index=i,
+            passage_ids=tuple(p for p in s.passage_ids if p in known),
+            llm=llm_cites.get(i),
+            cheap=cheap_cites.get(i),
+        )
+        for i, s in enumerate(answer.sentences)
+        if any(p in known for p in s.passage_ids)
+    )
+    wanted = {a.id for a in nuggets}
+    return AnswerEvaluation(
+        query_id=query_id,
+        nuggets=tuple(
+            NuggetJudgment(a.id, label, hit, prob)
+            for a, label, (hit, prob) in zip(nuggets, llm_labels, cheap, strict=True)
+        ),
+        in_context=frozenset(in_context) & wanted,
+        vital=frozenset(vital) & wanted,
+        sentences=sentences,
+        n_sentences=len(answer.sentences),
+        cost=cost,
+    )
+
+
+def evaluation_record(evaluation: AnswerEvaluation) -> dict[str, Any]:
+    """A JSON-serialisable record of an evaluation (NaN measures become null)."""
+    return {
+        "query_id": evaluation.query_id,
+        "measures": {
+            k: (None if math.isnan(v) else round(v, 6)) for k, v in evaluation.measures().items()
+        },
+        "nuggets": [
+            {
+                "aspect_id": n.aspect_id,
+                "llm": n.llm,
+                "cheap": n.cheap,
+                "cheap_prob": None if math.isnan(n.cheap_prob) else round(n.cheap_prob, 4),
+                "in_context": n.aspect_id in evaluation.in_context,
+                "vital": n.aspect_id in evaluation.vital,
+            }
+            for n in evaluation.nuggets
+        ],
+        "sentences": [
+            {"index": s.index, "passage_ids": list(s.passage_ids), "llm": s.llm, "cheap": s.cheap}
+            for s in evaluation.sentences
+        ],
+        "cost": evaluation.cost.as_dict(),
+    }
