@@ -61,7 +61,7 @@ def test_unwanted_uncovered_aspects_are_reported() -> None:
     assert [a.text for a in result.uncovered] == ["ferries"]
     meta = result.metadata(result.picks[0])
     assert meta["uncovered"] == ["ferries"]
-    assert meta["selector"] == "greedy-coverage"
+    assert meta["selector"] == "expected-coverage"
     assert meta["coverage"] == "keyword"
 
 
@@ -104,8 +104,11 @@ def test_shipped_cross_encoder_is_the_default_and_covers_distinct_aspects() -> N
     ]
     result = CoverageChoice(aspects=aspects, k=2).choose(TEXTS, QUERY)
     assert result.coverage is not None and result.coverage.source.startswith("cross-encoder")
-    assert [p.index for p in result.picks] == [0, 4]
-    assert [[a.text for a in p.newly_covered] for p in result.picks] == [[aspects[0]], [aspects[1]]]
+    assert result.selection.selector.startswith("expected-coverage")
+    # One pollution passage (0-2) and the access passage (4), the most probable match first.
+    assert sorted(p.index for p in result.picks)[1] == 4
+    assert sorted(p.index for p in result.picks)[0] in (0, 1, 2)
+    assert sorted(a.text for p in result.picks for a in p.newly_covered) == sorted(aspects)
 
 
 def test_a_choice_becomes_a_report() -> None:

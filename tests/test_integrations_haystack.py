@@ -36,12 +36,13 @@ def pipeline(ranker: CoverageRanker) -> Pipeline:
 
 
 def test_bm25_pipeline_feeds_the_ranker_and_it_covers_every_aspect() -> None:
-    # The default estimator, covrag's shipped cross-encoder, on aspects it scores confidently.
+    # The default estimator, covrag's shipped cross-encoder, on aspects it scores confidently;
+    # the DES rule, whose ties in coverage gain go to the retriever's score.
     aspects = [
         "Does it reduce pollution?",
         "Can emergency vehicles and disabled people get access?",
     ]
-    result = pipeline(CoverageRanker(k=3)).run(
+    result = pipeline(CoverageRanker(selector="greedy-coverage", k=3)).run(
         {
             "retriever": {"query": "cars pollution access"},
             "coverage": {"query": QUERY, "aspects": aspects},

@@ -90,7 +90,7 @@ def test_select_greedy_gold_trace_and_matrix(client: Any) -> None:
     }
     assert data["trace"][1]["newly_covered"] == []
     assert data["covered"] == ["a1", "a2"] and data["uncovered"] == []
-    assert data["budget"] == "k=2" and data["selector"] == "greedy-coverage"
+    assert data["budget"] == "k=2" and data["selector"] == "expected-coverage"
     matrix = data["coverage"]
     assert matrix["passage_ids"] == ["p1", "p2", "p3", "p4"]
     assert matrix["aspect_ids"] == ["a1", "a2"]

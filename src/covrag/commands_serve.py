@@ -30,7 +30,7 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         help="coverage estimator when a request names none (cross-encoder, embedding, ...)",
     )
     p.add_argument(
-        "--selector", default="greedy-coverage", help="selector when a request names none"
+        "--selector", default="expected-coverage", help="selector when a request names none"
     )
     p.add_argument("--reports-dir", type=Path, default=None, help="folder of HTML reports to serve")
     p.add_argument(

@@ -27,7 +27,7 @@ RELEVANCES: tuple[Relevance, ...] = ("auto", "score", "order", "dense")
 METADATA_KEY = "covrag"
 """The metadata key under which every adapter records what a document newly covers."""
 
-DEFAULT_SELECTOR = "greedy-coverage"
+DEFAULT_SELECTOR = "expected-coverage"
 DEFAULT_COVERAGE = "cross-encoder"
 DEFAULT_K = 5
 

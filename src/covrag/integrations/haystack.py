@@ -52,7 +52,7 @@ class CoverageRanker:
     ``uncovered_aspects``, the wanted aspects no chosen document covers.
 
     Args:
-        selector: covrag selector spec (default ``greedy-coverage``).
+        selector: covrag selector spec (default ``expected-coverage``).
         coverage: coverage estimator spec (default covrag's shipped cross-encoder).
         aspects: Default sub-questions; None = the query is the only aspect (use ``mmr`` or
             ``facility-location`` to diversify without sub-questions).

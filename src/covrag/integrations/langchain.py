@@ -53,7 +53,7 @@ class CoverageCompressor(BaseDocumentCompressor):
     covers), ``selector`` and ``coverage``.
 
     Attributes:
-        selector: covrag selector spec or object (default ``greedy-coverage``).
+        selector: covrag selector spec or object (default ``expected-coverage``).
         coverage: coverage estimator spec or object (default covrag's shipped cross-encoder).
         aspects: Sub-questions a complete answer covers: a list, a callable ``query -> list``,
             or None (the query is the only aspect; use ``mmr`` or ``facility-location`` to

@@ -47,7 +47,7 @@ class CoverageNodePostprocessor(BaseNodePostprocessor):
     ``selector``, ``coverage``), a key excluded from what the LLM and the embedder see.
 
     Attributes:
-        selector: covrag selector spec or object (default ``greedy-coverage``).
+        selector: covrag selector spec or object (default ``expected-coverage``).
         coverage: coverage estimator spec or object (default covrag's shipped cross-encoder).
         aspects: Sub-questions: a list, a callable ``query -> list``, or None (the query is the
             only aspect; use ``mmr`` or ``facility-location`` to diversify without them).

@@ -31,7 +31,7 @@ class ServerConfig:
     timeout_s: float = 30.0
     workers: int = 2
     default_coverage: str = "cross-encoder"
-    default_selector: str = "greedy-coverage"
+    default_selector: str = "expected-coverage"
     reports_dir: Path | None = None
     preload: bool = True
 
