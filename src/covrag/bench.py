@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from covrag.evaluate import Judgments, Measure, evaluate, parse_measures
 from covrag.evaluate.headroom import gap_closed
 from covrag.evaluate.stats import bootstrap_ci, holm, paired_randomization_test
 from covrag.pipeline import PrepareConfig, attach_coverage, config_for, prepare
+from covrag.plan.sources import AspectSource, GoldAspects
 from covrag.select.base import Candidates, Selector, parse_selector
 from covrag.select.exact import ExactSelector
 from covrag.tokens import with_token_costs
@@ -37,14 +38,22 @@ ORACLE = "exact @ gold"
 
 @dataclass(frozen=True)
 class Method:
-    """A selector, and the coverage source it reads (None for selectors that read none)."""
+    """A selector, the coverage source it reads (None for selectors that read none), and the
+    aspects coverage is estimated against (``gold``, ``llm``, ``pool``; see
+    :mod:`covrag.plan.sources`)."""
 
     selector: Selector
     coverage: CoverageEstimator | None
+    aspects: str = "gold"
 
     @property
     def name(self) -> str:
-        return repr(self.selector) + (f" @ {self.coverage!r}" if self.coverage else "")
+        name = repr(self.selector) + (f" @ {self.coverage!r}" if self.coverage else "")
+        return name + (f" on {self.aspects} aspects" if self.aspects != "gold" else "")
+
+    @property
+    def coverage_key(self) -> tuple[str, str] | None:
+        return (self.aspects, repr(self.coverage)) if self.coverage else None
 
 
 @dataclass
@@ -61,6 +70,7 @@ class MethodResult:
     select_seconds: float = 0.0  # mean per topic
     coverage_pairs: float = 0.0  # mean per topic
     coverage_seconds: float = 0.0  # mean per topic
+    aspects_seconds: float = 0.0  # mean per topic spent finding the aspects (LLM, pool)
 
 
 @dataclass
@@ -92,6 +102,7 @@ class BenchResult:
                     "select_seconds_per_topic": r.select_seconds,
                     "coverage_pairs_per_topic": r.coverage_pairs,
                     "coverage_seconds_per_topic": r.coverage_seconds,
+                    "aspects_seconds_per_topic": r.aspects_seconds,
                     "per_query": r.values,
                 }
                 for r in self.results
@@ -122,8 +133,11 @@ def uses_coverage(selector: Selector) -> bool:
     return bool(getattr(selector, "uses_coverage", False))
 
 
-def build_methods(selectors: Sequence[str], coverages: Sequence[str]) -> list[Method]:
-    """Selectors that read coverage run once per coverage source; the others run once."""
+def build_methods(
+    selectors: Sequence[str], coverages: Sequence[str], aspects: Sequence[str] = ("gold",)
+) -> list[Method]:
+    """Selectors that read coverage run once per coverage source and aspect source; the others
+    run once. The ``gold`` estimator reads the gold labels, so it only pairs with gold aspects."""
     estimators = [parse_estimator(c) for c in coverages]
     methods: list[Method] = []
     for spec in selectors:
@@ -131,7 +145,16 @@ def build_methods(selectors: Sequence[str], coverages: Sequence[str]) -> list[Me
         if uses_coverage(selector):
             if not estimators:
                 raise ConfigError(f"selector {selector!r} needs a coverage source (--coverage)")
-            methods.extend(Method(selector, e) for e in estimators)
+            for source in aspects:
+                for estimator in estimators:
+                    if isinstance(estimator, GoldCoverage) and source != "gold":
+                        if len(aspects) == 1:
+                            raise ConfigError(
+                                f"coverage 'gold' reads the gold labels: it cannot be estimated "
+                                f"against {source} aspects (choose e.g. --coverage cross-encoder)"
+                            )
+                        continue
+                    methods.append(Method(selector, estimator, source))
         else:
             methods.append(Method(selector, None))
     names = [m.name for m in methods]
@@ -153,6 +176,7 @@ def run_bench(
     seed: int = 0,
     n_resamples: int = 10_000,
     progress: Callable[[str], None] | None = None,
+    aspect_sources: Mapping[str, AspectSource] | None = None,
 ) -> BenchResult:
     """Run every method under every budget on every topic, then measure and compare.
 
@@ -168,6 +192,7 @@ def run_bench(
         seed: Seed of the bootstrap and randomization tests.
         n_resamples: Resamples for both.
         progress: Called with a short label after each topic's selections.
+        aspect_sources: The aspect sources the methods name, by name (``gold`` is built in).
     """
     if not methods:
         raise ConfigError("nothing to bench: give at least one selector")
@@ -181,21 +206,30 @@ def run_bench(
     baseline = baseline or names[0]
     if baseline not in names:
         raise ConfigError(f"baseline {baseline!r} is not one of the methods: {', '.join(names)}")
+    sources: dict[str, AspectSource] = {"gold": GoldAspects(), **(aspect_sources or {})}
+    for method in all_methods:
+        if method.aspects not in sources:
+            raise ConfigError(f"method {method.name!r} needs the aspect source {method.aspects!r}")
 
     selections: dict[tuple[str, Budget], list[Selection]] = {}
     select_seconds: dict[tuple[str, Budget], float] = {}
-    coverage_cost: dict[str, list[tuple[int, float]]] = {}
-    estimators = {repr(m.coverage): m.coverage for m in all_methods if m.coverage is not None}
+    coverage_cost: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    estimators = {
+        m.coverage_key: m.coverage
+        for m in all_methods
+        if m.coverage is not None and m.coverage_key is not None
+    }
     for topic in topics:
-        prepared: dict[str | None, Candidates] = {}
+        prepared: dict[tuple[str, str] | None, Candidates] = {}
         base = prepare(topic, None, config).candidates
         prepared[None] = base
+        estimated = {s: sources[s].apply(topic) for s in {key[0] for key in estimators}}
         for key, estimator in estimators.items():
-            matrix = estimator.estimate(topic)
+            matrix = estimator.estimate(estimated[key[0]])
             coverage_cost.setdefault(key, []).append((matrix.pairs_scored, matrix.seconds))
-            prepared[key] = attach_coverage(base, matrix, topic)
+            prepared[key] = attach_coverage(base, matrix, estimated[key[0]])
         for method, name in zip(all_methods, names, strict=True):
-            candidates = prepared[repr(method.coverage) if method.coverage else None]
+            candidates = prepared[method.coverage_key]
             for budget in budgets:
                 started = time.perf_counter()
                 selection = method.selector.select(candidates, budget)
@@ -218,7 +252,8 @@ def run_bench(
             run = {s.query_id: s.passage_ids for s in picked}
             scores = evaluate(judgments, run, chosen)
             values = {repr(m): scores[m] for m in chosen}
-            cost = coverage_cost.get(repr(method.coverage), []) if method.coverage else []
+            cost = coverage_cost.get(method.coverage_key, []) if method.coverage_key else []
+            source = sources[method.aspects]
             block.append(
                 MethodResult(
                     method=name,
@@ -233,6 +268,7 @@ def run_bench(
                     select_seconds=select_seconds[(name, budget)] / max(len(topics), 1),
                     coverage_pairs=float(np.mean([c[0] for c in cost])) if cost else 0.0,
                     coverage_seconds=float(np.mean([c[1] for c in cost])) if cost else 0.0,
+                    aspects_seconds=source.seconds / max(source.topics, 1),
                 )
             )
         _compare(block, baseline, specs, seed, n_resamples)

@@ -9,6 +9,7 @@ number of times; after that a :class:`~covrag.errors.StructuredOutputError` list
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -135,6 +136,7 @@ def chat_json(
     check: Callable[[Any], T] | None = None,
     retries: int = 2,
     params: ChatParams | None = None,
+    retry_temperature: float | None = 0.7,
 ) -> Structured:
     """Ask ``llm`` for JSON following ``schema``, validate it, retry with feedback.
 
@@ -149,6 +151,9 @@ def chat_json(
             returns the converted value.
         retries: Extra attempts after the first (so at most ``retries + 1`` calls).
         params: Sampling parameters (default: the backend's).
+        retry_temperature: Temperature of the retries, each with its own fixed seed (a greedy
+            model shown its mistake often repeats it); None = the same parameters. Runs stay
+            repeatable: the seeds are ``params.seed + attempt``.
 
     Raises:
         StructuredOutputError: when no attempt gave a valid answer; lists every reply.
@@ -158,8 +163,14 @@ def chat_json(
     conversation = list(messages)
     failures: list[tuple[str, str]] = []
     results: list[ChatResult] = []
+    base = params or llm.params
     for attempt in range(retries + 1):
-        result = llm.chat(conversation, schema=schema, params=params)
+        call = base
+        if attempt and retry_temperature is not None:
+            call = dataclasses.replace(
+                base, temperature=max(base.temperature, retry_temperature), seed=base.seed + attempt
+            )
+        result = llm.chat(conversation, schema=schema, params=call)
         results.append(result)
         try:
             if result.finish_reason == "length":

@@ -1,0 +1,187 @@
+"""``covrag plan`` and the LLM options of ``select`` / ``bench`` (``--aspects llm|pool``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from covrag.errors import ConfigError
+
+DEFAULT_LLM = "local"
+
+
+def add_llm_args(parser: argparse.ArgumentParser) -> None:
+    """``--llm`` and the response cache switch, shared by every command that calls an LLM."""
+    parser.add_argument(
+        "--llm",
+        default=DEFAULT_LLM,
+        help="LLM spec: local (embedded Qwen2.5-Coder-1.5B, offline), "
+        "\"local(model='smollm2')\", \"local(model='/path/model.gguf')\", "
+        "\"openai(model='gpt-4o-mini')\", \"openai(model='m', base_url='http://host:8000/v1')\"",
+    )
+    parser.add_argument(
+        "--no-llm-cache",
+        action="store_true",
+        help="call the LLM even for requests answered before (default: the response cache)",
+    )
+
+
+def add_aspect_args(parser: argparse.ArgumentParser) -> None:
+    """Options of the ``llm`` and ``pool`` aspect sources (for ``select`` and ``bench``)."""
+    add_llm_args(parser)
+    parser.add_argument(
+        "--subquestions", type=int, default=10, help="sub-questions per query for --aspects llm"
+    )
+    parser.add_argument(
+        "--pool-k", type=int, default=10, help="aspects per topic for --aspects pool"
+    )
+    parser.add_argument(
+        "--pool-rewrite",
+        action="store_true",
+        help="--aspects pool: have the LLM rewrite each representative passage as a question",
+    )
+
+
+def add_plan_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``covrag plan``."""
+    p = sub.add_parser(
+        "plan", help="plan a question: sub-questions, QTree and judged outlines (LLM)"
+    )
+    p.add_argument("request", help="the question, possibly with include/exclude instructions")
+    p.add_argument(
+        "--include", nargs="+", default=[], help="subtopics to cover (skips the LLM's split)"
+    )
+    p.add_argument(
+        "--exclude", nargs="+", default=[], help="subtopics to leave out (skips the LLM's split)"
+    )
+    add_llm_args(p)
+    p.add_argument(
+        "--judge-llm", default=None, help="LLM spec of the outline judge (default: --llm)"
+    )
+    p.add_argument("--subquestions", type=int, default=10, help="DES sub-questions (0 = none)")
+    p.add_argument("--depth", type=int, default=3, help="QTree levels")
+    p.add_argument("--branching", type=int, default=3, help="QTree children per node")
+    p.add_argument("--outline-size", type=int, default=4, help="nodes per outline")
+    p.add_argument("--candidates", type=int, default=3, help="candidate outlines")
+    p.add_argument("--retries", type=int, default=2, help="extra attempts per LLM step")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random outline baseline")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+
+def build_llm(spec: str, no_cache: bool) -> Any:
+    from covrag.llm import parse_llm
+
+    return parse_llm(spec, cache=not no_cache)
+
+
+def aspect_sources(args: argparse.Namespace, names: list[str]) -> dict[str, Any]:
+    """The aspect sources ``names`` asks for, built from the command's options."""
+    from covrag.plan.decompose import LLMDecomposer
+    from covrag.plan.pool import PoolAspectFinder
+    from covrag.plan.sources import GoldAspects, LLMAspects, PoolAspects
+
+    sources: dict[str, Any] = {}
+    llm: Any = None
+    if "llm" in names or ("pool" in names and args.pool_rewrite):
+        llm = build_llm(args.llm, args.no_llm_cache)
+    for name in names:
+        if name == "gold":
+            sources[name] = GoldAspects()
+        elif name == "llm":
+            sources[name] = LLMAspects(LLMDecomposer(llm, n=args.subquestions))
+        elif name == "pool":
+            rewrite = "question" if args.pool_rewrite else None
+            sources[name] = PoolAspects(PoolAspectFinder(k=args.pool_k, rewrite=rewrite, llm=llm))
+        else:
+            raise ConfigError(f"unknown aspect source {name!r} (gold, llm, pool)")
+    return sources
+
+
+def plan_record(plan: Any, usage: dict[str, float]) -> dict[str, Any]:
+    def outline(o: Any) -> dict[str, Any]:
+        return {
+            "node_ids": list(o.node_ids),
+            "texts": list(o.texts),
+            "source": o.source,
+            "score": o.score,
+            "rationale": o.rationale,
+        }
+
+    return {
+        "request": plan.query.request,
+        "base_query": plan.query.base,
+        "include": list(plan.query.include),
+        "exclude": list(plan.query.exclude),
+        "subquestions": list(plan.subquestions.texts) if plan.subquestions else [],
+        "tree": [{"id": n.id, "text": n.text} for n in plan.tree],
+        "candidates": [outline(o) for o in plan.candidates],
+        "random_baseline": outline(plan.baseline),
+        "best": outline(plan.best),
+        "llm_usage": usage,
+    }
+
+
+def run_plan(args: argparse.Namespace, console: Console) -> int:
+    from covrag.plan.planner import QPlanner
+
+    llm = build_llm(args.llm, args.no_llm_cache)
+    judge = build_llm(args.judge_llm, args.no_llm_cache) if args.judge_llm else None
+    planner = QPlanner(
+        llm,
+        judge_llm=judge,
+        subquestions=args.subquestions,
+        depth=args.depth,
+        branching=args.branching,
+        outline_size=args.outline_size,
+        candidates=args.candidates,
+        retries=args.retries,
+        seed=args.seed,
+    )
+    with console.status(f"planning with {llm.describe()} ...", spinner="dots"):
+        plan = planner.plan(args.request, include=args.include, exclude=args.exclude)
+    usage = llm.usage.as_dict()
+    if args.json:
+        console.print_json(json.dumps(plan_record(plan, usage)))
+        return 0
+    query = plan.query
+    console.rule(f"[bold]plan[/] {llm.describe()}")
+    console.print(f"[bold]base query[/]: {query.base}")
+    console.print(f"[bold]include[/]: {'; '.join(query.include) or '-'}")
+    console.print(f"[bold]exclude[/]: {'; '.join(query.exclude) or '-'}")
+    if plan.subquestions is not None:
+        console.print(f"\n[bold]sub-questions[/] ({len(plan.subquestions.aspects)})")
+        for aspect in plan.subquestions.aspects:
+            console.print(f"  {aspect.id}  {aspect.text}", highlight=False)
+        if plan.subquestions.dropped:
+            console.print(f"  [dim]dropped as near-duplicates: {len(plan.subquestions.dropped)}[/]")
+    best = set(plan.best.node_ids)
+    tree = Tree(f"[bold]QTree[/] ({len(plan.tree)} nodes; [green]green[/] = chosen outline)")
+    branches: dict[str | None, Tree] = {None: tree}
+    for node in plan.tree:
+        label = f"{node.id} {node.text}"
+        branches[node.id] = branches[node.parent_id].add(
+            f"[green]{label}[/]" if node.id in best else label
+        )
+    console.print()
+    console.print(tree)
+    table = Table(title="outlines, judged 1-5 against the request", show_lines=True)
+    for column in ("outline", "nodes", "score", "rationale"):
+        table.add_column(column)
+    for n, outline in enumerate(plan.candidates, start=1):
+        mark = " (chosen)" if outline is plan.best else ""
+        table.add_row(f"LLM {n}{mark}", outline.render(), str(outline.score), outline.rationale)
+    table.add_row(
+        "random baseline", plan.baseline.render(), str(plan.baseline.score), plan.baseline.rationale
+    )
+    console.print(table)
+    console.print(
+        f"[dim]LLM: {usage['calls']:.0f} calls ({usage['cached_calls']:.0f} from the cache), "
+        f"{usage['retries']:.0f} retries, {usage['prompt_tokens']:.0f} prompt + "
+        f"{usage['completion_tokens']:.0f} completion tokens, {usage['seconds']:.0f} s[/]"
+    )
+    return 0

@@ -1,0 +1,40 @@
+"""Planning: DES sub-questions, coverage-conditioned (C2) queries, QTree, outlines and their
+judge, aspects discovered from the pool, and outlines as search queries.
+
+Every LLM step asks for schema-constrained JSON, checks it and retries a bounded number of times
+(:func:`covrag.llm.chat_json`).
+"""
+
+from covrag.plan.conditioned import C2Query, split_request
+from covrag.plan.decompose import LLMDecomposer, SubQuestions
+from covrag.plan.judge import OutlineJudge
+from covrag.plan.outline import Outline, OutlineExtractor, random_outline
+from covrag.plan.planner import Plan, QPlanner
+from covrag.plan.pool import PoolAspectFinder
+from covrag.plan.qtree import QTree, QTreeBuilder, QTreeNode
+from covrag.plan.search import draft, outline_search
+from covrag.plan.sources import ASPECT_SOURCES, AspectSource, GoldAspects, LLMAspects, PoolAspects
+
+__all__ = [
+    "ASPECT_SOURCES",
+    "AspectSource",
+    "C2Query",
+    "GoldAspects",
+    "LLMAspects",
+    "LLMDecomposer",
+    "Outline",
+    "OutlineExtractor",
+    "OutlineJudge",
+    "Plan",
+    "PoolAspectFinder",
+    "PoolAspects",
+    "QPlanner",
+    "QTree",
+    "QTreeBuilder",
+    "QTreeNode",
+    "SubQuestions",
+    "draft",
+    "outline_search",
+    "random_outline",
+    "split_request",
+]

@@ -1,0 +1,190 @@
+"""Outlines: a few connected or neighbouring QTree nodes that answer a C2 query (QPlanner).
+
+Candidate outlines are extracted *sequentially*: each prompt lists the outlines already chosen and
+asks for a different one, which gives more diverse candidates than sampling. Each candidate is
+checked: parsable, the right number of distinct existing nodes, connected through parent / child /
+sibling links, and not the same set of nodes as an earlier candidate. The random baseline starts at
+a random node and grows by random up / neighbour / down moves until it has enough nodes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from covrag.errors import ConfigError
+from covrag.llm.base import LLM, ChatParams, system, user
+from covrag.llm.structured import chat_json
+from covrag.plan.conditioned import C2Query
+from covrag.plan.qtree import QTree, QTreeNode
+
+SYSTEM = (
+    "You choose an outline for an answer from a tree of sub-queries, so that the answer does "
+    "exactly what the request asks. You reply with JSON only."
+)
+
+
+@dataclass(frozen=True)
+class Outline:
+    """Nodes of a QTree chosen as an answer's outline.
+
+    Attributes:
+        node_ids: The chosen node ids, in the order given.
+        texts: Their sub-queries.
+        source: ``llm`` or ``random``.
+        score: The judge's 1-5 score (None until judged).
+        rationale: The judge's reason.
+    """
+
+    node_ids: tuple[str, ...]
+    texts: tuple[str, ...]
+    source: str = "llm"
+    score: int | None = None
+    rationale: str = ""
+
+    def render(self) -> str:
+        return "\n".join(f"{i} {t}" for i, t in zip(self.node_ids, self.texts, strict=True))
+
+
+def connected(tree: QTree, node_ids: Sequence[str]) -> bool:
+    """Whether the nodes form one group through parent, child and sibling links."""
+    chosen = set(node_ids)
+    if not chosen:
+        return False
+    start = next(iter(chosen))
+    seen = {start}
+    stack = [start]
+    while stack:
+        for other in tree.adjacent(stack.pop()):
+            if other in chosen and other not in seen:
+                seen.add(other)
+                stack.append(other)
+    return seen == chosen
+
+
+def check_outline(
+    tree: QTree, ids: Sequence[str], size: int, previous: Sequence[Outline]
+) -> Outline:
+    """The outline these ids make, or a ValueError saying what is wrong with it."""
+    ids = [str(i).strip() for i in ids]
+    unknown = [i for i in ids if i not in tree]
+    if unknown:
+        raise ValueError(f"{unknown} are not node ids of the tree")
+    if len(set(ids)) != len(ids):
+        raise ValueError("a node is listed twice; choose distinct nodes")
+    if len(ids) != size:
+        raise ValueError(f"choose exactly {size} nodes, got {len(ids)}")
+    if not connected(tree, ids):
+        raise ValueError(
+            f"nodes {ids} are not connected: each must be the parent, a child or a sibling of "
+            "another chosen node"
+        )
+    for earlier in previous:
+        if set(earlier.node_ids) == set(ids):
+            raise ValueError(f"{ids} repeats an earlier outline; choose a different one")
+    return Outline(tuple(ids), tuple(tree.node(i).text for i in ids))
+
+
+def outline_schema(tree: QTree, size: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "node_ids": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(tree.ids)},
+                "minItems": size,
+                "maxItems": size,
+            }
+        },
+        "required": ["node_ids"],
+        "additionalProperties": False,
+    }
+
+
+@dataclass
+class OutlineExtractor:
+    """Extracts ``candidates`` outlines of ``size`` nodes, one after the other.
+
+    Args:
+        llm: The backend.
+        size: Nodes per outline (QPlanner: 4).
+        candidates: Outlines to extract (QPlanner: 3).
+        retries: Extra attempts per outline when it fails a check.
+    """
+
+    llm: LLM
+    size: int = 4
+    candidates: int = 3
+    retries: int = 2
+
+    def __post_init__(self) -> None:
+        if self.size < 1 or self.candidates < 1:
+            raise ConfigError("size and candidates must be >= 1")
+
+    def extract(self, tree: QTree, query: C2Query) -> list[Outline]:
+        """The candidate outlines, in extraction order.
+
+        Raises:
+            StructuredOutputError: when an outline fails its checks after the retries.
+            ConfigError: when the tree has fewer nodes than an outline needs.
+        """
+        if len(tree) < self.size:
+            raise ConfigError(f"the tree has {len(tree)} nodes; an outline needs {self.size}")
+        outlines: list[Outline] = []
+        for _ in range(self.candidates):
+            outlines.append(self._one(tree, query, outlines))
+        return outlines
+
+    def _one(self, tree: QTree, query: C2Query, previous: list[Outline]) -> Outline:
+        prompt = (
+            f"Request: {query.request}\n{query.instruction()}\n\n"
+            f"Tree of sub-queries (id, sub-query):\n{tree.render()}\n\n"
+            f"Choose {self.size} sub-queries for the outline of the answer. They must be "
+            "connected or neighbouring in the tree (each one the parent, a child or a sibling "
+            "of another chosen one) and together answer the request while following its "
+            "instructions about what to include and what to leave out.\n"
+        )
+        if previous:
+            listed = "\n".join(f"- {', '.join(o.node_ids)}" for o in previous)
+            prompt += f"These outlines were already chosen; choose a different one:\n{listed}\n"
+        prompt += f'Reply with JSON: {{"node_ids": [{self.size} ids such as "1.2"]}}'
+        result = chat_json(
+            self.llm,
+            [system(SYSTEM), user(prompt)],
+            outline_schema(tree, self.size),
+            task="outline",
+            check=lambda v: check_outline(tree, v["node_ids"], self.size, previous),
+            retries=self.retries,
+            params=ChatParams(max_tokens=20 * self.size + 40),
+        )
+        outline: Outline = result.value
+        return outline
+
+
+def random_outline(tree: QTree, size: int = 4, seed: int = 0, max_moves: int = 10_000) -> Outline:
+    """QPlanner's random baseline: a random node grown by random up / neighbour / down moves."""
+    if len(tree) < size:
+        raise ConfigError(f"the tree has {len(tree)} nodes; an outline needs {size}")
+    rng = random.Random(seed)
+    chosen = [rng.choice(tree.ids)]
+    for _ in range(max_moves):
+        if len(chosen) == size:
+            break
+        current = tree.node(rng.choice(chosen))
+        move = rng.choice(("up", "neighbour", "down"))
+        options: Sequence[str]
+        if move == "up":
+            options = [current.parent_id] if current.parent_id else []
+        elif move == "neighbour":
+            options = tree.siblings(current.id)
+        else:
+            options = tree.children(current.id)
+        fresh = [o for o in options if o not in chosen]
+        if fresh:
+            chosen.append(rng.choice(fresh))
+    if len(chosen) < size:
+        raise ConfigError(f"could not grow a connected outline of {size} nodes")
+    nodes: list[QTreeNode] = [tree.node(i) for i in chosen]
+    return Outline(tuple(n.id for n in nodes), tuple(n.text for n in nodes), source="random")

@@ -1,0 +1,230 @@
+"""QTree: a hierarchy of sub-queries for a query (QPlanner; 3 levels x 3 children by default).
+
+Level 1 holds broad sub-queries, each deeper level more specific ones; node ids give the path
+(``2`` -> ``2.1`` -> ``2.1.3``). The LLM writes the whole tree as nested JSON; with a schema-capable
+backend the schema fixes every level's count. Quality checks (QPlanner's): exact counts per level,
+parsable output, and no overlapping sub-queries (same text, or word overlap >= ``overlap``), with
+bounded retries that show the model what was wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from covrag.errors import ConfigError
+from covrag.llm.base import LLM, ChatParams, system, user
+from covrag.llm.structured import chat_json
+from covrag.plan.conditioned import C2Query
+
+SYSTEM = (
+    "You plan how to research a request as a tree of sub-queries: broad sub-queries at the top, "
+    "more specific ones below each. You reply with JSON only."
+)
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True, slots=True)
+class QTreeNode:
+    """One sub-query. ``id`` is its path (``1.2.3``); its level is the number of parts."""
+
+    id: str
+    text: str
+
+    @property
+    def level(self) -> int:
+        return self.id.count(".") + 1
+
+    @property
+    def parent_id(self) -> str | None:
+        return self.id.rsplit(".", 1)[0] if "." in self.id else None
+
+
+@dataclass(frozen=True)
+class QTree:
+    """A tree of sub-queries, nodes in depth-first order."""
+
+    query: str
+    nodes: tuple[QTreeNode, ...]
+
+    def __post_init__(self) -> None:
+        ids = [n.id for n in self.nodes]
+        if len(set(ids)) != len(ids):
+            raise ConfigError("QTree node ids must be unique")
+
+    def __iter__(self) -> Iterator[QTreeNode]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __contains__(self, node_id: object) -> bool:
+        return any(n.id == node_id for n in self.nodes)
+
+    def node(self, node_id: str) -> QTreeNode:
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(node_id)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(n.id for n in self.nodes)
+
+    def children(self, node_id: str | None) -> tuple[str, ...]:
+        """Ids of the children of ``node_id`` (None: the top level)."""
+        return tuple(n.id for n in self.nodes if n.parent_id == node_id)
+
+    def siblings(self, node_id: str) -> tuple[str, ...]:
+        parent = self.node(node_id).parent_id
+        return tuple(i for i in self.children(parent) if i != node_id)
+
+    def adjacent(self, node_id: str) -> tuple[str, ...]:
+        """Parent, children and siblings: the nodes "connected or neighbouring" this one."""
+        parent = self.node(node_id).parent_id
+        around = ([parent] if parent else []) + list(self.children(node_id))
+        return tuple(around) + self.siblings(node_id)
+
+    def level_counts(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for node in self.nodes:
+            counts[node.level] = counts.get(node.level, 0) + 1
+        return counts
+
+    def render(self) -> str:
+        """One line per node, indented by level: ``1.2 text``."""
+        return "\n".join(f"{'  ' * (n.level - 1)}{n.id} {n.text}" for n in self.nodes)
+
+
+def tree_schema(depth: int, branching: int) -> dict[str, Any]:
+    """Nested JSON schema with exactly ``branching`` children per node, ``depth`` levels."""
+
+    def level(d: int) -> dict[str, Any]:
+        properties: dict[str, Any] = {"q": {"type": "string"}}
+        required = ["q"]
+        if d < depth:
+            properties["children"] = _array(level(d + 1), branching)
+            required.append("children")
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        }
+
+    return {
+        "type": "object",
+        "properties": {"tree": _array(level(1), branching)},
+        "required": ["tree"],
+        "additionalProperties": False,
+    }
+
+
+def _array(items: dict[str, Any], n: int) -> dict[str, Any]:
+    return {"type": "array", "items": items, "minItems": n, "maxItems": n}
+
+
+def _skeleton(depth: int, branching: int, d: int = 1) -> str:
+    inner = f', "children": [{_skeleton(depth, branching, d + 1)}, ...]' if d < depth else ""
+    return '{"q": "level-' + str(d) + ' sub-query"' + inner + "}"
+
+
+def flatten(items: Sequence[Any], prefix: str = "") -> list[QTreeNode]:
+    """Depth-first nodes of parsed JSON ``[{"q": ..., "children": [...]}, ...]``."""
+    nodes: list[QTreeNode] = []
+    for i, item in enumerate(items, start=1):
+        node_id = f"{prefix}{i}"
+        nodes.append(QTreeNode(node_id, " ".join(str(item["q"]).split())))
+        nodes.extend(flatten(item.get("children", []), node_id + "."))
+    return nodes
+
+
+def word_overlap(a: str, b: str) -> float:
+    """Jaccard overlap of the two texts' word sets."""
+    x, y = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    return len(x & y) / len(x | y) if x | y else 1.0
+
+
+def overlapping(nodes: Sequence[QTreeNode], threshold: float) -> list[tuple[str, str]]:
+    """Pairs of node ids whose sub-queries overlap (word Jaccard >= ``threshold``)."""
+    pairs = []
+    for i, a in enumerate(nodes):
+        for b in nodes[i + 1 :]:
+            if word_overlap(a.text, b.text) >= threshold:
+                pairs.append((a.id, b.id))
+    return pairs
+
+
+def check_tree(query: str, value: Any, depth: int, branching: int, overlap: float = 0.8) -> QTree:
+    """The QTree in ``value``, or a ValueError saying what is wrong with it."""
+    nodes = flatten(value["tree"])
+    tree = QTree(query, tuple(nodes))
+    expected = {d: branching**d for d in range(1, depth + 1)}
+    if tree.level_counts() != expected:
+        raise ValueError(f"levels have {tree.level_counts()} nodes, expected {expected}")
+    empty = [n.id for n in nodes if len(_WORD.findall(n.text)) < 2]
+    if empty:
+        raise ValueError(f"nodes {empty} are empty or one word; write a real sub-query")
+    clashes = overlapping(nodes, overlap)
+    if clashes:
+        shown = ", ".join(f"{a} and {b}" for a, b in clashes[:4])
+        raise ValueError(f"sub-queries overlap ({shown}); every node must ask something different")
+    return tree
+
+
+@dataclass
+class QTreeBuilder:
+    """Writes the QTree of a (coverage-conditioned) query with an LLM.
+
+    Args:
+        llm: The backend.
+        depth: Levels (QPlanner: 3).
+        branching: Children per node (QPlanner: 3), so 3 + 9 + 27 = 39 nodes by default.
+        overlap: Word-overlap (Jaccard) at or above which two sub-queries count as the same.
+        retries: Extra attempts when the tree fails a check.
+    """
+
+    llm: LLM
+    depth: int = 3
+    branching: int = 3
+    overlap: float = 0.8
+    retries: int = 2
+
+    def __post_init__(self) -> None:
+        if self.depth < 1 or self.branching < 1:
+            raise ConfigError("depth and branching must be >= 1")
+
+    @property
+    def size(self) -> int:
+        return sum(self.branching**d for d in range(1, self.depth + 1))
+
+    def build(self, query: C2Query | str) -> QTree:
+        """The tree for ``query`` (its base query; the tree covers the topic broadly).
+
+        Raises:
+            StructuredOutputError: when no attempt passes the checks.
+        """
+        base = query.base if isinstance(query, C2Query) else query
+        prompt = (
+            f"Query: {base}\n\n"
+            f"Write a tree of sub-queries for researching this query: {self.branching} broad "
+            f"sub-queries at level 1, and under every node exactly {self.branching} more "
+            f"specific sub-queries, down to level {self.depth} ({self.size} sub-queries in "
+            "all). Each sub-query is a short search question about one subtopic; no two may "
+            "ask the same thing.\n"
+            f'Reply with JSON: {{"tree": [{_skeleton(self.depth, self.branching)}, ...]}}'
+        )
+        result = chat_json(
+            self.llm,
+            [system(SYSTEM), user(prompt)],
+            tree_schema(self.depth, self.branching),
+            task=f"QTree for {base!r}",
+            check=lambda v: check_tree(base, v, self.depth, self.branching, self.overlap),
+            retries=self.retries,
+            params=ChatParams(max_tokens=40 * self.size + 100),
+        )
+        tree: QTree = result.value
+        return tree

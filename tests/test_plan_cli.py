@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from covrag.cli import main
+from covrag.data import read_run
+
+TINY = "local(model='smollm2')"
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_select_with_pool_aspects_writes_a_run(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("sentence_transformers")
+    out = tmp_path / "run.trec"
+    args = ["select", "--dataset", "argkp2021:dev", "--selector", "greedy-coverage"]
+    args += ["--coverage", "embedding", "--aspects", "pool", "--pool-k", "5", "--out", str(out)]
+    assert main(args) == 0
+    run = read_run(out)
+    assert len(run) == 4 and all(len(docs) == 10 for docs in run.values())
+    # gold coverage cannot be estimated against other aspects
+    args = ["bench", "--dataset", "argkp2021:dev", "--selectors", "greedy-coverage"]
+    assert main([*args, "--coverage", "gold", "--aspects", "pool"]) == 2
+    assert "cannot be estimated against pool aspects" in " ".join(capsys.readouterr().err.split())
+
+
+@pytest.mark.slow
+def test_plan_command_runs_every_step_on_the_tiny_model(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("xllamacpp")
+    args = ["plan", "Describe the film Jaws, but skip the reviews.", "--llm", TINY]
+    args += ["--subquestions", "3", "--depth", "2", "--branching", "2"]
+    args += ["--outline-size", "2", "--candidates", "2", "--json"]
+    args += ["--exclude", "reviews"]
+    code = main(args)
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    plan = json.loads(captured.out)
+    assert plan["exclude"] == ["reviews"]
+    assert len(plan["tree"]) == 6
+    assert len(plan["candidates"]) == 2
+    assert all(c["score"] in (1, 2, 3, 4, 5) and c["rationale"] for c in plan["candidates"])
+    assert plan["best"]["score"] == max(c["score"] for c in plan["candidates"])
+    assert plan["random_baseline"]["source"] == "random"
+    assert plan["llm_usage"]["calls"] + plan["llm_usage"]["cached_calls"] >= 6

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from covrag.bench import build_methods, run_bench
+from covrag.errors import ConfigError
+from covrag.plan.decompose import LLMDecomposer
+from covrag.plan.pool import PoolAspectFinder
+from covrag.plan.sources import GoldAspects, LLMAspects, PoolAspects, with_aspects
+from covrag.types import Aspect, Budget, Passage, Topic
+from llm_support import ScriptedLLM
+
+pytestmark = pytest.mark.model
+
+TEXTS = [
+    ("p1", "Cars pollute the air in city centres."),
+    ("p2", "Car exhaust makes the city air dirty."),
+    ("p3", "Traffic fumes pollute the air people breathe."),
+    ("p4", "Shops lose customers when cars are banned."),
+    ("p5", "Retailers see fewer shoppers after a car ban."),
+    ("p6", "Cycling is healthier than driving."),
+]
+
+
+def topic() -> Topic:
+    passages = tuple(Passage(i, t) for i, t in TEXTS)
+    aspects = (Aspect("a1", "pollution"), Aspect("a2", "shops"), Aspect("a3", "health"))
+    labels = {
+        "p1": frozenset({"a1"}),
+        "p2": frozenset({"a1"}),
+        "p3": frozenset({"a1"}),
+        "p4": frozenset({"a2"}),
+        "p5": frozenset({"a2"}),
+        "p6": frozenset({"a3"}),
+    }
+    return Topic("q1", "Should cities ban cars?", passages, aspects, labels)
+
+
+def test_representatives_cover_the_distinct_points() -> None:
+    pytest.importorskip("sentence_transformers")
+    finder = PoolAspectFinder(k=3, distinct=0.6)
+    aspects = finder.find(topic())
+    sources = [a.metadata["passage"] for a in aspects]
+    groups = [{"p1", "p2", "p3"}, {"p4", "p5"}, {"p6"}]
+    assert sorted(next(i for i, g in enumerate(groups) if s in g) for s in sources) == [0, 1, 2]
+    assert [a.id for a in aspects] == ["pool1", "pool2", "pool3"]
+    assert aspects[0].metadata["source"] == "pool"
+    # Without the distinct rule facility location may spend two picks on the dense cluster.
+    assert len(PoolAspectFinder(k=3, distinct=None).find(topic())) == 3
+
+
+def test_pool_rewrite_asks_the_llm_for_a_question() -> None:
+    pytest.importorskip("sentence_transformers")
+    replies = [json.dumps({"question": f"Does point {i} hold?"}) for i in range(3)]
+    llm = ScriptedLLM(replies)
+    aspects = PoolAspectFinder(k=3, rewrite="question", llm=llm).find(topic())
+    assert [a.text for a in aspects] == [
+        "Does point 0 hold?",
+        "Does point 1 hold?",
+        "Does point 2 hold?",
+    ]
+    with pytest.raises(ConfigError, match="needs an llm"):
+        PoolAspectFinder(rewrite="question")
+
+
+def test_sources_replace_aspects_and_drop_labels() -> None:
+    t = topic()
+    assert GoldAspects().apply(t) is t
+    llm = ScriptedLLM(
+        [json.dumps({"sub_questions": ["How dirty is city air?", "Do shops lose money?"]})]
+    )
+    source = LLMAspects(LLMDecomposer(llm, n=2, dedup=None))
+    estimated = source.apply(t)
+    assert [a.text for a in estimated.aspects] == ["How dirty is city air?", "Do shops lose money?"]
+    assert estimated.labels == {} and estimated.passages == t.passages
+    assert source.topics == 1 and source.seconds >= 0
+    assert with_aspects(t, ()).aspects == ()
+
+
+def test_bench_compares_aspect_sources_on_gold_labels() -> None:
+    pytest.importorskip("sentence_transformers")
+    t = topic()
+    methods = build_methods(["greedy-coverage"], ["gold", "embedding"], ["gold", "pool"])
+    names = [m.name for m in methods]
+    # gold coverage reads the gold labels, so it is only paired with the gold aspects
+    assert names == [
+        "greedy-coverage @ gold",
+        "greedy-coverage @ embedding",
+        "greedy-coverage @ embedding on pool aspects",
+    ]
+    result = run_bench(
+        "tiny",
+        [t],
+        methods,
+        [Budget(max_passages=3)],
+        n_resamples=50,
+        aspect_sources={"pool": PoolAspects(PoolAspectFinder(k=3))},
+    )
+    pool = next(r for r in result.results if r.method.endswith("on pool aspects"))
+    assert pool.means["StRecall@3"] == pytest.approx(1.0)  # one passage per distinct point
+    assert pool.aspects_seconds > 0
+    with pytest.raises(ConfigError, match="cannot be estimated against llm aspects"):
+        build_methods(["greedy-coverage"], ["gold"], ["llm"])

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from covrag.errors import StructuredOutputError
+from covrag.plan.qtree import QTree, QTreeBuilder, QTreeNode, check_tree, tree_schema
+from llm_support import ScriptedLLM, tiny_llm
+
+
+def tree_json(texts: list[list[str]]) -> str:
+    """Two levels: texts[i][0] is level-1 node i, the rest its children."""
+    return json.dumps({"tree": [{"q": t[0], "children": [{"q": c} for c in t[1:]]} for t in texts]})
+
+
+GOOD = [
+    ["Air quality effects of cars", "Nitrogen dioxide near roads", "Particulate matter levels"],
+    ["Economic impact on businesses", "Retail footfall after bans", "Delivery logistics costs"],
+]
+
+
+def test_tree_ids_levels_and_neighbours() -> None:
+    value: Any = json.loads(tree_json(GOOD))
+    tree = check_tree("q", value, depth=2, branching=2)
+    assert tree.ids == ("1", "1.1", "1.2", "2", "2.1", "2.2")
+    assert tree.level_counts() == {1: 2, 2: 4}
+    assert tree.children(None) == ("1", "2") and tree.children("2") == ("2.1", "2.2")
+    assert tree.node("2.1").parent_id == "2" and tree.node("2.1").level == 2
+    assert set(tree.adjacent("1.1")) == {"1", "1.2"}
+    assert set(tree.adjacent("1")) == {"1.1", "1.2", "2"}
+    assert tree.render().splitlines()[1] == "  1.1 Nitrogen dioxide near roads"
+
+
+def test_schema_fixes_the_counts_per_level() -> None:
+    schema = tree_schema(3, 3)
+    top = schema["properties"]["tree"]
+    assert top["minItems"] == top["maxItems"] == 3
+    level2 = top["items"]["properties"]["children"]
+    level3 = level2["items"]["properties"]["children"]
+    assert level3["minItems"] == 3 and "children" not in level3["items"]["properties"]
+    assert QTreeBuilder(ScriptedLLM([])).size == 39
+
+
+def test_wrong_counts_and_overlap_are_retried() -> None:
+    short = json.dumps(
+        {"tree": [{"q": "Air quality effects", "children": [{"q": "NO2 near roads"}]}]}
+    )
+    overlap = [GOOD[0], ["Air quality effects of cars", "Retail footfall", "Delivery costs"]]
+    llm = ScriptedLLM([short, tree_json(overlap), tree_json(GOOD)])
+    tree = QTreeBuilder(llm, depth=2, branching=2).build("Should cities ban cars?")
+    assert len(tree) == 6 and tree.node("2.2").text == "Delivery logistics costs"
+    assert "should have exactly 2 items" in llm.requests[1][0][-1].content
+    assert "sub-queries overlap (1 and 2)" in llm.requests[2][0][-1].content
+
+
+def test_gives_up_with_what_came_back() -> None:
+    one_word = [["Air", "NO2 levels here", "Particulates near schools"], GOOD[1]]
+    llm = ScriptedLLM([tree_json(one_word)] * 2)
+    with pytest.raises(StructuredOutputError, match=r"nodes \['1'\] are empty or one word"):
+        QTreeBuilder(llm, depth=2, branching=2, retries=1).build("q")
+
+
+def test_duplicate_ids_are_refused() -> None:
+    with pytest.raises(ValueError, match="unique"):
+        QTree("q", (QTreeNode("1", "a b"), QTreeNode("1", "c d")))
+
+
+@pytest.mark.slow
+def test_tiny_model_writes_a_checked_tree() -> None:
+    llm = tiny_llm()
+    builder = QTreeBuilder(llm, depth=2, branching=2, retries=2)
+    try:
+        tree = builder.build("How do electric cars affect cities?")
+    except StructuredOutputError as exc:
+        # The 135M model may keep repeating itself; the error must then show every attempt.
+        assert len(exc.attempts) == 3 and all(raw for raw, _ in exc.attempts)
+        return
+    assert tree.level_counts() == {1: 2, 2: 4}
+    assert all(len(n.text.split()) >= 2 for n in tree)
