@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from covrag import __version__
+from covrag.commands_plan import add_aspect_args, add_plan_parser
 from covrag.commands_report import add_report_parser
 from covrag.commands_serve import add_serve_parser
 from covrag.errors import CovragError
@@ -29,14 +30,18 @@ def _budget_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _prepare_args(parser: argparse.ArgumentParser) -> None:
+def _prepare_args(parser: argparse.ArgumentParser, multiple: bool = False) -> None:
     parser.add_argument(
         "--aspects",
-        choices=["gold"],
-        default="gold",
+        choices=["gold", "llm", "pool"],
+        nargs="+" if multiple else None,
+        default=["gold"] if multiple else "gold",
         help="the sub-questions coverage is estimated against: gold = the dataset's aspect "
-        "texts (DES's human-nugget setting); measures always use the gold labels",
+        "texts (DES's human-nugget setting); llm = sub-questions the --llm writes for each "
+        "query; pool = representative passages of each pool (facility location); measures "
+        "always use the gold labels" + ("; several are compared side by side" if multiple else ""),
     )
+    add_aspect_args(parser)
     parser.add_argument(
         "--relevance",
         choices=["dense", "score", "order"],
@@ -97,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--baseline", default=None, help="selector spec to test against (default: first)"
     )
-    _prepare_args(p)
+    _prepare_args(p, multiple=True)
     p.add_argument("--no-exact", action="store_true", help="skip the exact optimum and headroom")
     p.add_argument("--seed", type=int, default=0, help="seed for bootstrap and permutation tests")
     p.add_argument("--out", type=Path, default=None, help="folder for runs and summary.json")
@@ -200,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("datasets", help="list the bundled datasets")
     add_serve_parser(sub)
     add_report_parser(sub)
+    add_plan_parser(sub)
     return parser
 
 
@@ -289,6 +295,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     return run_report(args, console)
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from covrag.commands_plan import run_plan
+
+    return run_plan(args, console)
+
+
 COMMANDS = {
     "fit": cmd_fit,
     "qrels": cmd_qrels,
@@ -302,6 +314,7 @@ COMMANDS = {
     "search": cmd_search,
     "serve": cmd_serve,
     "report": cmd_report,
+    "plan": cmd_plan,
 }
 
 
