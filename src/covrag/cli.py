@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from covrag import __version__
+from covrag.commands_ask import add_ask_parsers
 from covrag.commands_plan import add_aspect_args, add_plan_parser
 from covrag.commands_report import add_report_parser
 from covrag.commands_serve import add_serve_parser
@@ -206,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_parser(sub)
     add_report_parser(sub)
     add_plan_parser(sub)
+    add_ask_parsers(sub)
     return parser
 
 
@@ -301,6 +303,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return run_plan(args, console)
 
 
+def cmd_ask(args: argparse.Namespace) -> int:
+    from covrag.commands_ask import run_ask
+
+    return run_ask(args, console)
+
+
+def cmd_eval_answers(args: argparse.Namespace) -> int:
+    from covrag.commands_ask import run_eval_answers
+
+    return run_eval_answers(args, console)
+
+
 COMMANDS = {
     "fit": cmd_fit,
     "qrels": cmd_qrels,
@@ -315,6 +329,8 @@ COMMANDS = {
     "serve": cmd_serve,
     "report": cmd_report,
     "plan": cmd_plan,
+    "ask": cmd_ask,
+    "eval-answers": cmd_eval_answers,
 }
 
 

@@ -1,0 +1,298 @@
+"""The whole chain for one question: plan -> retrieve -> estimate -> select -> generate.
+
+:func:`ask` runs DES end to end and keeps every intermediate result and what each stage cost
+(seconds, LLM calls and tokens, coverage pairs scored), so a run can be printed, saved as a run
+file that ``covrag report`` renders, and evaluated later (``covrag eval-answers``).
+
+- **plan**: the request's include / exclude constraints (explicit, as in QPlanner's C2 queries)
+  and the LLM's sub-questions of the base question (:class:`~covrag.plan.LLMDecomposer`); with
+  ``outline=True`` the full QPlanner plan (QTree, judged outlines) whose best outline guides the
+  writer as a content draft.
+- **retrieve**: one search per sub-question and one for the question, fused by RRF
+  (:class:`~covrag.retrieve.MultiQueryRetriever`) into the candidate pool.
+- **estimate**: the coverage matrix of pool x aspects (the shipped cross-encoder by default).
+- **select**: greedy coverage (DES) under a passage budget, with its trace.
+- **generate**: a cited answer and critique-and-rewrite passes
+  (:class:`~covrag.generate.CritiqueRewriteGenerator`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from covrag.coverage import CrossEncoderCoverage, parse_estimator
+from covrag.coverage.base import CoverageEstimator
+from covrag.errors import ConfigError
+from covrag.generate import CitedWriter, Critic, CritiqueContext, CritiqueRewriteGenerator
+from covrag.generate.records import GenerationResult, LLMCost
+from covrag.llm.base import LLM
+from covrag.pipeline import PrepareConfig, prepare
+from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
+from covrag.report.runfile import run_file_record, topic_run_record
+from covrag.retrieve import MultiQueryRetriever, Retriever
+from covrag.select import parse_selector
+from covrag.types import Aspect, Budget, CoverageMatrix, Selection, Topic
+
+#: Called when a stage starts (``plan``, ``retrieve``, ...) and after each generation step.
+StageCallback = Callable[[str], None]
+
+STAGES = ("plan", "retrieve", "estimate", "select", "generate")
+
+
+@dataclass
+class AskConfig:
+    """How :func:`ask` runs each stage.
+
+    Attributes:
+        subquestions: Sub-questions the LLM writes (DES: 10).
+        pool: Candidate passages retrieved.
+        k: Passages selected for the answer.
+        selector: Selector specification (``greedy-coverage``, ``expected-coverage``, ...).
+        coverage: Coverage estimator specification (``cross-encoder``, ``embedding``).
+        passes: Critique-and-rewrite passes (0 = the first answer only).
+        feedback: Critique feedback mode (``self``, ``pointers``).
+        outline: Plan a QTree and outline (QPlanner) and write along the best outline.
+        max_words: Each passage is cut to this many words in the prompts only.
+        sentences: Sentences asked for in the first answer.
+        rewrite_sentences: Sentences asked for in a rewrite.
+    """
+
+    subquestions: int = 8
+    pool: int = 50
+    k: int = 8
+    selector: str = "greedy-coverage"
+    coverage: str = "cross-encoder"
+    passes: int = 2
+    feedback: str = "pointers"
+    outline: bool = False
+    max_words: int | None = 250
+    sentences: int = 12
+    rewrite_sentences: int = 18
+
+    def __post_init__(self) -> None:
+        if self.feedback.startswith("oracle"):
+            raise ConfigError("oracle feedback modes need gold labels: use them in benchmarks")
+        for name in ("pool", "k"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.subquestions < 0 or self.passes < 0:
+            raise ConfigError("subquestions and passes must be >= 0")
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """What one stage cost: wall-clock seconds, LLM spend and coverage pairs scored."""
+
+    seconds: float
+    llm: LLMCost = LLMCost()
+    pairs_scored: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "seconds": round(self.seconds, 3),
+            "llm": self.llm.as_dict(),
+            "pairs_scored": self.pairs_scored,
+        }
+
+
+@dataclass(frozen=True)
+class AskResult:
+    """Everything one question produced.
+
+    Attributes:
+        query: The request: base question, include and exclude constraints.
+        subquestions: The LLM's decomposition (None when aspects were given).
+        plan: The QPlanner plan when an outline was asked for.
+        queries: The search queries, in search order.
+        topic: The question with the candidate pool (token costs set) and the aspects.
+        coverage: The estimated pool x aspects coverage.
+        selection: The selected context with its trace.
+        generation: Every draft and critique.
+        costs: Stage -> its cost.
+    """
+
+    query: C2Query
+    subquestions: SubQuestions | None
+    plan: Plan | None
+    queries: tuple[str, ...]
+    topic: Topic
+    coverage: CoverageMatrix
+    selection: Selection
+    generation: GenerationResult
+    costs: Mapping[str, StageCost] = field(default_factory=dict)
+
+    @property
+    def uncovered(self) -> tuple[Aspect, ...]:
+        """Wanted aspects no selected passage covers."""
+        covered = set(self.selection.covered)
+        return tuple(
+            a for a in self.topic.aspects if a.polarity != "exclude" and a.id not in covered
+        )
+
+    def run_record(self) -> dict[str, Any]:
+        """The run file of this question (``covrag report`` renders it; ``covrag eval-answers``
+        reads it), with the plan, the searches, every draft and critique and the costs."""
+        record = topic_run_record(self.topic, self.selection, self.coverage, self.generation.answer)
+        record["plan"] = {
+            "request": self.query.request,
+            "base": self.query.base,
+            "include": list(self.query.include),
+            "exclude": list(self.query.exclude),
+            "subquestions": None
+            if self.subquestions is None
+            else {
+                "texts": list(self.subquestions.texts),
+                "dropped": list(self.subquestions.dropped),
+                "calls": self.subquestions.calls,
+            },
+            "outline": None
+            if self.plan is None
+            else {
+                "texts": list(self.plan.best.texts),
+                "score": self.plan.best.score,
+                "rationale": self.plan.best.rationale,
+                "baseline_score": self.plan.baseline.score,
+            },
+        }
+        record["retrieval"] = {"queries": list(self.queries), "pool": len(self.topic.passages)}
+        record["uncovered"] = [a.id for a in self.uncovered]
+        record["generation"] = self.generation.to_json()
+        record["costs"] = {stage: cost.as_dict() for stage, cost in self.costs.items()}
+        run = run_file_record(
+            [record],
+            dataset="ask",
+            selector=self.selection.selector,
+            coverage=self.coverage.source,
+            budget=str(self.selection.budget),
+        )
+        total = sum(c.seconds for c in self.costs.values())
+        run["costs"] = {"seconds": round(total, 3)}
+        return run
+
+
+class _Usage:
+    """LLM spend between two points, read from the backend's running totals."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self.start = dict(llm.usage.as_dict())
+
+    def cost(self) -> LLMCost:
+        now = self.llm.usage.as_dict()
+        return LLMCost(
+            calls=int(now["calls"] - self.start["calls"]),
+            cached_calls=int(now["cached_calls"] - self.start["cached_calls"]),
+            prompt_tokens=int(now["prompt_tokens"] - self.start["prompt_tokens"]),
+            completion_tokens=int(now["completion_tokens"] - self.start["completion_tokens"]),
+            seconds=float(now["seconds"] - self.start["seconds"]),
+        )
+
+
+def ask(
+    question: str,
+    llm: LLM,
+    retriever: Retriever,
+    config: AskConfig | None = None,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    aspects: Sequence[Aspect] | None = None,
+    estimator: CoverageEstimator | None = None,
+    on_stage: StageCallback | None = None,
+) -> AskResult:
+    """Answer ``question`` from ``retriever``'s corpus with a cited, critiqued answer.
+
+    Args:
+        question: The question.
+        llm: Plans, writes and critiques.
+        retriever: Searches the corpus (e.g. a :class:`~covrag.retrieve.BM25Retriever`).
+        config: Stage settings (defaults: 8 sub-questions, a pool of 50, k = 8, 2 passes).
+        include: Subtopics the answer must cover (aspects of polarity ``include``).
+        exclude: Subtopics it must leave out (polarity ``exclude``: searched for never,
+            penalised by the selector, named to the writer as off limits).
+        aspects: Use these aspects instead of asking the LLM for sub-questions.
+        estimator: Coverage estimator (default: from ``config.coverage``).
+        on_stage: Progress callback.
+    """
+    config = config or AskConfig()
+    notify = on_stage or (lambda _: None)
+    costs: dict[str, StageCost] = {}
+    query = C2Query.explicit(question, include, exclude)
+
+    notify("plan")
+    started, usage = time.perf_counter(), _Usage(llm)
+    subquestions: SubQuestions | None = None
+    plan: Plan | None = None
+    if aspects is None:
+        if config.outline:
+            planner = QPlanner(llm, subquestions=max(config.subquestions, 1))
+            plan = planner.plan(question, include, exclude)
+            subquestions = plan.subquestions
+        elif config.subquestions:
+            subquestions = LLMDecomposer(llm, n=config.subquestions).decompose(query.base)
+        found = subquestions.aspects if subquestions is not None else ()
+        aspects = (*found, *query.aspects())
+    if not aspects:
+        raise ConfigError("no aspects: ask for sub-questions or give aspects")
+    costs["plan"] = StageCost(time.perf_counter() - started, usage.cost())
+
+    notify("retrieve")
+    started = time.perf_counter()
+    multi = MultiQueryRetriever(retriever)
+    queries = multi.queries(query.base, aspects)
+    pool = multi.search(query.base, config.pool, aspects=aspects)
+    topic = Topic(query_id="ask", query=query.base, passages=tuple(pool), aspects=tuple(aspects))
+    costs["retrieve"] = StageCost(time.perf_counter() - started)
+
+    notify("estimate")
+    started = time.perf_counter()
+    estimator = estimator or parse_estimator(config.coverage)
+    prepared = prepare(topic, estimator, PrepareConfig(relevance="score"))
+    candidates = prepared.candidates
+    coverage = candidates.coverage
+    assert coverage is not None
+    topic = dataclasses.replace(topic, passages=candidates.passages)
+    costs["estimate"] = StageCost(time.perf_counter() - started, pairs_scored=coverage.pairs_scored)
+
+    notify("select")
+    started = time.perf_counter()
+    selection = parse_selector(config.selector).select(candidates, Budget(max_passages=config.k))
+    costs["select"] = StageCost(time.perf_counter() - started)
+
+    notify("generate")
+    started = time.perf_counter()
+    by_id = {p.id: p for p in topic.passages}
+    context = [by_id[p] for p in selection.passage_ids]
+    judge = estimator if isinstance(estimator, CrossEncoderCoverage) else CrossEncoderCoverage()
+    writer = CitedWriter(
+        llm,
+        sentences=config.sentences,
+        rewrite_sentences=config.rewrite_sentences,
+        max_words=config.max_words,
+        exclude=query.exclude,
+    )
+    critic = Critic(llm, mode=config.feedback, estimator=judge, max_words=config.max_words)
+    generator = CritiqueRewriteGenerator(writer, critic, passes=config.passes)
+    generation = generator.generate(
+        query.request,
+        context,
+        context=CritiqueContext(tuple(aspects), coverage),
+        outline=plan.best.texts if plan is not None else (),
+        on_step=notify,
+    )
+    costs["generate"] = StageCost(time.perf_counter() - started, generation.cost)
+    return AskResult(
+        query=query,
+        subquestions=subquestions,
+        plan=plan,
+        queries=queries,
+        topic=topic,
+        coverage=coverage,
+        selection=selection,
+        generation=generation,
+        costs=costs,
+    )

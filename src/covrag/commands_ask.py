@@ -1,0 +1,271 @@
+"""``covrag ask`` (question -> cited answer) and ``covrag eval-answers`` (answer measures)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from covrag.types import Aspect
+
+DEFAULT_ASK_OUT = Path("ask-run.json")
+
+
+def add_ask_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``covrag ask`` and ``covrag eval-answers``."""
+    p = sub.add_parser(
+        "ask",
+        help="answer a question: plan -> retrieve -> estimate -> select -> cited answer",
+    )
+    p.add_argument("question", help="the question")
+    p.add_argument(
+        "--corpus",
+        default="bundled",
+        help="passage JSONL, bundled name[:split], coverage JSONL, or 'bundled' (default: the "
+        "pools of all bundled datasets)",
+    )
+    p.add_argument("--index", type=Path, default=None, help="a saved index (covrag index)")
+    p.add_argument("--include", nargs="+", default=[], help="subtopics the answer must cover")
+    p.add_argument("--exclude", nargs="+", default=[], help="subtopics the answer must leave out")
+    p.add_argument("--passes", type=int, default=2, help="critique-and-rewrite passes")
+    p.add_argument(
+        "--feedback",
+        choices=["self", "pointers"],
+        default="pointers",
+        help="critique feedback: self = the LLM's own critique; pointers = also the passages "
+        "never cited and those covering sub-questions the answer misses",
+    )
+    p.add_argument("--outline", action="store_true", help="plan a QTree outline and follow it")
+    p.add_argument("--subquestions", type=int, default=8, help="sub-questions to plan")
+    p.add_argument(
+        "--aspects",
+        nargs="+",
+        default=None,
+        metavar="TEXT",
+        help="use these sub-questions instead of asking the LLM for them",
+    )
+    p.add_argument("--pool", type=int, default=50, help="candidate passages to retrieve")
+    p.add_argument("--k", type=int, default=8, help="passages in the answer's context")
+    p.add_argument("--selector", default="greedy-coverage", help="selector spec")
+    p.add_argument("--coverage", default="cross-encoder", help="coverage estimator spec")
+    p.add_argument("--max-words", type=int, default=250, help="words per passage in prompts")
+    p.add_argument("--llm", default="local", help="LLM spec: local, local(model=...), openai(...)")
+    p.add_argument("--no-cache", action="store_true", help="do not use the LLM response cache")
+    p.add_argument(
+        "--out", type=Path, default=DEFAULT_ASK_OUT, help="run JSON to write (covrag report)"
+    )
+
+    p = sub.add_parser(
+        "eval-answers",
+        help="judge answers in run files: nugget support, transfer, V_strict, citation precision",
+    )
+    p.add_argument("runs", nargs="+", type=Path, help="run JSON files (covrag ask, benchmarks)")
+    p.add_argument(
+        "--dataset",
+        default=None,
+        help="bundled name:split or coverage JSONL whose gold aspects and labels are the "
+        "nuggets (default: each run's own aspects and estimated coverage)",
+    )
+    p.add_argument(
+        "--all-passes",
+        action="store_true",
+        help="evaluate every draft stored in a run (answers after 0, 1, ... passes) as variants",
+    )
+    p.add_argument("--llm", default="local", help="LLM judge spec")
+    p.add_argument("--no-llm", action="store_true", help="cross-encoder judge only (cheap)")
+    p.add_argument("--no-cache", action="store_true", help="do not use the LLM response cache")
+    p.add_argument("--seed", type=int, default=0, help="seed of the randomization tests")
+    p.add_argument("--out", type=Path, default=None, help="write per-topic judgments as JSON")
+
+
+def _retriever(args: argparse.Namespace) -> Any:
+    from covrag.retrieve import BM25Retriever, load_corpus, load_index
+
+    if args.index is not None:
+        return load_index(args.index)
+    return BM25Retriever().index(load_corpus(args.corpus))
+
+
+def _given_aspects(args: argparse.Namespace) -> Any:
+    from covrag.plan import C2Query
+
+    if not args.aspects:
+        return None
+    given = tuple(Aspect(f"sq{i}", text) for i, text in enumerate(args.aspects, start=1))
+    return given + C2Query.explicit(args.question, args.include, args.exclude).aspects()
+
+
+def run_ask(args: argparse.Namespace, console: Console) -> int:
+    from covrag.ask import STAGES, AskConfig, ask
+    from covrag.commands import progress_bar
+    from covrag.data.jsonl import atomic_write_text
+    from covrag.llm import parse_llm
+
+    config = AskConfig(
+        subquestions=args.subquestions,
+        pool=args.pool,
+        k=args.k,
+        selector=args.selector,
+        coverage=args.coverage,
+        passes=args.passes,
+        feedback=args.feedback,
+        outline=args.outline,
+        max_words=args.max_words,
+    )
+    llm = parse_llm(args.llm, cache=not args.no_cache)
+    steps = len(STAGES) + 1 + 2 * args.passes
+    started = time.perf_counter()
+    with progress_bar(console) as progress:
+        task = progress.add_task("load the corpus", total=steps)
+        retriever = _retriever(args)
+        progress.advance(task)
+
+        def on_stage(name: str) -> None:
+            elapsed = time.perf_counter() - started
+            if name in STAGES:
+                progress.update(task, description=name)
+                if not console.is_terminal:
+                    console.print(f"[dim]{elapsed:6.1f} s  {name}[/]")
+            else:
+                progress.update(task, description=f"generate: {name} done")
+            progress.advance(task)
+
+        result = ask(
+            args.question,
+            llm,
+            retriever,
+            config,
+            include=args.include,
+            exclude=args.exclude,
+            aspects=_given_aspects(args),
+            on_stage=on_stage,
+        )
+    atomic_write_text(args.out, json.dumps(result.run_record()) + "\n")
+    _print_ask(result, console)
+    console.print(f"\nwrote {args.out} (render it: covrag report {args.out} -o answer.html)")
+    return 0
+
+
+def _print_ask(result: Any, console: Console) -> None:
+    from covrag.ask import AskResult
+
+    assert isinstance(result, AskResult)
+    topic = result.topic
+    aspect_text = {a.id: a.text for a in topic.aspects}
+    console.rule(f"[bold]{result.query.request}[/]")
+    table = Table(title="Plan: the aspects a complete answer covers")
+    table.add_column("id")
+    table.add_column("aspect")
+    table.add_column("kind")
+    for a in topic.aspects:
+        table.add_row(a.id, a.text, a.polarity if a.polarity != "neutral" else "sub-question")
+    console.print(table)
+
+    texts = {p.id: p.text for p in topic.passages}
+    number = {pid: i for i, pid in enumerate(result.selection.passage_ids, start=1)}
+    table = Table(title=f"Selection: {result.selection.selector}, k={len(result.selection)}")
+    table.add_column("[n]", justify="right")
+    table.add_column("passage")
+    table.add_column("newly covers")
+    for step in result.selection.steps:
+        text = texts[step.passage_id]
+        table.add_row(
+            str(number[step.passage_id]),
+            f"{text[:220]}{'...' if len(text) > 220 else ''} [dim]({step.passage_id})[/]",
+            "\n".join(aspect_text[a] for a in step.newly_covered) or "-",
+        )
+    console.print(table)
+    if result.uncovered:
+        console.print("[bold]Not covered by the selection:[/]")
+        for a in result.uncovered:
+            console.print(f"  - {a.text}")
+    else:
+        console.print("Every aspect is covered by the selection.")
+
+    final = result.generation.drafts[-1]
+    console.print(f"\n[bold]Answer[/] (after {len(result.generation.drafts) - 1} passes)")
+    for sentence in final.answer.sentences:
+        marks = "".join(f"[{number[p]}]" for p in sentence.passage_ids if p in number)
+        console.print(f"  {sentence.text} {marks}", highlight=False)
+    for problem in final.problems:
+        console.print(f"[yellow]warning:[/] {problem}")
+    for i, critique in enumerate(result.generation.critiques, start=1):
+        if critique.feedback:
+            console.print(f"[dim]critique {i}:\n{critique.feedback}[/]", highlight=False)
+
+    table = Table(title="Costs")
+    for column in ("stage", "seconds", "LLM calls", "prompt tokens", "completion tokens", "pairs"):
+        table.add_column(column, justify="right" if column != "stage" else "left")
+    for stage, cost in result.costs.items():
+        table.add_row(
+            stage,
+            f"{cost.seconds:.1f}",
+            f"{cost.llm.calls} (+{cost.llm.cached_calls} cached)",
+            str(cost.llm.prompt_tokens),
+            str(cost.llm.completion_tokens),
+            str(cost.pairs_scored or "-"),
+        )
+    console.print(table)
+
+
+def run_eval_answers(args: argparse.Namespace, console: Console) -> int:
+    from covrag.commands import progress_bar
+    from covrag.data.jsonl import atomic_write_text
+    from covrag.evaluate.answer_stats import ANSWER_MEASURES, compare_variants
+    from covrag.evaluate.answers import LLMAnswerJudge, agreement, evaluation_record
+    from covrag.evaluate.answers_io import evaluate_variants, load_variants
+    from covrag.llm import parse_llm
+
+    variants = load_variants(args.runs, all_passes=args.all_passes, dataset=args.dataset)
+    judge = None if args.no_llm else LLMAnswerJudge(parse_llm(args.llm, cache=not args.no_cache))
+    total = sum(len(v) for v in variants.values())
+    with progress_bar(console) as progress:
+        task = progress.add_task("judge answers", total=total)
+        evaluations = evaluate_variants(variants, judge, on_answer=lambda: progress.advance(task))
+    # Without the LLM judge only the cross-encoder's measures (and the cited share) are defined.
+    measures = [m for m in ANSWER_MEASURES if not args.no_llm or "~" in m or m == "cited_share"]
+    summaries = compare_variants(evaluations, measures=measures, seed=args.seed)
+    table = Table(title=f"Answers: {total} judged")
+    table.add_column("variant")
+    table.add_column("topics", justify="right")
+    for m in measures:
+        table.add_column(m, justify="right")
+    for s in summaries:
+        cells = []
+        for m in measures:
+            mean = s.means[m]
+            p = s.p_values.get(m)
+            cell = "-" if mean != mean else f"{mean:.3f}"
+            if p is not None:
+                cell += f"{'*' if p < 0.05 else ''} [dim]p={p:.2f}[/]"
+            cells.append(cell)
+        table.add_row(s.name, str(s.topics), *cells)
+    table.caption = (
+        "~ce = judged by the coverage cross-encoder, else by the LLM; p = paired randomization "
+        "test against the first variant, Holm-corrected per measure; * = p < 0.05"
+    )
+    console.print(table)
+    pooled = agreement([e for group in evaluations.values() for e in group])
+    if pooled["nuggets"]:
+        console.print(
+            f"LLM judge vs cross-encoder on nugget support: agreement {pooled['agreement']:.2f}, "
+            f"Cohen's kappa {pooled['kappa']:.2f} over {pooled['nuggets']} nuggets"
+        )
+    if args.out:
+        payload = {
+            "variants": {
+                name: [evaluation_record(e) for e in group] for name, group in evaluations.items()
+            },
+            "summary": [
+                {"name": s.name, "means": s.means, "p_values": s.p_values} for s in summaries
+            ],
+            "agreement": pooled,
+        }
+        atomic_write_text(args.out, json.dumps(payload, indent=2) + "\n")
+        console.print(f"wrote {args.out}")
+    return 0

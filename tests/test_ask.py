@@ -1,0 +1,148 @@
+"""``covrag ask`` end to end: the chain's records and costs, its run file, and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from covrag.ask import AskConfig, ask
+from covrag.cli import main
+from covrag.evaluate.answers_io import evaluate_variants, load_variants
+from covrag.report.runfile import parse_run_file
+from covrag.retrieve import BM25Retriever
+from covrag.types import Aspect, Passage
+from generate_support import KeywordCoverage
+from llm_support import ScriptedLLM
+
+CORPUS = (
+    Passage("c1", "School uniforms reduce bullying between pupils."),
+    Passage("c2", "Uniforms cost parents a lot of money each year."),
+    Passage("c3", "School uniforms stop pupils who want to express their identity."),
+    Passage("c4", "Uniforms make religion visible or invisible in school."),
+    Passage("c5", "Trains are faster than buses."),
+)
+ASPECTS = (
+    Aspect("sq1", "bullying at school"),
+    Aspect("sq2", "cost of uniforms"),
+    Aspect("sq3", "express identity"),
+)
+CRITIQUE = json.dumps({"underused": [2], "missing": "The cost is missing."})
+
+
+def test_ask_runs_every_stage_and_records_it(tmp_path: Path) -> None:
+    llm = ScriptedLLM(
+        ["Uniforms reduce bullying [1].", CRITIQUE, "Uniforms reduce bullying [1]. They cost [2]."]
+    )
+    stages: list[str] = []
+    result = ask(
+        "Should schools require uniforms?",
+        llm,
+        BM25Retriever().index(CORPUS),
+        AskConfig(pool=4, k=2, passes=1),
+        exclude=["religion"],
+        aspects=(*ASPECTS, Aspect("exc1", "religion", polarity="exclude")),
+        estimator=KeywordCoverage(),
+        on_stage=stages.append,
+    )
+    assert stages == [
+        "plan", "retrieve", "estimate", "select", "generate", "write", "critique 1", "rewrite 1",
+    ]  # fmt: skip
+    # The exclude aspect is never searched; the request tells the writer to leave it out.
+    assert "religion" not in result.queries
+    assert "Do not write about: religion." in llm.requests[0][0][-1].content
+    assert result.query.request.endswith("Leave out: religion.")
+    assert len(result.selection) == 2 and result.topic.passages[0].tokens is not None
+    assert {a.id for a in result.uncovered} == {"sq1", "sq2", "sq3"} - set(result.selection.covered)
+    assert result.costs["estimate"].pairs_scored == len(result.topic.passages) * 4
+    assert result.costs["generate"].llm.calls == 3 and result.costs["plan"].llm.calls == 0
+    assert len(result.generation.drafts) == 2
+
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps(result.run_record()))
+    data = json.loads(path.read_text())
+    parsed = parse_run_file(data, str(path))
+    (topic,) = parsed.topics
+    assert topic.answer is not None and topic.answer == result.generation.answer
+    record = data["topics"][0]
+    assert record["plan"]["exclude"] == ["religion"]
+    assert set(record["costs"]) == {"plan", "retrieve", "estimate", "select", "generate"}
+    assert len(record["generation"]["drafts"]) == 2
+
+    variants = load_variants([path], all_passes=True)
+    assert list(variants) == ["ask#0", "ask#1"]
+    evaluations = evaluate_variants(variants, None, estimator=KeywordCoverage())
+    first, second = evaluations["ask#0"][0], evaluations["ask#1"][0]
+    assert [n.aspect_id for n in first.nuggets] == ["sq1", "sq2", "sq3"]  # exclude not judged
+    assert second.answer_strecall("cheap") >= first.answer_strecall("cheap")
+
+
+@pytest.mark.model
+def test_ask_asks_the_llm_for_sub_questions() -> None:
+    questions = ["Do uniforms reduce bullying?", "What do uniforms cost parents?"]
+    llm = ScriptedLLM([json.dumps({"sub_questions": questions}), "Uniforms reduce bullying [1]."])
+    config = AskConfig(subquestions=2, pool=3, k=1, passes=0)
+    result = ask(
+        "Should schools require uniforms?",
+        llm,
+        BM25Retriever().index(CORPUS),
+        config,
+        estimator=KeywordCoverage(),
+    )
+    assert result.subquestions is not None and result.subquestions.texts == tuple(questions)
+    assert [a.text for a in result.topic.aspects] == questions
+    assert result.costs["plan"].llm.calls == 1 and result.costs["plan"].llm.prompt_tokens == 3
+
+
+def test_eval_answers_cli_compares_passes_with_the_cheap_judge(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    llm = ScriptedLLM(
+        ["School uniforms reduce bullying [1].", CRITIQUE, "Uniforms cost money [2]."]
+    )
+    result = ask(
+        "Should schools require uniforms?",
+        llm,
+        BM25Retriever().index(CORPUS),
+        AskConfig(pool=4, k=2, passes=1),
+        aspects=ASPECTS,
+        estimator=KeywordCoverage(),
+    )
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps(result.run_record()))
+    out = tmp_path / "judged.json"
+    code = main(["eval-answers", str(path), "--all-passes", "--no-llm", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "ask#0" in captured.out and "ask#1" in captured.out
+    judged = json.loads(out.read_text())
+    assert set(judged["variants"]) == {"ask#0", "ask#1"}
+    assert all(n["llm"] is None for n in judged["variants"]["ask#0"][0]["nuggets"])
+    # A run without drafts cannot be split into passes; the error names the field.
+    data = json.loads(path.read_text())
+    del data["topics"][0]["generation"]
+    path.write_text(json.dumps(data))
+    assert main(["eval-answers", str(path), "--all-passes", "--no-llm"]) == 2
+    assert "topics[0]" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_ask_cli_on_the_tiny_model(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("xllamacpp")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": p.id, "text": p.text}) + "\n" for p in CORPUS))
+    out = tmp_path / "ask.json"
+    args = ["ask", "Should schools require uniforms?", "--corpus", str(corpus)]
+    args += ["--llm", "local(model='smollm2', n_threads=1)", "--no-cache", "--passes", "1"]
+    args += ["--aspects", "Do uniforms reduce bullying?", "What do uniforms cost?"]
+    args += ["--k", "3", "--pool", "4", "--out", str(out)]
+    code = main(args)
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "Selection" in captured.out and "Answer" in captured.out and "Costs" in captured.out
+    record = json.loads(out.read_text())["topics"][0]
+    assert len(record["generation"]["drafts"]) == 2
+    assert record["costs"]["generate"]["llm"]["calls"] >= 2
+    assert record["costs"]["estimate"]["pairs_scored"] > 0
+    html = tmp_path / "ask.html"
+    assert main(["report", str(out), "-o", str(html)]) == 0
+    assert "Answer" in html.read_text()
