@@ -30,9 +30,11 @@ SYSTEM_PROMPT = (
 )
 
 CITATION_RULES = (
-    "End every sentence that states a fact with the number of each passage that supports it in "
-    "square brackets, for example [2] or [1][4]. Cite only passages 1 to {k}. Write one sentence "
-    "per line, with no title, no list markers and nothing else."
+    "Write connected prose in your own words: do not copy or list the passages one by one, and "
+    "bring together passages that make the same point. End every sentence that states a fact "
+    "with the number of each passage that supports it in square brackets, as in this example "
+    'about another topic: "Road tolls cut traffic in city centres [2][5]." Cite only passages '
+    "1 to {k}. Write one sentence per line, with no title, no list markers and nothing else."
 )
 
 
@@ -148,7 +150,8 @@ class CitedWriter:
             f"Feedback on it:\n{feedback or '(none)'}\n\n"
             f"Rewrite the answer in about {self.rewrite_sentences} sentences, using only the "
             "passages. Keep what is correct and supported, and add what the feedback says is "
-            f"missing. {CITATION_RULES.format(k=len(passages))}"
+            "missing, from the passages; never copy the feedback itself into the answer. "
+            f"{CITATION_RULES.format(k=len(passages))}"
         )
         constraints = self._constraints(outline)
         if constraints:
