@@ -132,7 +132,7 @@ def test_ask_cli_on_the_tiny_model(tmp_path: Path, capsys) -> None:  # type: ign
     corpus.write_text("".join(json.dumps({"id": p.id, "text": p.text}) + "\n" for p in CORPUS))
     out = tmp_path / "ask.json"
     args = ["ask", "Should schools require uniforms?", "--corpus", str(corpus)]
-    args += ["--llm", "local(model='smollm2', n_threads=1)", "--no-cache", "--passes", "1"]
+    args += ["--llm", "local(model='smollm2', n_threads=1)", "--no-llm-cache", "--passes", "1"]
     args += ["--aspects", "Do uniforms reduce bullying?", "What do uniforms cost?"]
     args += ["--k", "3", "--pool", "4", "--out", str(out)]
     code = main(args)

@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from covrag.commands_plan import add_llm_args
 from covrag.types import Aspect
 
 DEFAULT_ASK_OUT = Path("ask-run.json")
@@ -54,8 +55,7 @@ def add_ask_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--selector", default="greedy-coverage", help="selector spec")
     p.add_argument("--coverage", default="cross-encoder", help="coverage estimator spec")
     p.add_argument("--max-words", type=int, default=250, help="words per passage in prompts")
-    p.add_argument("--llm", default="local", help="LLM spec: local, local(model=...), openai(...)")
-    p.add_argument("--no-cache", action="store_true", help="do not use the LLM response cache")
+    add_llm_args(p)
     p.add_argument(
         "--out", type=Path, default=DEFAULT_ASK_OUT, help="run JSON to write (covrag report)"
     )
@@ -76,9 +76,8 @@ def add_ask_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
         action="store_true",
         help="evaluate every draft stored in a run (answers after 0, 1, ... passes) as variants",
     )
-    p.add_argument("--llm", default="local", help="LLM judge spec")
+    add_llm_args(p)
     p.add_argument("--no-llm", action="store_true", help="cross-encoder judge only (cheap)")
-    p.add_argument("--no-cache", action="store_true", help="do not use the LLM response cache")
     p.add_argument("--seed", type=int, default=0, help="seed of the randomization tests")
     p.add_argument("--out", type=Path, default=None, help="write per-topic judgments as JSON")
 
@@ -117,7 +116,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
         outline=args.outline,
         max_words=args.max_words,
     )
-    llm = parse_llm(args.llm, cache=not args.no_cache)
+    llm = parse_llm(args.llm, cache=not args.no_llm_cache)
     steps = len(STAGES) + 1 + 2 * args.passes
     started = time.perf_counter()
     with progress_bar(console) as progress:
@@ -222,7 +221,9 @@ def run_eval_answers(args: argparse.Namespace, console: Console) -> int:
     from covrag.llm import parse_llm
 
     variants = load_variants(args.runs, all_passes=args.all_passes, dataset=args.dataset)
-    judge = None if args.no_llm else LLMAnswerJudge(parse_llm(args.llm, cache=not args.no_cache))
+    judge = None
+    if not args.no_llm:
+        judge = LLMAnswerJudge(parse_llm(args.llm, cache=not args.no_llm_cache))
     total = sum(len(v) for v in variants.values())
     with progress_bar(console) as progress:
         task = progress.add_task("judge answers", total=total)
