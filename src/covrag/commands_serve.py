@@ -32,6 +32,14 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
     p.add_argument(
         "--selector", default="expected-coverage", help="selector when a request names none"
     )
+    p.add_argument(
+        "--llm",
+        default=None,
+        help="LLM spec (e.g. local) that enables POST /v1/plan and /v1/answer (default: off)",
+    )
+    p.add_argument(
+        "--llm-timeout", type=float, default=600.0, help="seconds per LLM request before a 504"
+    )
     p.add_argument("--reports-dir", type=Path, default=None, help="folder of HTML reports to serve")
     p.add_argument(
         "--no-preload",
@@ -54,6 +62,8 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
         default_selector=args.selector,
         reports_dir=args.reports_dir,
         preload=not args.no_preload,
+        llm=args.llm,
+        llm_timeout_s=args.llm_timeout,
     )
     auth = "API key required" if config.api_key else "no API key (open)"
     console.print(f"covrag serve on http://{args.host}:{args.port} ({auth}); docs at /docs")

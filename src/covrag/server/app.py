@@ -1,8 +1,10 @@
 """The FastAPI app behind ``covrag serve``.
 
-Routes: ``POST /v1/select``, ``GET /healthz``, ``GET /reports`` and ``GET /reports/{name}``, and
-FastAPI's ``/openapi.json`` and ``/docs``. Every error is a JSON :class:`ErrorOut` naming the
-offending field. CPU-bound work runs in a thread pool under a per-request timeout (504).
+Routes: ``POST /v1/select``, ``POST /v1/plan`` and ``POST /v1/answer`` (with an LLM,
+:mod:`covrag.server.llm_routes`), ``GET /healthz``, ``GET /reports`` and
+``GET /reports/{name}``, and FastAPI's ``/openapi.json`` and ``/docs``. Every error is a JSON
+:class:`ErrorOut` naming the offending field. CPU-bound work runs in a thread pool under a
+per-request timeout (504).
 """
 
 from __future__ import annotations
@@ -111,6 +113,12 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         """
         job = build_job(request, config)
         return await in_thread(run_job, job)
+
+    if config.llm is not None:
+        from covrag.llm import parse_llm
+        from covrag.server.llm_routes import add_llm_routes
+
+        add_llm_routes(api, config, executor, parse_llm(config.llm), _ERRORS)
 
     @api.get("/healthz", response_model=HealthOut, summary="Liveness and what the server offers")
     async def healthz() -> HealthOut:

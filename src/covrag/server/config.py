@@ -24,6 +24,9 @@ class ServerConfig:
         reports_dir: Folder whose ``*.html`` files ``GET /reports/{name}`` serves (None: none).
         preload: Load the models of the default estimator when the server starts, so the first
             request does not pay for it.
+        llm: LLM specification (``local``, ``openai(...)``) that enables ``POST /v1/plan`` and
+            ``POST /v1/answer``; None leaves those routes out.
+        llm_timeout_s: Seconds an LLM request may compute before it is answered with 504.
     """
 
     api_key: str | None = None
@@ -34,6 +37,8 @@ class ServerConfig:
     default_selector: str = "expected-coverage"
     reports_dir: Path | None = None
     preload: bool = True
+    llm: str | None = None
+    llm_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
         if self.api_key is not None and not self.api_key.strip():
@@ -42,6 +47,8 @@ class ServerConfig:
             raise ConfigError(f"max_body_bytes must be >= 1, got {self.max_body_bytes}")
         if not self.timeout_s > 0:
             raise ConfigError(f"timeout_s must be > 0, got {self.timeout_s}")
+        if not self.llm_timeout_s > 0:
+            raise ConfigError(f"llm_timeout_s must be > 0, got {self.llm_timeout_s}")
         if self.workers < 1:
             raise ConfigError(f"workers must be >= 1, got {self.workers}")
         if self.reports_dir is not None and not Path(self.reports_dir).is_dir():

@@ -1,0 +1,354 @@
+"""``POST /v1/plan`` and ``POST /v1/answer``: the LLM stages over HTTP (``covrag serve --llm``).
+
+``/v1/plan`` decomposes a question into sub-questions (DES) with include / exclude constraints and,
+when asked, a QPlanner outline. ``/v1/answer`` writes a cited answer from the caller's passages
+(optionally selecting ``k`` of them first by coverage of the caller's aspects) with
+critique-and-rewrite passes, and returns every draft, critique, invalid citation and what it cost.
+Both run in the server's thread pool under ``llm_timeout_s``; an LLM that fails (unreachable,
+unusable replies after the retries) is answered with 502. The routes exist only when the server
+has an LLM (``ServerConfig.llm``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal, TypeVar
+
+from fastapi import FastAPI, HTTPException
+from pydantic import BaseModel, Field
+
+from covrag.coverage import CrossEncoderCoverage, parse_estimator
+from covrag.coverage.base import CoverageEstimator
+from covrag.errors import ConfigError, LLMError
+from covrag.generate import CitedWriter, Critic, CritiqueContext, CritiqueRewriteGenerator
+from covrag.generate.records import Draft, LLMCost
+from covrag.llm.base import LLM
+from covrag.pipeline import PrepareConfig, prepare
+from covrag.plan import C2Query, LLMDecomposer, QPlanner
+from covrag.select.base import parse_selector
+from covrag.server.config import ServerConfig
+from covrag.server.schemas import MAX_ASPECTS, MAX_TEXT, AspectIn, PassageIn, _Strict
+from covrag.server.service import MODEL_LOCK, RequestFieldError
+from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Topic
+
+T = TypeVar("T")
+
+MAX_CONTEXT = 200
+
+
+class PlanRequest(_Strict):
+    """Plan a question: sub-questions, constraints and (optionally) an outline."""
+
+    question: str = Field(min_length=1, max_length=MAX_TEXT)
+    include: list[str] = Field(default_factory=list, max_length=20, description="to cover")
+    exclude: list[str] = Field(default_factory=list, max_length=20, description="to leave out")
+    subquestions: int = Field(default=8, ge=1, le=20, description="sub-questions to write")
+    outline: bool = Field(default=False, description="also plan a QTree and pick an outline")
+
+
+class AspectOut(BaseModel):
+    id: str
+    text: str
+    polarity: str
+
+
+class CostOut(BaseModel):
+    calls: int
+    cached_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+
+
+class OutlineOut(BaseModel):
+    texts: list[str]
+    score: int | None = Field(description="the judge's 1-5 score")
+    rationale: str
+    baseline_score: int | None = Field(description="the random outline's score")
+
+
+class PlanResponse(BaseModel):
+    """The plan: the aspects a complete answer covers, and the outline when asked for."""
+
+    request: str
+    base: str
+    aspects: list[AspectOut] = Field(description="sub-questions, then include/exclude aspects")
+    dropped: list[str] = Field(description="sub-questions dropped as near-duplicates")
+    outline: OutlineOut | None
+    llm: CostOut
+    seconds: float
+
+
+class AnswerRequest(_Strict):
+    """Write a cited answer from the given passages, with critique-and-rewrite passes."""
+
+    question: str = Field(min_length=1, max_length=MAX_TEXT)
+    passages: list[PassageIn] = Field(
+        min_length=1, max_length=MAX_CONTEXT, description="the context, numbered [1].. in order"
+    )
+    aspects: list[AspectIn] = Field(
+        default_factory=list,
+        max_length=MAX_ASPECTS,
+        description="what the answer must cover: the critique points at passages covering "
+        "aspects the answer misses; needed by k",
+    )
+    k: int | None = Field(
+        default=None, ge=1, le=MAX_CONTEXT, description="select k passages by coverage first"
+    )
+    passes: int = Field(default=2, ge=0, le=3, description="critique-and-rewrite passes")
+    feedback: Literal["self", "pointers"] = Field(default="pointers")
+    max_words: int = Field(default=250, ge=1, le=5000, description="words per passage in prompts")
+    sentences: int = Field(default=12, ge=1, le=60)
+    rewrite_sentences: int = Field(default=18, ge=1, le=80)
+    max_tokens: int = Field(
+        default=800, ge=16, le=8192, description="most tokens per first answer (rewrites: 1.5x)"
+    )
+
+
+class SentenceOut(BaseModel):
+    text: str
+    passage_ids: list[str]
+
+
+class InvalidCitationOut(BaseModel):
+    sentence: int = Field(description="0-based index of the sentence")
+    number: int = Field(description="the [n] that names no passage")
+
+
+class DraftOut(BaseModel):
+    sentences: list[SentenceOut]
+    invalid_citations: list[InvalidCitationOut]
+    problems: list[str]
+    llm: CostOut
+
+
+class CritiqueOut(BaseModel):
+    llm_underused: list[str]
+    llm_notes: str
+    never_cited: list[str]
+    missing_aspects: list[str]
+    feedback: str
+    llm: CostOut
+
+
+class AnswerResponse(BaseModel):
+    """The final answer, every draft and critique, and the cost."""
+
+    passage_ids: list[str] = Field(description="the context as numbered in the prompts")
+    sentences: list[SentenceOut] = Field(description="the final answer")
+    problems: list[str] = Field(description="what is wrong with the final answer, if anything")
+    drafts: list[DraftOut] = Field(description="answers after 0, 1, ... passes")
+    critiques: list[CritiqueOut]
+    llm: CostOut
+    seconds: float
+
+
+class _Locked(CoverageEstimator):
+    """An estimator whose models run under the server's model lock (shared with /v1/select)."""
+
+    name = "locked"
+
+    def __init__(self, inner: CoverageEstimator) -> None:
+        self.inner = inner
+
+    def estimate(self, topic: Topic) -> CoverageMatrix:
+        with MODEL_LOCK:
+            return self.inner.estimate(topic)
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+
+def _cost(cost: LLMCost) -> CostOut:
+    return CostOut(**cost.as_dict())
+
+
+def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
+    """Decompose (and outline) a question; blocking, call from a thread."""
+    started = time.perf_counter()
+    before = llm.usage.as_dict()
+    try:
+        query = C2Query.explicit(request.question, request.include, request.exclude)
+    except ConfigError as exc:
+        raise RequestFieldError("exclude", str(exc)) from exc
+    outline = None
+    if request.outline:
+        plan = QPlanner(llm, subquestions=request.subquestions).plan(
+            request.question, request.include, request.exclude
+        )
+        subquestions = plan.subquestions
+        outline = OutlineOut(
+            texts=list(plan.best.texts),
+            score=plan.best.score,
+            rationale=plan.best.rationale,
+            baseline_score=plan.baseline.score,
+        )
+    else:
+        with MODEL_LOCK:  # the de-duplication encoder is shared
+            subquestions = LLMDecomposer(llm, n=request.subquestions).decompose(query.base)
+    aspects = (*(subquestions.aspects if subquestions else ()), *query.aspects())
+    after = llm.usage.as_dict()
+    spent = {k: after[k] - before[k] for k in ("calls", "cached_calls", "prompt_tokens")}
+    return PlanResponse(
+        request=query.request,
+        base=query.base,
+        aspects=[AspectOut(id=a.id, text=a.text, polarity=a.polarity) for a in aspects],
+        dropped=list(subquestions.dropped) if subquestions else [],
+        outline=outline,
+        llm=CostOut(
+            calls=int(spent["calls"]),
+            cached_calls=int(spent["cached_calls"]),
+            prompt_tokens=int(spent["prompt_tokens"]),
+            completion_tokens=int(after["completion_tokens"] - before["completion_tokens"]),
+            seconds=round(float(after["seconds"] - before["seconds"]), 3),
+        ),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _topic(request: AnswerRequest) -> Topic:
+    seen: set[str] = set()
+    for i, passage in enumerate(request.passages):
+        if passage.id in seen:
+            raise RequestFieldError(f"passages[{i}].id", f"duplicate id {passage.id!r}")
+        seen.add(passage.id)
+    aspect_ids: set[str] = set()
+    for i, aspect in enumerate(request.aspects):
+        if aspect.id in aspect_ids:
+            raise RequestFieldError(f"aspects[{i}].id", f"duplicate id {aspect.id!r}")
+        aspect_ids.add(aspect.id)
+    if request.k is not None and not request.aspects:
+        raise RequestFieldError("aspects", "selecting k passages by coverage needs aspects")
+    return Topic(
+        query_id="answer",
+        query=request.question,
+        passages=tuple(
+            Passage(id=p.id, text=p.text, tokens=p.tokens, score=p.score) for p in request.passages
+        ),
+        aspects=tuple(
+            Aspect(id=a.id, text=a.text, weight=a.weight, vital=a.vital, polarity=a.polarity)
+            for a in request.aspects
+        ),
+    )
+
+
+def _draft_out(draft: Draft) -> DraftOut:
+    return DraftOut(
+        sentences=[
+            SentenceOut(text=s.text, passage_ids=list(s.passage_ids))
+            for s in draft.answer.sentences
+        ],
+        invalid_citations=[
+            InvalidCitationOut(sentence=c.sentence, number=c.number) for c in draft.parsed.invalid
+        ],
+        problems=list(draft.problems),
+        llm=_cost(draft.cost),
+    )
+
+
+def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> AnswerResponse:
+    """Select (when ``k`` is set) and write the answer; blocking, call from a thread."""
+    started = time.perf_counter()
+    topic = _topic(request)
+    context = list(topic.passages)
+    coverage: CoverageMatrix | None = None
+    estimator: CoverageEstimator | None = None
+    if topic.aspects:
+        base = parse_estimator(config.default_coverage)
+        estimator = _Locked(base if base.name != "gold" else CrossEncoderCoverage())
+        candidates = prepare(topic, estimator, PrepareConfig(relevance="order")).candidates
+        coverage = candidates.coverage
+        if request.k is not None and request.k < len(context):
+            selection = parse_selector(config.default_selector).select(
+                candidates, Budget(max_passages=request.k)
+            )
+            by_id = {p.id: p for p in candidates.passages}
+            context = [by_id[p] for p in selection.passage_ids]
+    writer = CitedWriter(
+        llm,
+        sentences=request.sentences,
+        rewrite_sentences=request.rewrite_sentences,
+        max_words=request.max_words,
+        max_tokens=request.max_tokens,
+    )
+    critic = Critic(
+        llm,
+        mode=request.feedback,
+        estimator=estimator if request.feedback == "pointers" else None,
+        max_words=request.max_words,
+    )
+    result = CritiqueRewriteGenerator(writer, critic, passes=request.passes).generate(
+        request.question, context, context=CritiqueContext(topic.aspects, coverage)
+    )
+    final = result.drafts[-1]
+    return AnswerResponse(
+        passage_ids=[p.id for p in result.passages],
+        sentences=_draft_out(final).sentences,
+        problems=list(final.problems),
+        drafts=[_draft_out(d) for d in result.drafts],
+        critiques=[
+            CritiqueOut(
+                llm_underused=list(c.llm_underused),
+                llm_notes=c.llm_notes,
+                never_cited=list(c.never_cited),
+                missing_aspects=list(c.missing_aspects),
+                feedback=c.feedback,
+                llm=_cost(c.cost),
+            )
+            for c in result.critiques
+        ],
+        llm=_cost(result.cost),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def add_llm_routes(
+    api: FastAPI,
+    config: ServerConfig,
+    executor: ThreadPoolExecutor,
+    llm: LLM,
+    errors: dict[int | str, dict[str, Any]],
+) -> None:
+    """Register ``/v1/plan`` and ``/v1/answer`` on the FastAPI app ``api``."""
+    documented = {
+        **errors,
+        502: {"model": errors[422]["model"], "description": "the LLM failed"},
+    }
+
+    async def in_thread(fn: Callable[..., T], *args: Any) -> T:
+        future = asyncio.get_running_loop().run_in_executor(executor, functools.partial(fn, *args))
+        try:
+            return await asyncio.wait_for(future, config.llm_timeout_s)
+        except TimeoutError:
+            raise HTTPException(
+                504, f"the request took longer than the server's {config.llm_timeout_s:g} s"
+            ) from None
+        except LLMError as exc:
+            raise HTTPException(502, f"the LLM failed: {exc}") from None
+
+    @api.post(
+        "/v1/plan",
+        response_model=PlanResponse,
+        responses=documented,
+        summary="Sub-questions (and an outline) for a question, from the server's LLM",
+    )
+    async def plan(request: PlanRequest) -> PlanResponse:
+        """DES sub-questions of the question, its include / exclude aspects, and with
+        ``outline`` a QPlanner outline (QTree, judged candidates, random baseline score)."""
+        return await in_thread(run_plan, request, llm)
+
+    @api.post(
+        "/v1/answer",
+        response_model=AnswerResponse,
+        responses=documented,
+        summary="A cited answer from the given passages, with critique-and-rewrite passes",
+    )
+    async def answer(request: AnswerRequest) -> AnswerResponse:
+        """Writes a cited answer (about ``sentences`` sentences, each factual one citing
+        passages as [n]) and ``passes`` critique-and-rewrite rounds; citations of passages that
+        do not exist are reported per draft, never kept."""
+        return await in_thread(run_answer, request, llm, config)

@@ -1,0 +1,97 @@
+"""``POST /v1/plan`` and ``POST /v1/answer`` on a live uvicorn, with the real tiny model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("xllamacpp")
+
+from covrag.server import ServerConfig, create_app  # noqa: E402
+from covrag.server.run import serve_in_background  # noqa: E402
+
+pytestmark = pytest.mark.model
+
+TINY = "local(model='smollm2', n_threads=1)"
+PASSAGES = [
+    {"id": "p1", "text": "School uniforms reduce bullying between pupils."},
+    {"id": "p2", "text": "Uniforms cost parents a lot of money each year."},
+    {"id": "p3", "text": "Uniforms stop pupils who want to express their identity."},
+]
+ASPECTS = [
+    {"id": "a1", "text": "Do uniforms reduce bullying?"},
+    {"id": "a2", "text": "What do uniforms cost parents?"},
+]
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    config = ServerConfig(llm=TINY, preload=False, timeout_s=60, llm_timeout_s=120)
+    with serve_in_background(config) as url, httpx.Client(base_url=url, timeout=120) as http:
+        yield http
+
+
+def test_llm_routes_exist_only_with_an_llm() -> None:
+    assert "/v1/answer" not in create_app(ServerConfig(preload=False)).openapi()["paths"]
+    paths = create_app(ServerConfig(preload=False, llm=TINY)).openapi()["paths"]
+    assert {"/v1/plan", "/v1/answer", "/v1/select"} <= set(paths)
+    assert "502" in paths["/v1/answer"]["post"]["responses"]
+
+
+def test_answer_selects_writes_critiques_and_rewrites(client: Any) -> None:
+    body = {
+        "question": "Should schools require uniforms?",
+        "passages": PASSAGES,
+        "aspects": ASPECTS,
+        "k": 2,
+        "passes": 1,
+        "sentences": 2,
+        "max_tokens": 48,
+    }
+    response = client.post("/v1/answer", json=body)
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert len(data["passage_ids"]) == 2 and set(data["passage_ids"]) <= {"p1", "p2", "p3"}
+    assert len(data["drafts"]) == 2 and len(data["critiques"]) == 1
+    assert data["sentences"] == data["drafts"][-1]["sentences"]
+    for draft in data["drafts"]:
+        assert all(set(s["passage_ids"]) <= set(data["passage_ids"]) for s in draft["sentences"])
+        assert all(not 1 <= c["number"] <= 2 for c in draft["invalid_citations"])
+        assert draft["llm"]["calls"] + draft["llm"]["cached_calls"] == 1
+    assert data["llm"]["prompt_tokens"] > 100
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"passages": [PASSAGES[0], PASSAGES[0]]}, "passages[1].id"),
+        ({"k": 1, "aspects": []}, "aspects"),
+        ({"passes": 4}, "passes"),
+        ({"passages": []}, "passages"),
+        ({"feedback": "oracle-nuggets"}, "feedback"),
+        ({"surprise": 1}, "surprise"),
+    ],
+)
+def test_answer_errors_name_the_field(client: Any, change: dict[str, Any], field: str) -> None:
+    body = {"question": "Should schools require uniforms?", "passages": PASSAGES, **change}
+    response = client.post("/v1/answer", json=body)
+    assert response.status_code == 422
+    assert response.json()["field"] == field
+
+
+@pytest.mark.slow
+def test_plan_reports_a_failing_llm_as_502(client: Any) -> None:
+    # SmolLM2 cannot write valid sub-questions: after the retries the LLM step fails, and the
+    # server says so with 502 and every attempt, instead of inventing a plan.
+    response = client.post(
+        "/v1/plan", json={"question": "Should schools require uniforms?", "subquestions": 2}
+    )
+    assert response.status_code == 502
+    assert "the LLM failed" in response.json()["detail"]
+    bad = client.post("/v1/plan", json={"question": "x", "include": ["a"], "exclude": ["a"]})
+    assert bad.status_code == 422 and bad.json()["field"] == "exclude"
