@@ -368,8 +368,9 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
         "with perfect coverage estimates; @ embedding uses MiniLM similarity instead, a weak "
         "estimate; @ cross-encoder uses covrag's own coverage model (trained on the train "
         "splits, shipped as int8 ONNX), with no labels. expected-coverage reads the model's "
-        "probabilities instead of a threshold, so a confident match beats a near miss. exact @ gold is the most key points any "
-        "10 arguments can cover: headroom is how far each method is from it on StRecall@10."
+        "probabilities instead of a threshold, so a confident match beats a near miss. "
+        "exact @ gold is the most key points any 10 arguments can cover: headroom is how far "
+        "each method is from it on StRecall@10."
     )
     _write_bench(result, args.out)
     console.print(f"\nRuns and summary.json written to {args.out}/")
