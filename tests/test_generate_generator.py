@@ -160,3 +160,18 @@ def test_tiny_model_writes_critiques_and_rewrites() -> None:
         assert all(set(s.passage_ids) <= known for s in draft.answer.sentences)
         assert all(not 1 <= c.number <= 3 for c in draft.parsed.invalid)
     assert result.cost.calls >= 2 and result.cost.prompt_tokens > 100
+
+
+def test_outline_and_exclusions_guide_the_first_answer_and_every_rewrite() -> None:
+    llm = ScriptedLLM(["Uniforms cut bullying [1].", CRITIQUE, FULL])
+    writer = CitedWriter(llm, exclude=["religion"])
+    generator = CritiqueRewriteGenerator(writer, Critic(llm, mode="self"), passes=1)
+    outline = ("How uniforms affect bullying", "What uniforms cost")
+    result = generator.generate(QUESTION, PASSAGES, outline=outline)
+    assert result.outline == outline
+    write_prompt, rewrite_prompt = llm.requests[0][0][-1].content, llm.requests[2][0][-1].content
+    for prompt in (write_prompt, rewrite_prompt):
+        assert "Follow this outline" in prompt
+        assert "1. How uniforms affect bullying\n2. What uniforms cost" in prompt
+        assert "Do not write about: religion." in prompt
+    assert "outline" not in llm.requests[1][0][-1].content  # the critique reads no outline
