@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from covrag.errors import StructuredOutputError
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message
 
 
@@ -32,6 +33,17 @@ class ScriptedLLM(LLM):
         if not self.replies:
             raise AssertionError("the script has no more replies")
         return ChatResult(self.replies.pop(0), self.model, prompt_tokens=3, completion_tokens=2)
+
+
+def check_failure(exc: StructuredOutputError, attempts: int) -> None:
+    """A real model that keeps failing a check: the error must show each reply and its problem.
+
+    SmolLM2-135M often cannot satisfy the planning checks (it repeats the question, writes
+    statements, picks unconnected nodes); these tests then exercise the failure path on real output.
+    """
+    assert len(exc.attempts) == attempts
+    assert all(raw.strip() and problem for raw, problem in exc.attempts)
+    assert f"no valid answer in {attempts} attempts" in str(exc)
 
 
 def tiny_llm() -> LLM:

