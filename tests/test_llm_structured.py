@@ -64,13 +64,13 @@ def test_chat_json_retries_with_feedback_then_succeeds() -> None:
     assert result.value == {"items": ["one", "two"]}
     assert result.attempts == 3
     assert llm.usage.calls == 3 and llm.usage.retries == 2
-    # The second request shows the model its bad reply and what was wrong with it.
+    # The retries repeat the request with a note on what was wrong (not the bad reply itself).
     second, schema = llm.requests[1]
-    assert schema == SCHEMA
-    assert second[1].role == "assistant" and second[1].content == "I think the answer is..."
-    assert "not JSON" in second[2].content
+    assert schema == SCHEMA and len(second) == 1
+    assert second[0].content.startswith("list two\n\nA previous answer to this was rejected")
+    assert "not JSON" in second[0].content and "I think" not in second[0].content
     third = llm.requests[2][0]
-    assert "exactly 2 items, got 1" in third[2].content and len(third) == 3
+    assert "exactly 2 items, got 1" in third[0].content and "not JSON" not in third[0].content
 
 
 def test_chat_json_runs_the_task_check() -> None:

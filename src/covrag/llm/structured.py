@@ -4,7 +4,8 @@ Backends that support it decode under the schema (llama.cpp turns it into a gram
 structured outputs). Whatever the backend, the reply is then parsed, validated against the schema
 (the subset of JSON Schema covrag's prompts use) and against a task-specific check (exact counts,
 no overlap, ...). An invalid reply is shown back to the model with what was wrong, a bounded
-number of times; after that a :class:`~covrag.errors.StructuredOutputError` lists every attempt.
+number of times (sampling retries at a higher temperature with fixed seeds); after that a
+:class:`~covrag.errors.StructuredOutputError` lists every attempt.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from covrag.errors import ConfigError, StructuredOutputError
-from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message, assistant, user
+from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +113,19 @@ def _is_type(value: Any, kind: str | Sequence[str]) -> bool:
     return checks[kind](value)
 
 
+def with_feedback(messages: Sequence[Message], problem: str) -> list[Message]:
+    """The request again, its last message noting why the previous answer was rejected.
+
+    The rejected answer itself is not shown: small models shown their own reply tend to copy it.
+    """
+    last = messages[-1]
+    note = (
+        f"\n\nA previous answer to this was rejected: {problem}. Write a new answer that avoids "
+        "this mistake; reply with JSON only."
+    )
+    return [*messages[:-1], Message(last.role, last.content + note)]
+
+
 @dataclass(frozen=True)
 class Structured:
     """A validated structured answer and what it took.
@@ -184,14 +198,7 @@ def chat_json(
             logger.info("%s: attempt %d invalid: %s", task, attempt + 1, problem)
             if attempt < retries:
                 llm.usage.add_retry()
-                conversation = [
-                    *messages,
-                    assistant(result.text),
-                    user(
-                        f"That answer is not valid: {problem}. Reply again with JSON only, "
-                        "following the same instructions."
-                    ),
-                ]
+                conversation = with_feedback(messages, problem)
             continue
         return Structured(checked, attempt + 1, tuple(results))
     raise StructuredOutputError(task, failures)
