@@ -146,3 +146,24 @@ def test_ask_cli_on_the_tiny_model(tmp_path: Path, capsys) -> None:  # type: ign
     html = tmp_path / "ask.html"
     assert main(["report", str(out), "-o", str(html)]) == 0
     assert "Answer" in html.read_text()
+
+
+@pytest.mark.model
+def test_an_outline_the_llm_cannot_plan_falls_back_to_sub_questions() -> None:
+    split = json.dumps(
+        {"base_query": "Should schools require uniforms?", "include": [], "exclude": []}
+    )
+    questions = json.dumps({"sub_questions": ["Do uniforms reduce bullying?"]})
+    llm = ScriptedLLM([split, questions, "no tree", "no tree", "no tree", questions, "Yes [1]."])
+    result = ask(
+        "Should schools require uniforms?",
+        llm,
+        BM25Retriever().index(CORPUS),
+        AskConfig(subquestions=1, pool=3, k=1, passes=0, outline=True),
+        estimator=KeywordCoverage(),
+    )
+    assert result.plan is None and result.subquestions is not None
+    assert [a.text for a in result.topic.aspects] == ["Do uniforms reduce bullying?"]
+    assert len(result.warnings) == 1 and result.warnings[0].startswith("no outline (QTree")
+    assert "Follow this outline" not in llm.requests[-1][0][-1].content
+    assert result.run_record()["topics"][0]["warnings"] == list(result.warnings)

@@ -19,6 +19,7 @@ file that ``covrag report`` renders, and evaluated later (``covrag eval-answers`
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from typing import Any
 
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
-from covrag.errors import ConfigError
+from covrag.errors import ConfigError, StructuredOutputError
 from covrag.generate import CitedWriter, Critic, CritiqueContext, CritiqueRewriteGenerator
 from covrag.generate.records import GenerationResult, LLMCost
 from covrag.llm.base import LLM
@@ -36,6 +37,8 @@ from covrag.report.runfile import run_file_record, topic_run_record
 from covrag.retrieve import MultiQueryRetriever, Retriever
 from covrag.select import parse_selector
 from covrag.types import Aspect, Budget, CoverageMatrix, Selection, Topic
+
+logger = logging.getLogger(__name__)
 
 #: Called when a stage starts (``plan``, ``retrieve``, ...) and after each generation step.
 StageCallback = Callable[[str], None]
@@ -113,6 +116,7 @@ class AskResult:
         selection: The selected context with its trace.
         generation: Every draft and critique.
         costs: Stage -> its cost.
+        warnings: What did not go as asked (e.g. an outline the LLM could not plan).
     """
 
     query: C2Query
@@ -124,6 +128,7 @@ class AskResult:
     selection: Selection
     generation: GenerationResult
     costs: Mapping[str, StageCost] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
     @property
     def uncovered(self) -> tuple[Aspect, ...]:
@@ -162,6 +167,7 @@ class AskResult:
         record["uncovered"] = [a.id for a in self.uncovered]
         record["generation"] = self.generation.to_json()
         record["costs"] = {stage: cost.as_dict() for stage, cost in self.costs.items()}
+        record["warnings"] = list(self.warnings)
         run = run_file_record(
             [record],
             dataset="ask",
@@ -227,12 +233,20 @@ def ask(
     started, usage = time.perf_counter(), _Usage(llm)
     subquestions: SubQuestions | None = None
     plan: Plan | None = None
+    warnings: list[str] = []
     if aspects is None:
         if config.outline:
             planner = QPlanner(llm, subquestions=max(config.subquestions, 1))
-            plan = planner.plan(question, include, exclude)
-            subquestions = plan.subquestions
-        elif config.subquestions:
+            try:
+                plan = planner.plan(question, include, exclude)
+                subquestions = plan.subquestions
+            except StructuredOutputError as exc:
+                # The outline is optional guidance: without it the answer is written from the
+                # sub-questions alone, and the run says why.
+                first = str(exc).splitlines()[0]
+                warnings.append(f"no outline ({first}); writing without one")
+                logger.warning("ask: %s", warnings[-1])
+        if subquestions is None and config.subquestions:
             subquestions = LLMDecomposer(llm, n=config.subquestions).decompose(query.base)
         found = subquestions.aspects if subquestions is not None else ()
         aspects = (*found, *query.aspects())
@@ -295,4 +309,5 @@ def ask(
         selection=selection,
         generation=generation,
         costs=costs,
+        warnings=tuple(warnings),
     )

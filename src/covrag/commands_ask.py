@@ -186,6 +186,8 @@ def _print_ask(result: Any, console: Console) -> None:
     else:
         console.print("Every aspect is covered by the selection.")
 
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     final = result.generation.drafts[-1]
     console.print(f"\n[bold]Answer[/] (after {len(result.generation.drafts) - 1} passes)")
     for sentence in final.answer.sentences:
