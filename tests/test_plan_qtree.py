@@ -49,7 +49,9 @@ def test_wrong_counts_and_overlap_are_retried() -> None:
     )
     overlap = [GOOD[0], ["Air quality effects of cars", "Retail footfall", "Delivery costs"]]
     llm = ScriptedLLM([short, tree_json(overlap), tree_json(GOOD)])
-    tree = QTreeBuilder(llm, depth=2, branching=2).build("Should cities ban cars?")
+    tree = QTreeBuilder(llm, depth=2, branching=2, strategy="whole").build(
+        "Should cities ban cars?"
+    )
     assert len(tree) == 6 and tree.node("2.2").text == "Delivery logistics costs"
     assert "should have exactly 2 items" in llm.requests[1][0][-1].content
     assert "sub-queries overlap (1 and 2)" in llm.requests[2][0][-1].content
@@ -59,7 +61,7 @@ def test_gives_up_with_what_came_back() -> None:
     one_word = [["Air", "NO2 levels here", "Particulates near schools"], GOOD[1]]
     llm = ScriptedLLM([tree_json(one_word)] * 2)
     with pytest.raises(StructuredOutputError, match=r"nodes \['1'\] are empty or one word"):
-        QTreeBuilder(llm, depth=2, branching=2, retries=1).build("q")
+        QTreeBuilder(llm, depth=2, branching=2, retries=1, strategy="whole").build("q")
 
 
 def test_duplicate_ids_are_refused() -> None:
@@ -87,3 +89,25 @@ def test_overlap_reads_content_words() -> None:
     b = "Who is the antagonist of Jaws and what is their role in the story?"
     assert word_overlap(a, b) < 0.8  # templated but different questions
     assert word_overlap("What is the plot of Jaws?", "the plot of Jaws") == 1.0
+
+
+def test_levels_strategy_writes_children_per_node_and_redoes_only_clashes() -> None:
+    def subs(*texts: str) -> str:
+        return json.dumps({"sub_queries": list(texts)})
+
+    llm = ScriptedLLM(
+        [
+            subs("Air quality effects of cars", "Economic impact on businesses"),
+            subs("Nitrogen dioxide near roads", "Particulate matter levels"),
+            subs("Economic impact on businesses", "Delivery logistics costs"),  # repeats node 2
+            subs("Retail footfall after bans", "Delivery logistics costs"),
+        ]
+    )
+    tree = QTreeBuilder(llm, depth=2, branching=2).build("Should cities ban cars?")
+    assert tree.ids == ("1", "1.1", "1.2", "2", "2.1", "2.2")
+    assert tree.node("2.1").text == "Retail footfall after bans"
+    assert llm.usage.calls == 4 and llm.usage.retries == 1
+    third = llm.requests[2][0][-1].content
+    assert "- Nitrogen dioxide near roads" in third and "'Economic impact on businesses'" in third
+    assert "overlaps 'Economic impact on businesses'" in llm.requests[3][0][-1].content
+    assert llm.requests[0][1] is not None

@@ -190,8 +190,13 @@ class QTreeBuilder:
         llm: The backend.
         depth: Levels (QPlanner: 3).
         branching: Children per node (QPlanner: 3), so 3 + 9 + 27 = 39 nodes by default.
-        overlap: Word-overlap (Jaccard) at or above which two sub-queries count as the same.
-        retries: Extra attempts when the tree fails a check.
+        overlap: Content-word overlap (Jaccard) at or above which two sub-queries count as
+            the same.
+        retries: Extra attempts when the tree (or one node's children) fails a check.
+        strategy: ``whole`` writes the tree in one reply (QPlanner); ``levels`` writes the
+            children of one node per call, top down, each checked against every node written
+            so far, so a failed check redoes only those children (1 + 3 + 9 = 13 calls by
+            default; small local models write far fewer overlapping sub-queries this way).
     """
 
     llm: LLM
@@ -199,10 +204,13 @@ class QTreeBuilder:
     branching: int = 3
     overlap: float = 0.8
     retries: int = 2
+    strategy: str = "levels"
 
     def __post_init__(self) -> None:
         if self.depth < 1 or self.branching < 1:
             raise ConfigError("depth and branching must be >= 1")
+        if self.strategy not in ("whole", "levels"):
+            raise ConfigError(f"strategy must be 'whole' or 'levels', got {self.strategy!r}")
 
     @property
     def size(self) -> int:
@@ -215,6 +223,8 @@ class QTreeBuilder:
             StructuredOutputError: when no attempt passes the checks.
         """
         base = query.base if isinstance(query, C2Query) else query
+        if self.strategy == "levels":
+            return self._by_levels(base)
         prompt = (
             f"Query: {base}\n\n"
             f"Write a tree of sub-queries for researching this query: {self.branching} broad "
@@ -235,3 +245,82 @@ class QTreeBuilder:
         )
         tree: QTree = result.value
         return tree
+
+    def _by_levels(self, base: str) -> QTree:
+        nodes: list[QTreeNode] = []
+        frontier: list[QTreeNode | None] = [None]
+        for _ in range(self.depth):
+            next_frontier: list[QTreeNode | None] = []
+            for parent in frontier:
+                children = self._children(base, parent, nodes)
+                nodes.extend(children)
+                next_frontier.extend(children)
+            frontier = next_frontier
+        order = {n.id: tuple(int(p) for p in n.id.split(".")) for n in nodes}
+        return QTree(base, tuple(sorted(nodes, key=lambda n: order[n.id])))
+
+    def _children(
+        self, base: str, parent: QTreeNode | None, written: list[QTreeNode]
+    ) -> list[QTreeNode]:
+        n = self.branching
+        if parent is None:
+            ask = f"Write {n} broad sub-queries that together cover this query."
+            path = ""
+        else:
+            ask = (
+                f"Write {n} more specific sub-queries under this sub-query: {parent.text!r}. "
+                "Each must ask about a different part of it."
+            )
+            path = parent.id + "."
+        # What changes between calls comes last, so a local model reuses the cached prefix.
+        prompt = f"Query: {base}\n\n"
+        if written:
+            taken = "\n".join(f"- {node.text}" for node in written)
+            prompt += f"Sub-queries already written (do not repeat any of them):\n{taken}\n\n"
+        prompt += f"{ask} Each is a short search question about one subtopic.\n"
+        prompt += f'Reply with JSON: {{"sub_queries": [{n} strings]}}'
+        schema = {
+            "type": "object",
+            "properties": {
+                "sub_queries": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "minItems": n,
+                    "maxItems": n,
+                }
+            },
+            "required": ["sub_queries"],
+            "additionalProperties": False,
+        }
+
+        def check(value: Any) -> list[QTreeNode]:
+            children = [
+                QTreeNode(f"{path}{i}", " ".join(str(t).split()))
+                for i, t in enumerate(value["sub_queries"], start=1)
+            ]
+            short = [c.text for c in children if len(_WORD.findall(c.text)) < 2]
+            if short:
+                raise ValueError(f"{short} are empty or one word; write real sub-queries")
+            context = written + ([parent] if parent is not None else [])
+            clashes = [
+                (c.text, o.text)
+                for i, c in enumerate(children)
+                for o in [*context, *children[:i]]
+                if word_overlap(c.text, o.text) >= self.overlap
+            ]
+            if clashes:
+                a, b = clashes[0]
+                raise ValueError(f"{a!r} overlaps {b!r}; every sub-query must ask something new")
+            return children
+
+        result = chat_json(
+            self.llm,
+            [system(SYSTEM), user(prompt)],
+            schema,
+            task=f"QTree children of {parent.id if parent else 'the root'} for {base!r}",
+            check=check,
+            retries=self.retries,
+            params=ChatParams(max_tokens=40 * n + 60),
+        )
+        children: list[QTreeNode] = result.value
+        return children
