@@ -11,9 +11,11 @@ import pytest
 from hypothesis import given, settings
 
 from covrag.cli import main
+from covrag.commands_more import parse_dataset_weights
 from covrag.errors import ConfigError, DataError
 from covrag.select import Candidates, LMVUSelector
 from covrag.select.lmvu_features import FEATURES, FeatureState, split_sentences
+from covrag.train.lmvu import StateConfig, TrainingSet
 from covrag.train.lmvu_model import LMVUModel
 from covrag.types import Budget, Passage
 from test_select_properties import budgets, pools
@@ -117,6 +119,61 @@ def test_controls_m0_and_shuffle() -> None:
         LMVUModel().fit(X[:5], np.zeros(5), np.zeros(5, dtype=int))
 
 
+def test_sample_weights_act_like_repeated_states() -> None:
+    X, y, groups = synthetic_training()
+    # Weight 3 on the first 10 states == those states present three times (all pairs kept).
+    weight = np.where(groups < 10, 3.0, 1.0)
+    weighted = LMVUModel(max_pairs_per_state=10_000).fit(X, y, groups, sample_weight=weight)
+    first = groups < 10
+    X3 = np.concatenate([X, X[first], X[first]])
+    y3 = np.concatenate([y, y[first], y[first]])
+    g3 = np.concatenate([groups, groups[first] + 100, groups[first] + 200])
+    repeated = LMVUModel(max_pairs_per_state=10_000).fit(X3, y3, g3)
+    assert np.allclose(weighted.mean_, repeated.mean_) and np.allclose(
+        weighted.scale_, repeated.scale_
+    )
+    assert np.allclose(weighted.coef_, repeated.coef_, atol=1e-4)
+    unweighted = LMVUModel(max_pairs_per_state=10_000).fit(X, y, groups)
+    assert not np.allclose(weighted.coef_, unweighted.coef_, atol=1e-4)
+    with pytest.raises(DataError, match="sample_weight"):
+        LMVUModel().fit(X, y, groups, sample_weight=-weight)
+    with pytest.raises(DataError, match="zero everywhere"):
+        LMVUModel().fit(X, y, groups, sample_weight=0 * weight)
+
+
+def test_training_sets_join_weigh_and_round_trip(tmp_path: Path) -> None:
+    X, y, groups = synthetic_training()
+    a = TrainingSet(X[:200], y[:200], groups[:200], ("a",), np.zeros(200, dtype=np.int64))
+    b = TrainingSet(X[200:], y[200:], groups[200:] - 10, ("b",), np.zeros(400, dtype=np.int64))
+    both = TrainingSet.concat([a, b])
+    assert both.datasets == ("a", "b") and both.n_states == 30
+    assert both.states_of("a") == 10 and both.states_of("b") == 20
+    assert list(np.unique(both.sample_weight({"a": 3}))) == [1.0, 3.0]
+    assert (both.sample_weight({"a": 3})[:200] == 3).all()
+    with pytest.raises(ConfigError, match="not in the training set"):
+        both.sample_weight({"c": 2})
+    path = tmp_path / "states" / "a.npz"
+    both.save(path, StateConfig())
+    loaded = TrainingSet.load(path, StateConfig())
+    assert loaded is not None and loaded.datasets == both.datasets
+    assert np.array_equal(loaded.X, both.X) and np.array_equal(loaded.source, both.source)
+    assert TrainingSet.load(path, StateConfig(max_steps=3)) is None  # other settings: rebuild
+    assert [p.name for p in path.parent.iterdir()] == ["a.npz"]  # no temporary file left
+    path.write_bytes(b"not npz")
+    with pytest.raises(DataError, match="training-state file"):
+        TrainingSet.load(path, StateConfig())
+
+
+def test_dataset_weight_option_is_checked() -> None:
+    assert parse_dataset_weights(["argkp2021:train=3", "x=0.5"]) == {
+        "argkp2021:train": 3.0,
+        "x": 0.5,
+    }
+    for bad in ("argkp2021:train", "=3", "a=-1", "a=many"):
+        with pytest.raises(ConfigError, match="NAME=W"):
+            parse_dataset_weights([bad])
+
+
 def test_bad_model_file(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     path.write_text(json.dumps({"format": "other"}))
@@ -156,7 +213,7 @@ def test_lmvu_never_exceeds_its_budget_and_fills_it(candidates: Candidates, budg
 
 
 @pytest.mark.model
-def test_fit_lmvu_cli_on_a_small_slice(tmp_path: Path, write_jsonl) -> None:  # type: ignore[no-untyped-def]
+def test_fit_lmvu_cli_on_a_small_slice(tmp_path: Path, write_jsonl, capsys) -> None:  # type: ignore[no-untyped-def]
     from covrag.data import load_dataset
     from covrag.data.jsonl import topic_to_record
 
@@ -165,9 +222,22 @@ def test_fit_lmvu_cli_on_a_small_slice(tmp_path: Path, write_jsonl) -> None:  # 
         records.append(topic_to_record(topic))
     data = write_jsonl(records)
     out = tmp_path / "lmvu.json"
-    assert main(["fit", "lmvu", "--dataset", str(data), "--out", str(out), "--budgets", "512"]) == 0
+    cache = tmp_path / "states"
+    args = ["fit", "lmvu", "--dataset", str(data), "--out", str(out), "--budgets", "512"]
+    assert main([*args, "--states-cache", str(cache)]) == 0
     model = LMVUModel.load(out)
     assert model.card_["states"] > 10 and model.card_["datasets"] == [str(data)]
+    assert model.card_["dataset_weights"] == {str(data): 1.0}
+    assert len(list(cache.glob("*.npz"))) == 1
+    # Second fit reads the cached states: same states, same model.
+    again = tmp_path / "again.json"
+    assert (
+        main([*args[:4], "--out", str(again), "--budgets", "512", "--states-cache", str(cache)])
+        == 0
+    )
+    assert np.allclose(LMVUModel.load(again).coef_, model.coef_)
+    assert main([*args, "--dataset-weight", "other=2"]) == 2
+    assert "not among --dataset" in capsys.readouterr().err
     run = tmp_path / "run.trec"
     assert (
         main(

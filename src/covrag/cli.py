@@ -136,6 +136,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="control: permute the 14 state features within each state",
     )
     p.add_argument("--l2", type=float, default=1.0, help="L2 regularisation")
+    p.add_argument(
+        "--dataset-weight",
+        nargs="+",
+        default=[],
+        metavar="NAME=W",
+        help="weigh a dataset's states by W (others weigh 1), e.g. argkp2021:train=3",
+    )
+    p.add_argument(
+        "--states-cache",
+        type=Path,
+        default=None,
+        help="folder to keep each dataset's training states in (rebuilt if settings differ)",
+    )
     p.add_argument("--seed", type=int, default=0)
 
     p = sub.add_parser("train", help="train a model")

@@ -11,9 +11,10 @@ from rich.table import Table
 from covrag.commands import progress_bar, progress_iter
 from covrag.coverage import parse_estimator
 from covrag.data import load_dataset
+from covrag.errors import ConfigError
 from covrag.evaluate.qrels import coverage_qrels, topic_qrels, write_qrels
 from covrag.select.lmvu_features import FEATURES, M0_FEATURES, STATE
-from covrag.train.lmvu import StateConfig, build_training_set
+from covrag.train.lmvu import StateConfig, TrainingSet, cached_training_set, fit_lmvu
 from covrag.train.lmvu_model import LMVUModel
 
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
@@ -24,14 +25,40 @@ FEATURE_SETS: dict[str, tuple[str, ...]] = {
 }
 
 
+def parse_dataset_weights(items: list[str]) -> dict[str, float]:
+    """``["argkp2021:train=3"]`` -> ``{"argkp2021:train": 3.0}``."""
+    weights: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.rpartition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = float("nan")
+        if not sep or not name or not weight >= 0:
+            raise ConfigError(f"--dataset-weight: expected NAME=W with W >= 0, got {item!r}")
+        weights[name] = weight
+    return weights
+
+
 def run_fit_lmvu(args: argparse.Namespace, console: Console) -> int:
+    weights = parse_dataset_weights(args.dataset_weight)
+    unknown = sorted(set(weights) - set(args.dataset))
+    if unknown:
+        raise ConfigError(f"--dataset-weight names {unknown}, not among --dataset")
     datasets = [(name, load_dataset(name)) for name in args.dataset]
     total = sum(len(topics) for _, topics in datasets)
     config = StateConfig(budgets=tuple(args.budgets), seed=args.seed)
     started = time.perf_counter()
     with progress_bar(console) as progress:
         task = progress.add_task("training states", total=total)
-        training = build_training_set(datasets, config, progress=lambda _: progress.advance(task))
+        training = TrainingSet.concat(
+            [
+                cached_training_set(
+                    name, topics, config, args.states_cache, lambda _: progress.advance(task)
+                )
+                for name, topics in datasets
+            ]
+        )
     states_seconds = time.perf_counter() - started
     model = LMVUModel(
         l2=args.l2,
@@ -40,11 +67,13 @@ def run_fit_lmvu(args: argparse.Namespace, console: Console) -> int:
         random_state=args.seed,
     )
     fit_started = time.perf_counter()
-    model.fit(training.X, training.y, training.groups)
+    fit_lmvu(training, model, weights)
     fit_seconds = time.perf_counter() - fit_started
     model.save(
         args.out,
         datasets=list(args.dataset),
+        dataset_weights={d: weights.get(d, 1.0) for d in args.dataset},
+        states_per_dataset={d: training.states_of(d) for d in args.dataset},
         budgets=list(config.budgets),
         max_steps=config.max_steps,
         candidates_per_state=config.candidates_per_state,

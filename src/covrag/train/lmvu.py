@@ -10,14 +10,20 @@ computed from the labels. Labels are read only here, never at inference.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from covrag.coverage.gold import GoldCoverage
-from covrag.errors import DataError
+from covrag.errors import ConfigError, DataError
 from covrag.pipeline import PrepareConfig, attach_coverage, prepare
 from covrag.select.base import Candidates, Selector
 from covrag.select.greedy import GreedyCoverageSelector
@@ -49,16 +55,113 @@ class StateConfig:
 
 @dataclass(frozen=True)
 class TrainingSet:
-    """Candidate rows with their features, true gains and state ids."""
+    """Candidate rows with their features, true gains, state ids and source datasets.
+
+    Attributes:
+        X: (n, 18) features of each candidate row.
+        y: (n,) true marginal gains.
+        groups: (n,) state id of each row (unique across datasets).
+        datasets: Names of the datasets the rows come from.
+        source: (n,) index into ``datasets`` of each row.
+    """
 
     X: FloatArray
     y: FloatArray
     groups: IntArray
     datasets: tuple[str, ...]
+    source: IntArray
 
     @property
     def n_states(self) -> int:
         return len(np.unique(self.groups))
+
+    def states_of(self, dataset: str) -> int:
+        """Number of states from one dataset."""
+        return len(np.unique(self.groups[self.source == self.datasets.index(dataset)]))
+
+    def sample_weight(self, dataset_weights: Mapping[str, float]) -> FloatArray:
+        """Per-row weights from per-dataset weights (datasets not named weigh 1).
+
+        Raises:
+            ConfigError: a named dataset is not in this training set, or a weight is negative.
+        """
+        unknown = sorted(set(dataset_weights) - set(self.datasets))
+        if unknown:
+            raise ConfigError(
+                f"dataset weights name {unknown}, which are not in the training set "
+                f"({', '.join(self.datasets)})"
+            )
+        values = np.array([float(dataset_weights.get(d, 1.0)) for d in self.datasets])
+        if np.any(values < 0) or not np.all(np.isfinite(values)):
+            raise ConfigError(
+                f"dataset weights must be finite and >= 0, got {dict(dataset_weights)}"
+            )
+        result: FloatArray = values[self.source]
+        return result
+
+    @classmethod
+    def concat(cls, sets: Sequence[TrainingSet]) -> TrainingSet:
+        """One training set from several; state ids and sources are renumbered."""
+        if not sets:
+            raise DataError("no training sets to join")
+        groups: list[IntArray] = []
+        sources: list[IntArray] = []
+        names: list[str] = []
+        group_offset = 0
+        for part in sets:
+            groups.append(part.groups + group_offset)
+            group_offset += int(part.groups.max()) + 1 if len(part.groups) else 0
+            sources.append(part.source + len(names))
+            names.extend(part.datasets)
+        return cls(
+            np.concatenate([p.X for p in sets]),
+            np.concatenate([p.y for p in sets]),
+            np.concatenate(groups),
+            tuple(names),
+            np.concatenate(sources),
+        )
+
+    def save(self, path: str | os.PathLike[str], config: StateConfig) -> None:
+        """Write to ``.npz`` (atomically), with the state configuration that produced it."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
+        os.close(handle)
+        try:
+            np.savez(
+                temp,
+                X=self.X,
+                y=self.y,
+                groups=self.groups,
+                source=self.source,
+                datasets=np.array(self.datasets),
+                config=np.array(json.dumps(dataclasses.asdict(config))),
+            )
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], config: StateConfig) -> TrainingSet | None:
+        """A saved training set, or None when it was built with a different configuration."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                if json.loads(str(data["config"])) != json.loads(
+                    json.dumps(dataclasses.asdict(config))
+                ):
+                    return None
+                return cls(
+                    data["X"],
+                    data["y"],
+                    data["groups"],
+                    tuple(str(d) for d in data["datasets"]),
+                    data["source"],
+                )
+        except (OSError, KeyError, ValueError) as exc:
+            raise DataError(
+                f"not a covrag LMVU training-state file: {exc}", path=str(path)
+            ) from None
 
 
 def strategies(seed: int) -> list[Selector]:
@@ -118,12 +221,15 @@ def build_training_set(
     """States, candidates and gains over labelled topics of one or more datasets."""
     config = config or StateConfig()
     prepare_config = prepare_config or PrepareConfig(pieces=True)
-    rng = np.random.default_rng(config.seed)
     rows: list[FloatArray] = []
     gains: list[FloatArray] = []
     groups: list[IntArray] = []
+    sources: list[IntArray] = []
     state_id = 0
-    for _, topics in datasets:
+    for source, (_, topics) in enumerate(datasets):
+        # One generator per dataset, so a dataset's states do not depend on what came before it
+        # (building datasets together or apart and joining gives the same rows).
+        rng = np.random.default_rng(config.seed)
         for topic in topics:
             prepared = prepare(topic, None, prepare_config).candidates
             gold = GoldCoverage().estimate(topic)
@@ -132,6 +238,7 @@ def build_training_set(
                 rows.append(features)
                 gains.append(gain)
                 groups.append(np.full(len(gain), state_id, dtype=np.int64))
+                sources.append(np.full(len(gain), source, dtype=np.int64))
                 state_id += 1
             if progress is not None:
                 progress(topic.query_id)
@@ -142,10 +249,44 @@ def build_training_set(
         np.concatenate(gains),
         np.concatenate(groups),
         tuple(name for name, _ in datasets),
+        np.concatenate(sources),
     )
 
 
-def fit_lmvu(training: TrainingSet, model: LMVUModel | None = None) -> LMVUModel:
-    """Fit an LMVU model (default hyperparameters unless one is given) on a training set."""
+def cached_training_set(
+    name: str,
+    topics: Sequence[Topic],
+    config: StateConfig,
+    cache: str | os.PathLike[str] | None,
+    progress: Callable[[str], None] | None = None,
+) -> TrainingSet:
+    """The training set of one dataset, read from ``cache/<name>.npz`` when it was built with
+    the same configuration, else built (and written there when ``cache`` is given).
+
+    Building states embeds every sentence of the pool (minutes for paragraph datasets); fitting
+    takes seconds, so a cache makes trying weights, controls and features cheap.
+    """
+    path = None
+    if cache is not None:
+        path = Path(cache) / (re.sub(r"[^A-Za-z0-9_.-]+", "_", name) + ".npz")
+        if path.exists():
+            cached = TrainingSet.load(path, config)
+            if cached is not None and cached.datasets == (name,):
+                logger.info("training states of %s read from %s", name, path)
+                return cached
+    training = build_training_set([(name, topics)], config, progress=progress)
+    if path is not None:
+        training.save(path, config)
+    return training
+
+
+def fit_lmvu(
+    training: TrainingSet,
+    model: LMVUModel | None = None,
+    dataset_weights: Mapping[str, float] | None = None,
+) -> LMVUModel:
+    """Fit an LMVU model (default hyperparameters unless one is given) on a training set,
+    each dataset's states weighted by ``dataset_weights`` (1 when not named)."""
     model = model or LMVUModel()
-    return model.fit(training.X, training.y, training.groups)
+    weight = training.sample_weight(dataset_weights or {})
+    return model.fit(training.X, training.y, training.groups, sample_weight=weight)

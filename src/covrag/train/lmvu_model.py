@@ -68,13 +68,27 @@ class LMVUModel:
             raise ConfigError(f"unknown LMVU features: {sorted(unknown)}")
         return np.array([f in self.features for f in FEATURES], dtype=np.float64)
 
-    def fit(self, X: FloatArray, y: FloatArray, groups: IntArray) -> LMVUModel:
-        """Fit on candidates ``X`` (rows), their true gains ``y`` and their state ids ``groups``."""
+    def fit(
+        self,
+        X: FloatArray,
+        y: FloatArray,
+        groups: IntArray,
+        sample_weight: FloatArray | None = None,
+    ) -> LMVUModel:
+        """Fit on candidates ``X`` (rows), their true gains ``y`` and their state ids ``groups``.
+
+        ``sample_weight`` (one non-negative weight per row, equal within a state) weighs each
+        state's pairs in the loss and the rows in the standardisation, as if the state occurred
+        that many times; e.g. to balance datasets of different sizes.
+        """
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         groups = np.asarray(groups)
         if X.ndim != 2 or X.shape[1] != len(FEATURES) or len(y) != len(X) != len(groups):
             raise DataError(f"X must be (n, {len(FEATURES)}) with one gain and group per row")
+        weight = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, float)
+        if weight.shape != (len(X),) or not np.all(np.isfinite(weight)) or np.any(weight < 0):
+            raise DataError("sample_weight must hold one finite weight >= 0 per row")
         rng = np.random.default_rng(self.random_state)
         mask = self._mask()
         if self.shuffle_state:
@@ -82,18 +96,20 @@ class LMVUModel:
             for state in np.unique(groups):
                 rows = np.flatnonzero(groups == state)
                 X[rows, STATE] = X[rng.permutation(rows)][:, STATE]
-        self.mean_ = X.mean(axis=0)
-        scale = X.std(axis=0)
+        if not weight.sum() > 0:
+            raise DataError("sample_weight is zero everywhere: nothing to fit")
+        self.mean_ = np.average(X, axis=0, weights=weight)
+        scale = np.sqrt(np.average((X - self.mean_) ** 2, axis=0, weights=weight))
         self.scale_ = np.where(scale > 1e-12, scale, 1.0)
         Z = (X - self.mean_) / self.scale_ * mask
-        diffs = self._pairs(Z, y, groups, rng)
+        diffs, pair_weight = self._pairs(Z, y, groups, weight, rng)
         if len(diffs) == 0:
             raise DataError("no state has two candidates with different gains: nothing to fit")
 
         def loss(w: FloatArray) -> tuple[float, FloatArray]:
             margin = diffs @ w
-            value = np.logaddexp(0.0, -margin).sum() + 0.5 * self.l2 * w @ w
-            grad = -(diffs.T @ expit(-margin)) + self.l2 * w
+            value = pair_weight @ np.logaddexp(0.0, -margin) + 0.5 * self.l2 * w @ w
+            grad = -(diffs.T @ (pair_weight * expit(-margin))) + self.l2 * w
             return float(value), grad
 
         result = minimize(loss, np.zeros(len(FEATURES)), jac=True, method="L-BFGS-B")
@@ -105,18 +121,27 @@ class LMVUModel:
         return self
 
     def _pairs(
-        self, Z: FloatArray, y: FloatArray, groups: IntArray, rng: np.random.Generator
-    ) -> FloatArray:
+        self,
+        Z: FloatArray,
+        y: FloatArray,
+        groups: IntArray,
+        weight: FloatArray,
+        rng: np.random.Generator,
+    ) -> tuple[FloatArray, FloatArray]:
+        """Row differences (better minus worse) of sampled within-state pairs, and their weights."""
         order = np.argsort(groups, kind="stable")
         bounds = np.flatnonzero(np.diff(groups[order])) + 1
-        chunks = []
+        chunks, weights = [], []
         for rows in np.split(order, bounds):
             a, b = np.nonzero(y[rows][:, None] > y[rows][None, :])
             if len(a) > self.max_pairs_per_state:
                 keep = rng.choice(len(a), self.max_pairs_per_state, replace=False)
                 a, b = a[keep], b[keep]
             chunks.append(Z[rows[a]] - Z[rows[b]])
-        return np.concatenate(chunks) if chunks else np.zeros((0, Z.shape[1]))
+            weights.append(np.full(len(a), weight[rows].mean()))
+        if not chunks:
+            return np.zeros((0, Z.shape[1])), np.zeros(0)
+        return np.concatenate(chunks), np.concatenate(weights)
 
     def decision_function(self, X: FloatArray) -> FloatArray:
         """Scores of candidate rows (higher = more new viewpoints expected)."""
