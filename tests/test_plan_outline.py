@@ -68,7 +68,8 @@ def test_candidates_are_extracted_sequentially_and_checked() -> None:
             ids("2", "2.1", "2.2", "1"),
         ]
     )
-    outlines = OutlineExtractor(llm, size=4, candidates=2).extract(TREE, QUERY)
+    extractor = OutlineExtractor(llm, size=4, candidates=2, strategy="whole")
+    outlines = extractor.extract(TREE, QUERY)
     assert [o.node_ids for o in outlines] == [("1", "1.1", "1.2", "2"), ("2", "2.1", "2.2", "1")]
     assert outlines[1].texts[1] == "The mechanical shark"
     second_prompt = llm.requests[1][0][-1].content
@@ -84,7 +85,7 @@ def test_candidates_are_extracted_sequentially_and_checked() -> None:
 def test_extraction_gives_up_after_retries() -> None:
     llm = ScriptedLLM([ids("1.1", "2.1", "3.1", "3.2")] * 2)
     with pytest.raises(StructuredOutputError, match="outline: the LLM gave no valid answer"):
-        OutlineExtractor(llm, candidates=1, retries=1).extract(TREE, QUERY)
+        OutlineExtractor(llm, candidates=1, retries=1, strategy="whole").extract(TREE, QUERY)
 
 
 def test_random_baseline_is_connected_and_seeded() -> None:
@@ -128,3 +129,24 @@ def test_tiny_model_extracts_and_judges_outlines() -> None:
     for outline in outlines:
         assert len(set(outline.node_ids)) == 2 and connected(TREE, outline.node_ids)
     assert set(outlines[0].node_ids) != set(outlines[1].node_ids)
+
+
+def test_nodes_strategy_only_offers_adjacent_nodes() -> None:
+    def node(node_id: str) -> str:
+        return json.dumps({"node_id": node_id})
+
+    llm = ScriptedLLM([node("2"), node("2.1"), node("9"), node("2.2"), node("1")])
+    outline = OutlineExtractor(llm, size=4, candidates=1).extract(TREE, QUERY)[0]
+    assert outline.node_ids == ("2", "2.1", "2.2", "1")
+    second_schema = llm.requests[1][1]
+    assert second_schema is not None
+    # after "2": its children and its siblings, in tree order
+    assert second_schema["properties"]["node_id"]["enum"] == ["1", "2.1", "2.2", "3"]
+    assert "should be one of ['1', '2.2', '3'], got '9'" in llm.requests[3][0][-1].content
+    assert "- 2.1 The mechanical shark" in llm.requests[3][0][-1].content
+    earlier = [Outline(("2", "2.1", "2.2", "1"), ("a", "b", "c", "d"))]
+    llm = ScriptedLLM([node("2"), node("2.1"), node("2.2"), node("3")])
+    again = OutlineExtractor(llm, size=4, candidates=1)._by_nodes(TREE, QUERY, earlier)
+    assert again.node_ids == ("2", "2.1", "2.2", "3")
+    last_enum = llm.requests[3][1]["properties"]["node_id"]["enum"]  # type: ignore[index]
+    assert "1" not in last_enum  # it would repeat the earlier outline

@@ -111,17 +111,24 @@ class OutlineExtractor:
         llm: The backend.
         size: Nodes per outline (QPlanner: 4).
         candidates: Outlines to extract (QPlanner: 3).
-        retries: Extra attempts per outline when it fails a check.
+        retries: Extra attempts per outline (or per node) when it fails a check.
+        strategy: ``whole`` asks for all nodes of an outline in one reply (QPlanner);
+            ``nodes`` asks for one node at a time, offering only nodes adjacent to those already
+            chosen (a schema enum, so a schema-capable backend cannot break connectivity) and,
+            for the last node, none that would repeat an earlier outline.
     """
 
     llm: LLM
     size: int = 4
     candidates: int = 3
     retries: int = 2
+    strategy: str = "nodes"
 
     def __post_init__(self) -> None:
         if self.size < 1 or self.candidates < 1:
             raise ConfigError("size and candidates must be >= 1")
+        if self.strategy not in ("whole", "nodes"):
+            raise ConfigError(f"strategy must be 'whole' or 'nodes', got {self.strategy!r}")
 
     def extract(self, tree: QTree, query: C2Query) -> list[Outline]:
         """The candidate outlines, in extraction order.
@@ -134,8 +141,79 @@ class OutlineExtractor:
             raise ConfigError(f"the tree has {len(tree)} nodes; an outline needs {self.size}")
         outlines: list[Outline] = []
         for _ in range(self.candidates):
-            outlines.append(self._one(tree, query, outlines))
+            if self.strategy == "nodes":
+                outlines.append(self._by_nodes(tree, query, outlines))
+            else:
+                outlines.append(self._one(tree, query, outlines))
         return outlines
+
+    def _by_nodes(self, tree: QTree, query: C2Query, previous: list[Outline]) -> Outline:
+        chosen: list[str] = []
+        earlier = [set(o.node_ids) for o in previous]
+        for step in range(self.size):
+            if chosen:
+                options = sorted({a for c in chosen for a in tree.adjacent(c)} - set(chosen))
+            else:
+                options = list(tree.ids)
+            if step == self.size - 1:
+                options = [o for o in options if {*chosen, o} not in earlier]
+            if not options:
+                raise ConfigError(
+                    f"no node can extend outline {chosen} without repeating an earlier one"
+                )
+            options = sorted(options, key=tree.ids.index)
+            chosen.append(self._next_node(tree, query, previous, chosen, options))
+        return check_outline(tree, chosen, self.size, previous)
+
+    def _next_node(
+        self,
+        tree: QTree,
+        query: C2Query,
+        previous: list[Outline],
+        chosen: list[str],
+        options: list[str],
+    ) -> str:
+        # The tree and the request come first and stay the same: a local model reuses them.
+        prompt = (
+            f"Request: {query.request}\n{query.instruction()}\n\n"
+            f"Tree of sub-queries (id, sub-query):\n{tree.render()}\n\n"
+            f"We build an outline of {self.size} connected sub-queries that together answer the "
+            "request while following its instructions about what to include and leave out.\n"
+        )
+        if previous:
+            listed = "\n".join(f"- {', '.join(o.node_ids)}" for o in previous)
+            prompt += f"Outlines already chosen (make this one different):\n{listed}\n"
+        if chosen:
+            picked = "\n".join(f"- {i} {tree.node(i).text}" for i in chosen)
+            prompt += f"Chosen so far:\n{picked}\n"
+        prompt += (
+            f"Choose node {len(chosen) + 1} of {self.size} from: {', '.join(options)}.\n"
+            'Reply with JSON: {"node_id": "..."}'
+        )
+        schema = {
+            "type": "object",
+            "properties": {"node_id": {"type": "string", "enum": options}},
+            "required": ["node_id"],
+            "additionalProperties": False,
+        }
+
+        def check(value: Any) -> str:
+            node_id = str(value["node_id"]).strip()
+            if node_id not in options:
+                raise ValueError(f"{node_id!r} is not one of {options}")
+            return node_id
+
+        result = chat_json(
+            self.llm,
+            [system(SYSTEM), user(prompt)],
+            schema,
+            task="outline node",
+            check=check,
+            retries=self.retries,
+            params=ChatParams(max_tokens=30),
+        )
+        node: str = result.value
+        return node
 
     def _one(self, tree: QTree, query: C2Query, previous: list[Outline]) -> Outline:
         prompt = (
