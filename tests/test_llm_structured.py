@@ -107,6 +107,15 @@ def test_chat_json_treats_a_cut_off_reply_as_invalid() -> None:
             result = super()._chat(messages, schema, params)
             return ChatResult(result.text, self.model, finish_reason="length")
 
-    llm = CutOff([json.dumps({"items": ["abc", "def"]})])
+    llm = CutOff(['{"items": ["abc", "de'])
     with pytest.raises(StructuredOutputError, match="cut off at the token limit"):
         chat_json(llm, [user("x")], SCHEMA, task="t", retries=0)
+    # A whole value padded with whitespace up to the limit (as grammar-constrained decoders
+    # do) is complete.
+    padded = CutOff([json.dumps({"items": ["abc", "def"]}) + "\n" * 20])
+    result = chat_json(padded, [user("x")], SCHEMA, task="t", retries=0)
+    assert result.value == {"items": ["abc", "def"]}
+    # Prose after a whole value that then hits the limit is still a cut-off reply.
+    trailing = CutOff([json.dumps({"items": ["abc", "def"]}) + " and then some"])
+    with pytest.raises(StructuredOutputError, match="cut off at the token limit"):
+        chat_json(trailing, [user("x")], SCHEMA, task="t", retries=0)

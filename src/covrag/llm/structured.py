@@ -187,7 +187,7 @@ def chat_json(
         result = llm.chat(conversation, schema=schema, params=call)
         results.append(result)
         try:
-            if result.finish_reason == "length":
+            if result.finish_reason == "length" and not _complete_json(result.text):
                 raise ValueError("the reply was cut off at the token limit; answer more briefly")
             value = extract_json(result.text)
             validate(value, schema)
@@ -202,3 +202,16 @@ def chat_json(
             continue
         return Structured(checked, attempt + 1, tuple(results))
     raise StructuredOutputError(task, failures)
+
+
+def _complete_json(text: str) -> bool:
+    """Whether ``text`` is one whole JSON value (possibly padded with whitespace).
+
+    Grammar-constrained decoders may keep emitting whitespace after the closing brace until the
+    token limit; such a reply is complete even though the backend reports ``length``.
+    """
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
