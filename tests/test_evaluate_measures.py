@@ -54,6 +54,7 @@ def value(
         "RVC2@512",
         "alpha-nDCG(alpha=1.0)@1",
         "alpha-nDCG@100",
+        "Excl@10",
     ],
 )
 def test_spec_prints_back_as_written(spec: str) -> None:
@@ -157,6 +158,32 @@ def test_unjudged_docs_gain_nothing_and_aspects_without_support_do_not_count() -
     )
     result = evaluate(judgments, {"q": ["x", "d1", "y"]}, ["StRecall@3", "P@3", "alpha-nDCG@1"])
     assert result.values.tolist() == [[0.5, pytest.approx(1 / 3), 0.0]]
+
+
+def test_excluded_share_by_hand() -> None:
+    from covrag.evaluate import TopicJudgments
+    from covrag.types import Aspect, Passage, Topic
+
+    labels = {"d1": ["a"], "d2": ["reviews"], "d3": ["a", "reviews"], "d4": []}
+    judgments = Judgments(
+        (TopicJudgments("q", labels, ("a", "reviews"), excluded=frozenset({"reviews"})),)
+    )
+    run = {"q": ["d2", "d1", "d3", "x"]}
+    result = evaluate(judgments, run, ["Excl@1", "Excl@3", "Excl@10", "StRecall@3"])
+    assert result.values.tolist() == [[1.0, pytest.approx(2 / 3), 0.2, 1.0]]
+    # Nothing excluded: 0, whatever the ranking.
+    assert value(labels, ["d2", "d3"], "Excl@2") == 0.0
+    with pytest.raises(DataError, match="excluded aspects"):
+        TopicJudgments("q", labels, ("a", "reviews"), excluded=frozenset({"other"}))
+    # From topics: aspects with polarity "exclude" are the excluded ones.
+    topic = Topic(
+        "q",
+        "Describe Jaws, but skip its reception",
+        tuple(Passage(d, d) for d in labels),
+        (Aspect("a", "plot"), Aspect("reviews", "reception", polarity="exclude")),
+        labels={d: frozenset(a) for d, a in labels.items()},
+    )
+    assert Judgments.from_topics([topic])["q"].excluded == frozenset({"reviews"})
 
 
 def test_topic_without_actual_aspects_scores_zero() -> None:

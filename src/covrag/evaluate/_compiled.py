@@ -18,7 +18,7 @@ import numpy as np
 
 from covrag.errors import DataError
 from covrag.evaluate import _kernels
-from covrag.types import FloatArray, IntArray
+from covrag.types import BoolArray, FloatArray, IntArray
 
 if TYPE_CHECKING:
     from covrag.evaluate.judgments import RunLike, TopicJudgments
@@ -41,6 +41,7 @@ class Compiled:
         relevant_rows: Per topic, the global rows of its relevant docs (doc id descending),
             concatenated; ``relevant_offsets`` (topics + 1,) delimits them.
         sentinel: Padding aspect index (the largest number of aspects of any topic).
+        excluded_rows: (rows + 1,) whether each row supports an aspect its topic excludes.
     """
 
     query_ids: tuple[str, ...]
@@ -52,6 +53,7 @@ class Compiled:
     relevant_rows: IntArray
     relevant_offsets: IntArray
     sentinel: int
+    excluded_rows: BoolArray
     _ideal: dict[float, FloatArray] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -97,7 +99,13 @@ class Compiled:
         relevant = np.flatnonzero(length[:-1] > 0)
         per_topic = np.bincount(topic_of[relevant], minlength=len(topics))
         cost_array = np.frombuffer(costs, dtype=np.int64)
-        for array_ in (doc_aspects, length, cost_array):
+        excluded_rows = np.zeros(n_rows + 1, dtype=bool)
+        for topic, index in zip(topics, doc_index, strict=True):
+            if topic.excluded:
+                for doc, aspects in topic._raw.items():
+                    if aspects & topic.excluded:
+                        excluded_rows[index[doc]] = True
+        for array_ in (doc_aspects, length, cost_array, excluded_rows):
             array_.setflags(write=False)
         return cls(
             query_ids=tuple(t.query_id for t in topics),
@@ -109,6 +117,7 @@ class Compiled:
             relevant_rows=relevant,
             relevant_offsets=np.concatenate([[0], np.cumsum(per_topic)]).astype(np.int64),
             sentinel=sentinel,
+            excluded_rows=excluded_rows,
         )
 
     @property

@@ -57,6 +57,12 @@ class Context:
     def precision(self, cutoff: int) -> FloatArray:
         return _kernels.precision(self._relevant(), cutoff)
 
+    def excluded_share(self, cutoff: int) -> FloatArray:
+        """Share of the first ``cutoff`` ranks holding a doc that supports an excluded aspect."""
+        hits = self.compiled.excluded_rows[self.rows[:, :cutoff]]
+        result: FloatArray = hits.sum(axis=1) / cutoff
+        return result
+
     def binary_ndcg(self, cutoff: int) -> FloatArray:
         n_relevant = self.compiled.n_relevant[self.topics]
         return _kernels.binary_ndcg(self._relevant(), n_relevant, cutoff)

@@ -38,12 +38,15 @@ class TopicJudgments:
             (sorted); given, every aspect a label names must be listed. Aspects nobody supports
             may be listed; measures ignore them (ndeval's "actual subtopics").
         costs: Judged doc id -> token cost, for budgeted measures; may be partial or empty.
+        excluded: Aspects the request asked to leave out (polarity ``exclude``); the ``Excl``
+            measure reports how much of a ranking supports them. Must be among ``aspects``.
     """
 
     query_id: str
     labels: Mapping[str, frozenset[str]]
     aspects: tuple[str, ...] = ()
     costs: Mapping[str, int] = field(default_factory=lambda: _NO_COSTS)
+    excluded: frozenset[str] = frozenset()
 
     actual_aspects: tuple[str, ...] = field(init=False, repr=False, compare=False)
     """The aspects at least one judged doc supports, in topic order ("actual subtopics")."""
@@ -77,6 +80,13 @@ class TopicJudgments:
                     f"topic {self.query_id!r}: cost of doc {doc!r} must be an int >= 0, "
                     f"got {cost!r}"
                 )
+        excluded = frozenset(self.excluded)
+        if not excluded <= set(aspects):
+            raise DataError(
+                f"topic {self.query_id!r}: excluded aspects {sorted(excluded - set(aspects))} "
+                "are not among the topic's aspects"
+            )
+        object.__setattr__(self, "excluded", excluded)
         object.__setattr__(self, "_raw", labels)
         object.__setattr__(self, "labels", MappingProxyType(labels))
         object.__setattr__(self, "aspects", aspects)
@@ -152,7 +162,10 @@ class Judgments(Mapping[str, TopicJudgments]):
                 for p in topic.passages
                 if p.tokens is not None and p.id in topic.labels
             }
-            result.append(TopicJudgments(topic.query_id, topic.labels, topic.aspect_ids, costs))
+            excluded = frozenset(a.id for a in topic.aspects if a.polarity == "exclude")
+            result.append(
+                TopicJudgments(topic.query_id, topic.labels, topic.aspect_ids, costs, excluded)
+            )
         return cls(tuple(result))
 
     @classmethod

@@ -146,6 +146,24 @@ class Precision(_Ranked):
         return context.precision(self.cutoff)
 
 
+@MEASURES.register("Excl")
+@dataclass(frozen=True, repr=False)
+class Excluded(_Ranked):
+    """Excl@k: the share of the top k that supports an aspect the request asked to leave out
+    (aspects with polarity ``exclude``, e.g. "... but skip its reception"); lower is better,
+    0 when the topic excludes nothing. Like P@k, a short ranking still divides by k. No
+    reference implementation exists (ndeval has no notion of an unwanted subtopic).
+
+    Attributes:
+        cutoff: Rank cutoff k.
+    """
+
+    name = "Excl"
+
+    def _compute(self, context: Context) -> FloatArray:
+        return context.excluded_share(self.cutoff)
+
+
 @MEASURES.register("nDCG")
 @dataclass(frozen=True, repr=False)
 class NDCG(_Ranked):
