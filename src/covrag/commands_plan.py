@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from covrag.errors import ConfigError
+from covrag.errors import ConfigError, StructuredOutputError
 
 DEFAULT_LLM = "local"
 
@@ -142,23 +142,33 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
         retries=args.retries,
         seed=args.seed,
     )
-    with console.status(f"planning with {llm.describe()} ...", spinner="dots"):
-        plan = planner.plan(args.request, include=args.include, exclude=args.exclude)
+    with console.status(f"splitting and decomposing with {llm.describe()} ...", spinner="dots"):
+        query = planner.query(args.request, include=args.include, exclude=args.exclude)
+        subquestions = planner.decompose(query)
+    if not args.json:
+        # Printed before the tree is planned: sub-questions are useful even if the tree fails.
+        console.rule(f"[bold]plan[/] {llm.describe()}")
+        console.print(f"[bold]base query[/]: {query.base}")
+        console.print(f"[bold]include[/]: {'; '.join(query.include) or '-'}")
+        console.print(f"[bold]exclude[/]: {'; '.join(query.exclude) or '-'}")
+        if subquestions is not None:
+            console.print(f"\n[bold]sub-questions[/] ({len(subquestions.aspects)})")
+            for aspect in subquestions.aspects:
+                console.print(f"  {aspect.id}  {aspect.text}", highlight=False)
+            if subquestions.dropped:
+                console.print(f"  [dim]dropped as near-duplicates: {len(subquestions.dropped)}[/]")
+    with console.status("planning the QTree and outlines ...", spinner="dots"):
+        try:
+            plan = planner.plan_tree(query, subquestions)
+        except StructuredOutputError as exc:
+            if args.json:
+                raise
+            console.print(f"\n[bold red]QTree / outlines could not be planned[/]: {exc}")
+            return 1
     usage = llm.usage.as_dict()
     if args.json:
         console.print_json(json.dumps(plan_record(plan, usage)))
         return 0
-    query = plan.query
-    console.rule(f"[bold]plan[/] {llm.describe()}")
-    console.print(f"[bold]base query[/]: {query.base}")
-    console.print(f"[bold]include[/]: {'; '.join(query.include) or '-'}")
-    console.print(f"[bold]exclude[/]: {'; '.join(query.exclude) or '-'}")
-    if plan.subquestions is not None:
-        console.print(f"\n[bold]sub-questions[/] ({len(plan.subquestions.aspects)})")
-        for aspect in plan.subquestions.aspects:
-            console.print(f"  {aspect.id}  {aspect.text}", highlight=False)
-        if plan.subquestions.dropped:
-            console.print(f"  [dim]dropped as near-duplicates: {len(plan.subquestions.dropped)}[/]")
     best = set(plan.best.node_ids)
     tree = Tree(f"[bold]QTree[/] ({len(plan.tree)} nodes; [green]green[/] = chosen outline)")
     branches: dict[str | None, Tree] = {None: tree}

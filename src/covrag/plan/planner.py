@@ -83,12 +83,19 @@ class QPlanner:
 
     def plan(self, request: str, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> Plan:
         query = self.query(request, include, exclude)
-        subquestions = None
-        if self.subquestions:
-            decomposer = LLMDecomposer(
-                self.llm, n=self.subquestions, retries=self.retries, encoder=self.encoder
-            )
-            subquestions = decomposer.decompose(query.base)
+        return self.plan_tree(query, self.decompose(query))
+
+    def decompose(self, query: C2Query) -> SubQuestions | None:
+        """DES sub-questions of the base query (None when ``subquestions`` is 0)."""
+        if not self.subquestions:
+            return None
+        decomposer = LLMDecomposer(
+            self.llm, n=self.subquestions, retries=self.retries, encoder=self.encoder
+        )
+        return decomposer.decompose(query.base)
+
+    def plan_tree(self, query: C2Query, subquestions: SubQuestions | None) -> Plan:
+        """The QTree, the judged outlines and the random baseline, completing a plan."""
         tree = QTreeBuilder(
             self.llm, depth=self.depth, branching=self.branching, retries=self.retries
         ).build(query)
