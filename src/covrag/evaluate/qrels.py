@@ -18,11 +18,10 @@ and :func:`run_to_ir_measures`.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any, NamedTuple
 
+from covrag.data.jsonl import atomic_write_text
 from covrag.errors import DataError, MissingExtraError
 from covrag.evaluate.judgments import Judgments, RunLike, TopicJudgments
 from covrag.types import CoverageMatrix, Topic
@@ -116,16 +115,7 @@ def format_qrels(qrels: Iterable[DiversityQrel]) -> str:
 
 def write_qrels(path: str | os.PathLike[str], qrels: Iterable[DiversityQrel]) -> None:
     """Write TREC diversity qrels atomically (no partial file on error)."""
-    text = format_qrels(qrels)
-    target = Path(path)
-    handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, target)
-    except BaseException:
-        os.unlink(temp)
-        raise
+    atomic_write_text(path, format_qrels(qrels))
 
 
 def read_qrels(path: str | os.PathLike[str]) -> list[DiversityQrel]:

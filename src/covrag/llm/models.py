@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from covrag.data.jsonl import atomic_write_text
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.llm.cache import default_cache_dir
 
@@ -111,15 +112,8 @@ def qwen_path(cache_dir: Path | None = None) -> Path:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _write_atomic(marker, QWEN_SHA256 + "\n")
+    atomic_write_text(marker, QWEN_SHA256 + "\n")
     return target
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 MODELS: dict[str, PackagedModel] = {

@@ -11,11 +11,11 @@ computed from the labels. Labels are read only here, never at inference.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from covrag.coverage.gold import GoldCoverage
+from covrag.data.jsonl import atomic_write_bytes
 from covrag.errors import ConfigError, DataError
 from covrag.pipeline import PrepareConfig, attach_coverage, prepare
 from covrag.select.base import Candidates, Selector
@@ -123,33 +124,24 @@ class TrainingSet:
 
     def save(self, path: str | os.PathLike[str], config: StateConfig) -> None:
         """Write to ``.npz`` (atomically), with the state configuration that produced it."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
-        os.close(handle)
-        try:
-            np.savez(
-                temp,
-                X=self.X,
-                y=self.y,
-                groups=self.groups,
-                source=self.source,
-                datasets=np.array(self.datasets),
-                config=np.array(json.dumps(dataclasses.asdict(config))),
-            )
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        buffer = io.BytesIO()
+        np.savez(
+            buffer,
+            X=self.X,
+            y=self.y,
+            groups=self.groups,
+            source=self.source,
+            datasets=np.array(self.datasets),
+            config=np.array(_config_key(config)),
+        )
+        atomic_write_bytes(path, buffer.getvalue())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], config: StateConfig) -> TrainingSet | None:
         """A saved training set, or None when it was built with a different configuration."""
         try:
             with np.load(path, allow_pickle=False) as data:
-                if json.loads(str(data["config"])) != json.loads(
-                    json.dumps(dataclasses.asdict(config))
-                ):
+                if str(data["config"]) != _config_key(config):
                     return None
                 return cls(
                     data["X"],
@@ -251,6 +243,11 @@ def build_training_set(
         tuple(name for name, _ in datasets),
         np.concatenate(sources),
     )
+
+
+def _config_key(config: StateConfig) -> str:
+    """The state settings as stored beside cached states (equal text = same settings)."""
+    return json.dumps(dataclasses.asdict(config))
 
 
 def cached_training_set(
