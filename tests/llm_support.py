@@ -7,6 +7,7 @@ malformed JSON, wrong counts, overlap); every planning step is also tested on th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pytest
@@ -33,6 +34,12 @@ class ScriptedLLM(LLM):
         if not self.replies:
             raise AssertionError("the script has no more replies")
         return ChatResult(self.replies.pop(0), self.model, prompt_tokens=3, completion_tokens=2)
+
+
+def items_reply(*questions: str) -> str:
+    """A decomposer reply: one ``{"factor", "question"}`` item per question."""
+    items = [{"factor": " ".join(q.split()[:3]), "question": q} for q in questions]
+    return json.dumps({"items": items})
 
 
 def check_failure(exc: StructuredOutputError, attempts: int) -> None:

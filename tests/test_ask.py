@@ -14,7 +14,7 @@ from covrag.report.runfile import parse_run_file
 from covrag.retrieve import BM25Retriever
 from covrag.types import Aspect, Passage
 from generate_support import KeywordCoverage
-from llm_support import ScriptedLLM
+from llm_support import ScriptedLLM, items_reply
 
 CORPUS = (
     Passage("c1", "School uniforms reduce bullying between pupils."),
@@ -81,7 +81,7 @@ def test_ask_runs_every_stage_and_records_it(tmp_path: Path) -> None:
 @pytest.mark.model
 def test_ask_asks_the_llm_for_sub_questions() -> None:
     questions = ["Do uniforms reduce bullying?", "What do uniforms cost parents?"]
-    llm = ScriptedLLM([json.dumps({"sub_questions": questions}), "Uniforms reduce bullying [1]."])
+    llm = ScriptedLLM([items_reply(*questions), "Uniforms reduce bullying [1]."])
     config = AskConfig(subquestions=2, pool=3, k=1, passes=0)
     result = ask(
         "Should schools require uniforms?",
@@ -153,7 +153,7 @@ def test_an_outline_the_llm_cannot_plan_falls_back_to_sub_questions() -> None:
     split = json.dumps(
         {"base_query": "Should schools require uniforms?", "include": [], "exclude": []}
     )
-    questions = json.dumps({"sub_questions": ["Do uniforms reduce bullying?"]})
+    questions = items_reply("Do uniforms reduce bullying?")
     llm = ScriptedLLM([split, questions, "no tree", "no tree", "no tree", questions, "Yes [1]."])
     result = ask(
         "Should schools require uniforms?",

@@ -35,7 +35,7 @@ def test_plan_command_runs_every_step_on_the_tiny_model(  # type: ignore[no-unty
     monkeypatch.setenv("COVRAG_CACHE_DIR", str(tmp_path))  # a fresh response cache
     args = ["plan", "Describe the film Jaws, but skip the reviews.", "--llm", TINY]
     args += ["--subquestions", "3", "--depth", "2", "--branching", "2"]
-    args += ["--outline-size", "2", "--candidates", "2", "--json"]
+    args += ["--tree", "--outline-size", "2", "--candidates", "2", "--json"]
     args += ["--exclude", "reviews"]
     code = main(args)
     captured = capsys.readouterr()
@@ -53,3 +53,27 @@ def test_plan_command_runs_every_step_on_the_tiny_model(  # type: ignore[no-unty
     assert plan["best"]["score"] == max(c["score"] for c in plan["candidates"])
     assert plan["random_baseline"]["source"] == "random"
     assert plan["llm_usage"]["calls"] + plan["llm_usage"]["cached_calls"] >= 6
+
+
+@pytest.mark.slow
+def test_plan_without_tree_prints_only_the_split_and_sub_questions(  # type: ignore[no-untyped-def]
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("xllamacpp")
+    monkeypatch.setenv("COVRAG_CACHE_DIR", str(tmp_path))
+    args = ["plan", "Should cities ban cars?", "--llm", TINY, "--subquestions", "2", "--json"]
+    args += ["--exclude", "parking fees"]
+    code = main(args)
+    captured = capsys.readouterr()
+    if code == 2:  # the 135M model failed the decomposer's checks: the error shows its replies
+        assert "the LLM gave no valid answer" in " ".join(captured.err.split())
+        return
+    assert code == 0, captured.err
+    plan = json.loads(captured.out)
+    assert "tree" not in plan and "best" not in plan
+    assert plan["exclude"] == ["parking fees"]
+    assert 1 <= len(plan["subquestions"]) <= 2
+    assert all(q.endswith("?") for q in plan["subquestions"])
+    # the rerun is answered from the response cache and the decomposition memo
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["subquestions"] == plan["subquestions"]

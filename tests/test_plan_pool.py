@@ -10,7 +10,7 @@ from covrag.plan.decompose import LLMDecomposer
 from covrag.plan.pool import PoolAspectFinder
 from covrag.plan.sources import GoldAspects, LLMAspects, PoolAspects, with_aspects
 from covrag.types import Aspect, Budget, Passage, Topic
-from llm_support import ScriptedLLM
+from llm_support import ScriptedLLM, items_reply
 
 pytestmark = pytest.mark.model
 
@@ -68,9 +68,7 @@ def test_pool_rewrite_asks_the_llm_for_a_question() -> None:
 def test_sources_replace_aspects_and_drop_labels() -> None:
     t = topic()
     assert GoldAspects().apply(t) is t
-    llm = ScriptedLLM(
-        [json.dumps({"sub_questions": ["How dirty is city air?", "Do shops lose money?"]})]
-    )
+    llm = ScriptedLLM([items_reply("How dirty is city air?", "Do shops lose money?")])
     source = LLMAspects(LLMDecomposer(llm, n=2, dedup=None))
     estimated = source.apply(t)
     assert [a.text for a in estimated.aspects] == ["How dirty is city air?", "Do shops lose money?"]

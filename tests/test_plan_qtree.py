@@ -91,7 +91,7 @@ def test_overlap_reads_content_words() -> None:
     assert word_overlap("What is the plot of Jaws?", "the plot of Jaws") == 1.0
 
 
-def test_levels_strategy_writes_children_per_node_and_redoes_only_clashes() -> None:
+def test_levels_strategy_keeps_new_children_and_asks_only_for_the_missing_ones() -> None:
     def subs(*texts: str) -> str:
         return json.dumps({"sub_queries": list(texts)})
 
@@ -100,14 +100,31 @@ def test_levels_strategy_writes_children_per_node_and_redoes_only_clashes() -> N
             subs("Air quality effects of cars", "Economic impact on businesses"),
             subs("Nitrogen dioxide near roads", "Particulate matter levels"),
             subs("Economic impact on businesses", "Delivery logistics costs"),  # repeats node 2
-            subs("Retail footfall after bans", "Delivery logistics costs"),
+            subs("Retail footfall after bans"),
         ]
     )
     tree = QTreeBuilder(llm, depth=2, branching=2).build("Should cities ban cars?")
     assert tree.ids == ("1", "1.1", "1.2", "2", "2.1", "2.2")
-    assert tree.node("2.1").text == "Retail footfall after bans"
-    assert llm.usage.calls == 4 and llm.usage.retries == 1
+    assert tree.node("2.1").text == "Delivery logistics costs"
+    assert tree.node("2.2").text == "Retail footfall after bans"
+    assert llm.usage.calls == 4 and llm.usage.retries == 0
     third = llm.requests[2][0][-1].content
     assert "- Nitrogen dioxide near roads" in third and "'Economic impact on businesses'" in third
-    assert "overlaps 'Economic impact on businesses'" in llm.requests[3][0][-1].content
-    assert llm.requests[0][1] is not None
+    top_up = llm.requests[3][0][-1].content
+    assert "Already chosen:\n- Delivery logistics costs" in top_up and "Write 1 more" in top_up
+    schema = llm.requests[3][1]
+    assert schema is not None and schema["properties"]["sub_queries"]["maxItems"] == 1
+
+
+def test_levels_strategy_shows_the_model_a_reply_with_nothing_new_and_gives_up() -> None:
+    def subs(*texts: str) -> str:
+        return json.dumps({"sub_queries": list(texts)})
+
+    repeat = subs("Air quality effects of cars", "Air quality effects of cars")
+    llm = ScriptedLLM([subs("Air quality effects of cars", "Economic impact on businesses")])
+    llm.replies += [repeat] * 3
+    builder = QTreeBuilder(llm, depth=2, branching=2, retries=2)
+    with pytest.raises(StructuredOutputError, match="3 attempts") as info:
+        builder.build("Should cities ban cars?")
+    assert "overlaps 'Air quality effects of cars'" in str(info.value)
+    assert "every sub-query must ask something new" in llm.requests[2][0][-1].content

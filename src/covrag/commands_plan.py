@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -64,6 +65,11 @@ def add_plan_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--judge-llm", default=None, help="LLM spec of the outline judge (default: --llm)"
     )
     p.add_argument("--subquestions", type=int, default=10, help="DES sub-questions (0 = none)")
+    p.add_argument(
+        "--tree",
+        action="store_true",
+        help="also plan the QTree of sub-queries and its outlines, judged 1-5 (QPlanner)",
+    )
     p.add_argument("--depth", type=int, default=3, help="QTree levels")
     p.add_argument("--branching", type=int, default=3, help="QTree children per node")
     p.add_argument("--outline-size", type=int, default=4, help="nodes per outline")
@@ -154,9 +160,29 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
         if subquestions is not None:
             console.print(f"\n[bold]sub-questions[/] ({len(subquestions.aspects)})")
             for aspect in subquestions.aspects:
-                console.print(f"  {aspect.id}  {aspect.text}", highlight=False)
-            if subquestions.dropped:
-                console.print(f"  [dim]dropped as near-duplicates: {len(subquestions.dropped)}[/]")
+                factor = aspect.metadata.get("factor")
+                label = f"[dim]{escape(str(factor))}:[/] " if factor else ""
+                console.print(f"  {aspect.id}  {label}{escape(aspect.text)}", highlight=False)
+            if subquestions.dropped or subquestions.spare:
+                console.print(
+                    f"  [dim]{len(subquestions.dropped)} candidates dropped (near-duplicates or "
+                    f"not questions), {len(subquestions.spare)} left spare[/]"
+                )
+    if not args.tree:
+        usage = llm.usage.as_dict()
+        if args.json:
+            record = {
+                "request": query.request,
+                "base_query": query.base,
+                "include": list(query.include),
+                "exclude": list(query.exclude),
+                "subquestions": list(subquestions.texts) if subquestions else [],
+                "llm_usage": usage,
+            }
+            console.print_json(json.dumps(record))
+        else:
+            print_usage(usage, console)
+        return 0
     with console.status("planning the QTree and outlines ...", spinner="dots"):
         try:
             plan = planner.plan_tree(query, subquestions)
@@ -189,9 +215,13 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
         "random baseline", plan.baseline.render(), str(plan.baseline.score), plan.baseline.rationale
     )
     console.print(table)
+    print_usage(usage, console)
+    return 0
+
+
+def print_usage(usage: dict[str, float], console: Console) -> None:
     console.print(
-        f"[dim]LLM: {usage['calls']:.0f} calls ({usage['cached_calls']:.0f} from the cache), "
+        f"\n[dim]LLM: {usage['calls']:.0f} calls ({usage['cached_calls']:.0f} from the cache), "
         f"{usage['retries']:.0f} retries, {usage['prompt_tokens']:.0f} prompt + "
         f"{usage['completion_tokens']:.0f} completion tokens, {usage['seconds']:.0f} s[/]"
     )
-    return 0

@@ -1,23 +1,31 @@
 """DES's decomposer: a question becomes N sub-questions that a complete answer must address.
 
-The LLM writes ``n`` sub-questions as JSON (schema-constrained where the backend can). Each must
-be a real question (ends with ``?``, several words, not the question itself); near-duplicates are
-removed by embedding similarity (cosine >= ``dedup``), and when that leaves fewer than ``n`` the
-LLM is asked once more for the missing ones, shown the ones already kept.
+The LLM lists more candidates than needed (1.5 ``n`` by default) as JSON, schema-constrained
+where the backend can: each a factor a complete answer must weigh with one sub-question about it.
+A sub-question must be a real question (ends with ``?``, several words, not the question itself);
+unusable ones and near-duplicates (embedding cosine >= ``dedup``) are dropped, the ``n`` that
+best represent the rest (facility location) are kept, and when fewer than ``n`` remain the LLM is
+asked once more for the missing ones, shown the ones already kept.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from covrag.data.jsonl import atomic_write_text
 from covrag.errors import ConfigError
-from covrag.llm.base import LLM, ChatParams, system, user
+from covrag.llm.base import LLM, ChatParams, canonical, system, user
+from covrag.llm.cache import CachedLLM
 from covrag.llm.structured import chat_json
 from covrag.types import Aspect, as_mapping
 
@@ -31,13 +39,16 @@ SYSTEM = (
     "sub-questions a complete answer has to address. You reply with JSON only."
 )
 
+MEMO_VERSION = 1
+
 _NUMBERING = re.compile(r"^\s*(?:[-*\u2022]|\(?\d+[.):]|[a-z][.)])\s+")
 _WORD = re.compile(r"[a-z0-9]+")
 
 
 def clean_question(text: str) -> str:
     """Strip list numbering, quotes and surrounding space from one generated question."""
-    return _NUMBERING.sub("", text.strip()).strip().strip("\"'").strip()
+    text = _NUMBERING.sub("", text.strip()).strip().strip("\"'").strip()
+    return re.sub(r"\?{2,}$", "?", text)
 
 
 def normalise(text: str) -> str:
@@ -55,13 +66,20 @@ def question_problem(text: str, question: str) -> str | None:
     return None
 
 
-def questions_schema(n: int, key: str = "sub_questions") -> dict[str, Any]:
+def items_schema(least: int, most: int) -> dict[str, Any]:
+    """``{"items": [{"factor": ..., "question": ...}, ...]}`` with ``least``..``most`` items."""
+    item = {
+        "type": "object",
+        "properties": {"factor": {"type": "string"}, "question": {"type": "string"}},
+        "required": ["factor", "question"],
+        "additionalProperties": False,
+    }
     return {
         "type": "object",
         "properties": {
-            key: {"type": "array", "items": {"type": "string"}, "minItems": n, "maxItems": n}
+            "items": {"type": "array", "items": item, "minItems": least, "maxItems": most}
         },
-        "required": [key],
+        "required": ["items"],
         "additionalProperties": False,
     }
 
@@ -96,8 +114,11 @@ class SubQuestions:
 
     Attributes:
         question: The question decomposed.
-        aspects: The kept sub-questions as aspects ``sq1``, ``sq2``, ... (polarity neutral).
-        dropped: Sub-questions removed as near-duplicates of kept ones.
+        aspects: The kept sub-questions as aspects ``sq1``, ``sq2``, ... (polarity neutral; the
+            factor each one asks about is in ``metadata["factor"]``).
+        dropped: Candidates removed as near-duplicates of kept ones, or as unusable (not a
+            question, the question itself).
+        spare: Distinct candidates left over once the ``n`` most distinct were kept.
         calls: LLM calls made (retries and the top-up included).
     """
 
@@ -105,23 +126,58 @@ class SubQuestions:
     aspects: tuple[Aspect, ...]
     dropped: tuple[str, ...] = ()
     calls: int = 1
+    spare: tuple[str, ...] = ()
 
     @property
     def texts(self) -> tuple[str, ...]:
         return tuple(a.text for a in self.aspects)
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    factor: str
+    question: str
+
+
+def representative(vectors: np.ndarray, n: int) -> list[int]:
+    """``n`` row indices that best represent all rows, returned in order.
+
+    Greedy facility location over cosine similarity: each step adds the row that most raises
+    ``sum_j max_{i chosen} cos(i, j)``, so the rows left out are the ones the chosen rows already
+    stand for (the most redundant), not the odd ones out. Ties go to the earlier row.
+    """
+    if n >= len(vectors):
+        return list(range(len(vectors)))
+    sims = vectors @ vectors.T
+    best = np.full(len(vectors), -1.0)
+    chosen: list[int] = []
+    for _ in range(n):
+        gains = np.maximum(sims, best[None, :]).sum(axis=1)
+        gains[chosen] = -np.inf
+        pick = int(np.argmax(gains))
+        chosen.append(pick)
+        best = np.maximum(best, sims[pick])
+    return sorted(chosen)
+
+
 @dataclass
 class LLMDecomposer:
     """Question -> ``n`` distinct sub-questions (DES step 1).
 
+    The LLM is asked for ``candidates`` (default 1.5 ``n``) factors a complete answer must
+    weigh, each with one sub-question about it: naming the factor first keeps a small model
+    from writing the same question in several wordings. Unusable candidates and near-duplicates
+    are dropped, the ``n`` that best represent the rest are kept, and when fewer than ``n`` remain
+    the LLM is asked once more for the missing ones, shown the factors already kept.
+
     Args:
         llm: The backend that writes them.
         n: Sub-questions wanted (DES: 10).
+        candidates: Sub-questions asked for (None = ``ceil(1.5 n)``).
         dedup: Cosine at or above which two sub-questions count as the same (None = only
-            exact repeats are removed).
-        retries: Extra attempts when a reply is unparsable or invalid.
-        max_tokens: Token limit of each reply.
+            exact repeats are removed and the first ``n`` are kept).
+        retries: Extra attempts when a reply is unparsable or has no usable question.
+        max_tokens: Token limit of each reply (None = 60 per candidate, at least 300).
         encoder: Sentence encoder for the near-duplicate check (default: packaged MiniLM).
     """
 
@@ -129,14 +185,21 @@ class LLMDecomposer:
     n: int = 10
     dedup: float | None = 0.9
     retries: int = 2
-    max_tokens: int = 700
+    max_tokens: int | None = None
     encoder: Encoder | None = field(default=None, repr=False)
+    candidates: int | None = None
 
     def __post_init__(self) -> None:
         if self.n < 1:
             raise ConfigError(f"n must be >= 1, got {self.n}")
+        if self.candidates is not None and self.candidates < self.n:
+            raise ConfigError(f"candidates must be >= n ({self.n}), got {self.candidates}")
         if self.dedup is not None and not 0 < self.dedup <= 1:
             raise ConfigError(f"dedup must lie in (0, 1], got {self.dedup}")
+
+    @property
+    def asked(self) -> int:
+        return self.candidates if self.candidates is not None else math.ceil(1.5 * self.n)
 
     def _encoder(self) -> Encoder | None:
         if self.dedup is None:
@@ -147,61 +210,146 @@ class LLMDecomposer:
             self.encoder = default_encoder()
         return self.encoder
 
-    def _ask(self, question: str, n: int, kept: Sequence[str]) -> tuple[list[str], int]:
+    def _ask(
+        self, question: str, want: int, ask: int, kept: Sequence[_Candidate]
+    ) -> tuple[list[_Candidate], list[str], int, str]:
         prompt = (
             f"Question: {question}\n\n"
-            f"Write exactly {n} distinct sub-questions that a complete answer to this question "
-            "must address. Cover different angles: the main arguments for and against, causes, "
-            "evidence, consequences, the people affected, costs and alternatives. Each "
-            "sub-question must be one specific question ending with '?', understandable on its "
-            "own, and must not repeat the question.\n"
+            "A complete answer to this question must weigh many different factors. "
+            f"List {ask} distinct factors (short noun phrases, each about a different thing) "
+            "and, for each, one specific sub-question about it. Each sub-question ends with "
+            "'?', is understandable on its own and does not repeat the question.\n"
         )
         if kept:
-            listed = "\n".join(f"- {k}" for k in kept)
-            prompt += f"\nThese are already covered; write different ones:\n{listed}\n"
-        prompt += f'\nReply with JSON: {{"sub_questions": [{n} questions]}}'
+            listed = "\n".join(f"- {k.factor}: {k.question}" for k in kept)
+            prompt += f"\nThese factors are already covered; list different ones:\n{listed}\n"
+        prompt += (
+            f'\nReply with JSON: {{"items": [{ask} objects like '
+            '{"factor": "...", "question": "...?"}]}'
+        )
 
-        def check(value: Any) -> list[str]:
-            texts = [clean_question(str(t)) for t in value["sub_questions"]]
-            problems = [p for t in texts if (p := question_problem(t, question))]
-            if problems:
-                raise ValueError("; ".join(problems[:3]))
-            return texts
+        def check(value: Any) -> tuple[list[_Candidate], list[str]]:
+            good: list[_Candidate] = []
+            bad: list[str] = []
+            problems: list[str] = []
+            for item in value["items"]:
+                text = clean_question(str(item["question"]))
+                problem = question_problem(text, question)
+                if problem is None:
+                    good.append(_Candidate(str(item["factor"]).strip(), text))
+                else:
+                    bad.append(text)
+                    problems.append(problem)
+            if not good:
+                raise ValueError("no usable sub-question: " + "; ".join(problems[:3]))
+            return good, bad
 
         result = chat_json(
             self.llm,
             [system(SYSTEM), user(prompt)],
-            questions_schema(n),
+            items_schema(want, ask),
             task=f"decompose {question!r}",
             check=check,
             retries=self.retries,
-            params=ChatParams(max_tokens=self.max_tokens),
+            params=ChatParams(max_tokens=self.max_tokens or max(300, 60 * ask)),
         )
-        return list(result.value), result.attempts
+        good, bad = result.value
+        return good, bad, result.attempts, result.results[-1].text
+
+    def _distinct(
+        self, items: list[_Candidate]
+    ) -> tuple[list[_Candidate], list[str], list[_Candidate]]:
+        """(kept, dropped as near-duplicates, spare) of ``items``."""
+        texts = [i.question for i in items]
+        encoder = self._encoder()
+        drop = set(near_duplicates(texts, self.dedup or 1.0, encoder))
+        rest = [i for k, i in enumerate(items) if k not in drop]
+        dropped = [t for k, t in enumerate(texts) if k in drop]
+        if len(rest) <= self.n:
+            return rest, dropped, []
+        if encoder is None:
+            return rest[: self.n], dropped, rest[self.n :]
+        chosen = set(representative(encoder.encode([i.factor or i.question for i in rest]), self.n))
+        kept = [i for k, i in enumerate(rest) if k in chosen]
+        spare = [i for k, i in enumerate(rest) if k not in chosen]
+        return kept, dropped, spare
+
+    def _memo(self, question: str, reply: str) -> Path | None:
+        """Where the outcome of this first reply is kept, when the LLM's replies are cached.
+
+        The outcome (kept, dropped, spare, the top-up) follows from the first reply and these
+        settings, so a rerun answered from the response cache also skips loading the encoder.
+        """
+        if not isinstance(self.llm, CachedLLM):
+            return None
+        from covrag.embed import DEFAULT_MODEL
+
+        encoder = self.encoder.name if self.encoder is not None else DEFAULT_MODEL
+        payload = {
+            "v": MEMO_VERSION,
+            "question": question,
+            "reply": reply,
+            "settings": [self.n, self.asked, self.dedup, self.retries, self.max_tokens, encoder],
+        }
+        key = hashlib.sha256(canonical(payload).encode("utf-8")).hexdigest()
+        return self.llm.cache.path.parent / "decompose" / f"{key}.json"
 
     def decompose(self, question: str) -> SubQuestions:
         """The sub-questions of ``question``.
 
         Raises:
-            StructuredOutputError: when the LLM gives no valid list within the retries.
+            StructuredOutputError: when the LLM gives no usable list within the retries.
         """
-        texts, calls = self._ask(question, self.n, [])
-        encoder = self._encoder()
-        threshold = self.dedup if self.dedup is not None else 1.0
-        drop = set(near_duplicates(texts, threshold, encoder))
-        kept = [t for i, t in enumerate(texts) if i not in drop]
-        dropped = [t for i, t in enumerate(texts) if i in drop]
+        items, bad, calls, reply = self._ask(question, self.n, self.asked, [])
+        memo = self._memo(question, reply)
+        if memo is not None and memo.exists():
+            try:
+                return _load_memo(question, memo)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                logger.warning("ignoring unreadable decomposition memo %s: %s", memo, exc)
+        kept, dropped, spare = self._distinct(items)
+        dropped = bad + dropped
         if len(kept) < self.n:
-            more, extra_calls = self._ask(question, self.n - len(kept), kept)
+            missing = self.n - len(kept)
+            more, bad, extra_calls, _ = self._ask(question, missing, missing + 2, kept)
             calls += extra_calls
-            merged = kept + more
-            drop = set(near_duplicates(merged, threshold, encoder))
-            dropped += [t for i, t in enumerate(merged) if i in drop]
-            kept = [t for i, t in enumerate(merged) if i not in drop]
+            kept, near, spare = self._distinct(kept + more)
+            dropped += bad + near
         if dropped:
-            logger.info("decompose %r: dropped %d near-duplicates", question, len(dropped))
+            logger.info("decompose %r: dropped %d candidates", question, len(dropped))
         aspects = tuple(
-            Aspect(f"sq{i}", text, metadata=as_mapping({"source": "llm"}))
-            for i, text in enumerate(kept, start=1)
+            Aspect(
+                f"sq{i}",
+                c.question,
+                metadata=as_mapping({"source": "llm", "factor": c.factor}),
+            )
+            for i, c in enumerate(kept, start=1)
         )
-        return SubQuestions(question, aspects, tuple(dropped), calls)
+        result = SubQuestions(
+            question, aspects, tuple(dropped), calls, tuple(c.question for c in spare)
+        )
+        if memo is not None:
+            record = {
+                "kept": [[c.factor, c.question] for c in kept],
+                "dropped": list(result.dropped),
+                "spare": list(result.spare),
+                "calls": calls,
+            }
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(memo, json.dumps(record))
+        return result
+
+
+def _load_memo(question: str, path: Path) -> SubQuestions:
+    record = json.loads(path.read_text(encoding="utf-8"))
+    aspects = tuple(
+        Aspect(f"sq{i}", str(text), metadata=as_mapping({"source": "llm", "factor": str(factor)}))
+        for i, (factor, text) in enumerate(record["kept"], start=1)
+    )
+    return SubQuestions(
+        question,
+        aspects,
+        tuple(str(t) for t in record["dropped"]),
+        int(record["calls"]),
+        tuple(str(t) for t in record["spare"]),
+    )

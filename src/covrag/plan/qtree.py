@@ -9,12 +9,13 @@ bounded retries that show the model what was wrong.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from covrag.errors import ConfigError
+from covrag.errors import ConfigError, StructuredOutputError
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
 from covrag.plan.conditioned import C2Query
@@ -195,8 +196,9 @@ class QTreeBuilder:
         retries: Extra attempts when the tree (or one node's children) fails a check.
         strategy: ``whole`` writes the tree in one reply (QPlanner); ``levels`` writes the
             children of one node per call, top down, each checked against every node written
-            so far, so a failed check redoes only those children (1 + 3 + 9 = 13 calls by
-            default; small local models write far fewer overlapping sub-queries this way).
+            so far (1 + 3 + 9 = 13 calls by default; small local models write far fewer
+            overlapping sub-queries this way). A repeated child is dropped and only the
+            missing ones asked for again, at most ``retries`` times.
     """
 
     llm: LLM
@@ -262,65 +264,102 @@ class QTreeBuilder:
     def _children(
         self, base: str, parent: QTreeNode | None, written: list[QTreeNode]
     ) -> list[QTreeNode]:
+        """The children of ``parent``: sub-queries that overlap nothing written so far.
+
+        A reply's new sub-queries are kept and its repeats dropped; while fewer than
+        ``branching`` are kept, the LLM is asked for only the missing ones, shown those kept,
+        at most ``retries`` more times. (Rejecting a whole reply for one repeat makes a small
+        model write the same repeat again.)
+        """
         n = self.branching
-        if parent is None:
-            ask = f"Write {n} broad sub-queries that together cover this query."
-            path = ""
-        else:
-            ask = (
-                f"Write {n} more specific sub-queries under this sub-query: {parent.text!r}. "
-                "Each must ask about a different part of it."
+        path = f"{parent.id}." if parent is not None else ""
+        task = f"QTree children of {parent.id if parent else 'the root'} for {base!r}"
+        context = [node.text for node in written] + ([parent.text] if parent else [])
+        kept: list[str] = []
+        failures: list[tuple[str, str]] = []
+        for _ in range(self.retries + 1):
+            want = n - len(kept)
+            taken = [*context, *kept]
+            result = chat_json(
+                self.llm,
+                [system(SYSTEM), user(self._children_prompt(base, parent, written, kept, want))],
+                _strings_schema(want),
+                task=task,
+                check=functools.partial(self._new_children, taken=taken),
+                retries=self.retries,
+                params=ChatParams(max_tokens=40 * want + 60),
             )
-            path = parent.id + "."
+            new, rejected = result.value
+            kept += new[:want]
+            if len(kept) == n:
+                break
+            failures.append((result.results[-1].text, "; ".join(rejected)))
+        else:
+            raise StructuredOutputError(task, failures)
+        return [QTreeNode(f"{path}{i}", text) for i, text in enumerate(kept, start=1)]
+
+    def _children_prompt(
+        self,
+        base: str,
+        parent: QTreeNode | None,
+        written: list[QTreeNode],
+        kept: list[str],
+        want: int,
+    ) -> str:
         # What changes between calls comes last, so a local model reuses the cached prefix.
         prompt = f"Query: {base}\n\n"
         if written:
             taken = "\n".join(f"- {node.text}" for node in written)
             prompt += f"Sub-queries already written (do not repeat any of them):\n{taken}\n\n"
-        prompt += f"{ask} Each is a short search question about one subtopic.\n"
-        prompt += f'Reply with JSON: {{"sub_queries": [{n} strings]}}'
-        schema = {
-            "type": "object",
-            "properties": {
-                "sub_queries": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "minItems": n,
-                    "maxItems": n,
-                }
-            },
-            "required": ["sub_queries"],
-            "additionalProperties": False,
-        }
+        if parent is None:
+            prompt += "Broad sub-queries that together cover this query"
+        else:
+            prompt += (
+                f"More specific sub-queries under this sub-query: {parent.text!r}, each about a "
+                "different part of it"
+            )
+        if kept:
+            chosen = "\n".join(f"- {text}" for text in kept)
+            prompt += f". Already chosen:\n{chosen}\nWrite {want} more, different from these."
+        else:
+            prompt += f". Write {want}."
+        prompt += " Each is a short search question about one subtopic.\n"
+        return prompt + f'Reply with JSON: {{"sub_queries": [{want} strings]}}'
 
-        def check(value: Any) -> list[QTreeNode]:
-            children = [
-                QTreeNode(f"{path}{i}", " ".join(str(t).split()))
-                for i, t in enumerate(value["sub_queries"], start=1)
-            ]
-            short = [c.text for c in children if len(_WORD.findall(c.text)) < 2]
-            if short:
-                raise ValueError(f"{short} are empty or one word; write real sub-queries")
-            context = written + ([parent] if parent is not None else [])
-            clashes = [
-                (c.text, o.text)
-                for i, c in enumerate(children)
-                for o in [*context, *children[:i]]
-                if word_overlap(c.text, o.text) >= self.overlap
-            ]
-            if clashes:
-                a, b = clashes[0]
-                raise ValueError(f"{a!r} overlaps {b!r}; every sub-query must ask something new")
-            return children
+    def _new_children(self, value: Any, taken: list[str]) -> tuple[list[str], list[str]]:
+        """The reply's usable new sub-queries, and why the others were dropped.
 
-        result = chat_json(
-            self.llm,
-            [system(SYSTEM), user(prompt)],
-            schema,
-            task=f"QTree children of {parent.id if parent else 'the root'} for {base!r}",
-            check=check,
-            retries=self.retries,
-            params=ChatParams(max_tokens=40 * n + 60),
-        )
-        children: list[QTreeNode] = result.value
-        return children
+        Raises:
+            ValueError: when none is usable (``chat_json`` then shows the model why).
+        """
+        new: list[str] = []
+        rejected: list[str] = []
+        for raw in value["sub_queries"]:
+            text = " ".join(str(raw).split())
+            if len(_WORD.findall(text)) < 2:
+                rejected.append(f"{text!r} is empty or one word")
+                continue
+            clash = next((o for o in [*taken, *new] if word_overlap(text, o) >= self.overlap), None)
+            if clash is not None:
+                rejected.append(f"{text!r} overlaps {clash!r}")
+                continue
+            new.append(text)
+        if not new:
+            raise ValueError("; ".join(rejected[:3]) + "; every sub-query must ask something new")
+        return new, rejected
+
+
+def _strings_schema(n: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "sub_queries": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": n,
+                "maxItems": n,
+            }
+        },
+        "required": ["sub_queries"],
+        "additionalProperties": False,
+    }
