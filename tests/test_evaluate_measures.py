@@ -183,7 +183,16 @@ def test_excluded_share_by_hand() -> None:
         (Aspect("a", "plot"), Aspect("reviews", "reception", polarity="exclude")),
         labels={d: frozenset(a) for d, a in labels.items()},
     )
-    assert Judgments.from_topics([topic])["q"].excluded == frozenset({"reviews"})
+    from_topics = Judgments.from_topics([topic])
+    assert from_topics["q"].excluded == frozenset({"reviews"})
+    # ... and they are no gain: d2 (reviews only) is not relevant, d3 counts for "a" alone;
+    # Excl still sees both.
+    assert from_topics["q"].labels == {"d1": {"a"}, "d2": set(), "d3": {"a"}, "d4": set()}
+    assert from_topics["q"].excluded_docs == {"d2", "d3"}
+    result = evaluate(from_topics, run, ["Excl@3", "StRecall@1", "P@2", "alpha-nDCG@2"])
+    assert result.values.tolist()[0][:3] == [pytest.approx(2 / 3), 0.0, 0.5]
+    with pytest.raises(DataError, match="excluded docs"):
+        TopicJudgments("q", labels, ("a", "reviews"), excluded_docs=frozenset({"nope"}))
 
 
 def test_topic_without_actual_aspects_scores_zero() -> None:

@@ -110,8 +110,9 @@ class BenchResult:
         }
 
 
-def default_measures(budget: Budget) -> list[str]:
-    """Rank measures at k for passage budgets; RVC/RVC2 (and alpha-nDCG@10) for token budgets."""
+def default_measures(budget: Budget, excluded: bool = False) -> list[str]:
+    """Rank measures at k for passage budgets; RVC/RVC2 (and alpha-nDCG@10) for token budgets;
+    and ``Excl@k`` when topics exclude aspects."""
     specs: list[str] = []
     if budget.max_tokens is not None:
         specs += [f"RVC@{budget.max_tokens}", f"RVC2@{budget.max_tokens}"]
@@ -119,6 +120,8 @@ def default_measures(budget: Budget) -> list[str]:
     specs += [f"alpha-nDCG@{k}", f"StRecall@{k}"]
     if budget.max_tokens is None:
         specs += [f"P@{k}", f"nDCG@{k}"]
+    if excluded:
+        specs.append(f"Excl@{k}")
     return specs
 
 
@@ -201,7 +204,9 @@ def run_bench(
     all_methods = list(methods)
     names = [m.name for m in all_methods]
     if exact:
-        all_methods.append(Method(ExactSelector(), GoldCoverage()))
+        # Excluded aspects are no gain to the measures, so none to the optimum either.
+        oracle = ExactSelector(exclude="penalize", penalty=0.0)
+        all_methods.append(Method(oracle, GoldCoverage()))
         names.append(ORACLE)
     baseline = baseline or names[0]
     if baseline not in names:
@@ -240,10 +245,13 @@ def run_bench(
             progress(topic.query_id)
 
     judgments = Judgments.from_topics(topics)
+    excludes = any(j.excluded for j in judgments.values())
     measure_specs: dict[str, list[str]] = {}
     results: list[MethodResult] = []
     for budget in budgets:
-        chosen: tuple[Measure, ...] = parse_measures(list(measures or default_measures(budget)))
+        chosen: tuple[Measure, ...] = parse_measures(
+            list(measures or default_measures(budget, excludes))
+        )
         specs = [repr(m) for m in chosen]
         measure_specs[str(budget)] = specs
         block: list[MethodResult] = []

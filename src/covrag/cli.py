@@ -31,6 +31,21 @@ def _budget_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _exclude_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--exclude-aspects",
+        nargs="+",
+        default=[],
+        metavar="SPEC",
+        help="gold aspects the request asks to leave out: aspect ids, or random:N (N per topic, "
+        "drawn with --exclude-seed); selectors avoid them by their exclude= mode, measures "
+        "count no gain for them, and Excl@k reports how much of a ranking supports them",
+    )
+    parser.add_argument(
+        "--exclude-seed", type=int, default=0, help="seed of --exclude-aspects random:N"
+    )
+
+
 def _prepare_args(parser: argparse.ArgumentParser, multiple: bool = False) -> None:
     parser.add_argument(
         "--aspects",
@@ -43,6 +58,7 @@ def _prepare_args(parser: argparse.ArgumentParser, multiple: bool = False) -> No
         "always use the gold labels" + ("; several are compared side by side" if multiple else ""),
     )
     add_aspect_args(parser)
+    _exclude_args(parser)
     parser.add_argument(
         "--relevance",
         choices=["dense", "score", "order"],
@@ -86,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=["alpha-nDCG@10", "StRecall@10", "P@10", "nDCG@10"],
         help="measure specs, e.g. alpha-nDCG@10 'alpha-nDCG(alpha=0.7)@20' RVC@1024",
     )
+    _exclude_args(p)
     p.add_argument("--per-query", action="store_true", help="show per-query values")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -103,8 +104,16 @@ def selection_record(selection: Selection) -> dict[str, object]:
     }
 
 
-def run_select(args: argparse.Namespace, console: Console) -> int:
+def load_topics(args: argparse.Namespace) -> list[Topic]:
+    """The dataset ``--dataset`` names, with ``--exclude-aspects`` applied."""
+    from covrag.data.exclusion import exclude_aspects
+
     topics = load_dataset(args.dataset)
+    return exclude_aspects(topics, args.exclude_aspects, args.exclude_seed)
+
+
+def run_select(args: argparse.Namespace, console: Console) -> int:
+    topics = load_topics(args)
     selector = parse_selector(args.selector)
     estimator = parse_estimator(args.coverage) if args.coverage else None
     budget = budget_from_args(args.k, args.budget_tokens)
@@ -157,8 +166,11 @@ def run_eval(args: argparse.Namespace, console: Console) -> int:
     from covrag.evaluate import Judgments, evaluate
     from covrag.tokens import with_token_costs
 
-    topics = load_dataset(args.dataset)
+    topics = load_topics(args)
     measures = list(args.measures)
+    if args.exclude_aspects and not any(m.lower().startswith("excl") for m in measures):
+        ranked = [m for m in measures if not m.upper().startswith("RVC") and "@" in m]
+        measures.append("Excl@" + (ranked[0].rsplit("@", 1)[1] if ranked else "10"))
     if any(m.upper().startswith("RVC") for m in measures):
         topics = [with_token_costs(t) for t in topics]
     run = read_run(args.run)
@@ -189,7 +201,7 @@ def bench_table(result: BenchResult, budget: Budget) -> Table:
     rows = result.for_budget(budget)
     specs = result.measures[str(budget)]
     table = Table(title=f"{result.dataset}: {result.topics} topics, budget {budget}")
-    table.add_column("method")
+    table.add_column("method", overflow="fold", min_width=16)
     for spec in specs:
         table.add_column(spec, justify="right")
     has_headroom = any(r.headroom for r in rows)
@@ -213,7 +225,8 @@ def bench_table(result: BenchResult, budget: Budget) -> Table:
             ((spec, room),) = row.headroom.items() if row.headroom else (("", float("nan")),)
             closed = row.gap_closed.get(spec, float("nan"))
             cells.append("-" if row.method == ORACLE else f"{room:.3f}")
-            cells.append("-" if row.method in (ORACLE, result.baseline) else f"{closed:.0%}")
+            skip = row.method in (ORACLE, result.baseline) or math.isnan(closed)
+            cells.append("-" if skip else f"{closed:.0%}")  # nan: the baseline has no gap
         cells.append(f"{1000 * row.select_seconds:.2f}")
         if has_cost:
             cells.append(f"{row.coverage_pairs:.0f}" if row.coverage_pairs else "-")
@@ -231,7 +244,7 @@ def bench_table(result: BenchResult, budget: Budget) -> Table:
 
 
 def run_bench_command(args: argparse.Namespace, console: Console) -> int:
-    topics = load_dataset(args.dataset)
+    topics = load_topics(args)
     methods = build_methods(args.selectors, args.coverage, args.aspects)
     budgets = [parse_budget(b) for b in args.budgets]
     baseline = None

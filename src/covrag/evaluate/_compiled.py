@@ -101,10 +101,8 @@ class Compiled:
         cost_array = np.frombuffer(costs, dtype=np.int64)
         excluded_rows = np.zeros(n_rows + 1, dtype=bool)
         for topic, index in zip(topics, doc_index, strict=True):
-            if topic.excluded:
-                for doc, aspects in topic._raw.items():
-                    if aspects & topic.excluded:
-                        excluded_rows[index[doc]] = True
+            for doc in topic.excluded_docs:
+                excluded_rows[index[doc]] = True
         for array_ in (doc_aspects, length, cost_array, excluded_rows):
             array_.setflags(write=False)
         return cls(

@@ -40,6 +40,9 @@ class TopicJudgments:
         costs: Judged doc id -> token cost, for budgeted measures; may be partial or empty.
         excluded: Aspects the request asked to leave out (polarity ``exclude``); the ``Excl``
             measure reports how much of a ranking supports them. Must be among ``aspects``.
+        excluded_docs: Judged docs that support an excluded aspect, for when ``labels`` no
+            longer name it (:meth:`Judgments.from_topics` takes excluded aspects out of the
+            gains); docs whose labels name an excluded aspect are added to it.
     """
 
     query_id: str
@@ -47,6 +50,7 @@ class TopicJudgments:
     aspects: tuple[str, ...] = ()
     costs: Mapping[str, int] = field(default_factory=lambda: _NO_COSTS)
     excluded: frozenset[str] = frozenset()
+    excluded_docs: frozenset[str] = frozenset()
 
     actual_aspects: tuple[str, ...] = field(init=False, repr=False, compare=False)
     """The aspects at least one judged doc supports, in topic order ("actual subtopics")."""
@@ -86,7 +90,16 @@ class TopicJudgments:
                 f"topic {self.query_id!r}: excluded aspects {sorted(excluded - set(aspects))} "
                 "are not among the topic's aspects"
             )
+        excluded_docs = frozenset(self.excluded_docs)
+        unjudged = excluded_docs.difference(labels)
+        if unjudged:
+            raise DataError(
+                f"topic {self.query_id!r}: excluded docs {sorted(unjudged)[:5]} are not judged"
+            )
+        if excluded:
+            excluded_docs |= {doc for doc, names in labels.items() if names & excluded}
         object.__setattr__(self, "excluded", excluded)
+        object.__setattr__(self, "excluded_docs", excluded_docs)
         object.__setattr__(self, "_raw", labels)
         object.__setattr__(self, "labels", MappingProxyType(labels))
         object.__setattr__(self, "aspects", aspects)
@@ -147,6 +160,10 @@ class Judgments(Mapping[str, TopicJudgments]):
     def from_topics(cls, topics: Iterable[Topic]) -> Judgments:
         """Gold labels of topics (``topic.labels``); costs from ``passage.tokens`` where known.
 
+        Aspects with polarity ``exclude`` (the request asked to leave them out) are taken out of
+        the gains: a doc supporting only excluded aspects is not relevant, and no measure
+        rewards covering them; ``Excl@k`` reports the share of the ranking that supports them.
+
         Raises:
             DataError: a topic without gold labels.
         """
@@ -163,8 +180,16 @@ class Judgments(Mapping[str, TopicJudgments]):
                 if p.tokens is not None and p.id in topic.labels
             }
             excluded = frozenset(a.id for a in topic.aspects if a.polarity == "exclude")
+            labels: Mapping[str, frozenset[str]] = topic.labels
+            excluded_docs: frozenset[str] = frozenset()
+            if excluded:
+                # Content the request asked to leave out is no gain: Excl@k counts it instead.
+                excluded_docs = frozenset(d for d, names in labels.items() if names & excluded)
+                labels = {d: names - excluded for d, names in labels.items()}
             result.append(
-                TopicJudgments(topic.query_id, topic.labels, topic.aspect_ids, costs, excluded)
+                TopicJudgments(
+                    topic.query_id, labels, topic.aspect_ids, costs, excluded, excluded_docs
+                )
             )
         return cls(tuple(result))
 

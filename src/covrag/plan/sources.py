@@ -43,7 +43,15 @@ class AspectSource(ABC):
         aspects = self.aspects(topic)
         self.seconds += time.perf_counter() - started
         self.topics += 1
-        return topic if aspects is None else with_aspects(topic, aspects)
+        if aspects is None:
+            return topic
+        # What the request asks to leave out is known whatever the source of the wanted aspects.
+        excluded = tuple(a for a in topic.aspects if a.polarity == "exclude")
+        taken = {a.id for a in aspects}
+        excluded = tuple(
+            dataclasses.replace(a, id=f"exclude:{a.id}") if a.id in taken else a for a in excluded
+        )
+        return with_aspects(topic, aspects + excluded)
 
     @abstractmethod
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
