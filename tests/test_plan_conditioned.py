@@ -36,6 +36,42 @@ def test_split_retries_a_contradiction() -> None:
     assert "cannot be both included and excluded" in llm.requests[1][0][-1].content
 
 
+def split(base: str, include: list[str], exclude: list[str]) -> str:
+    return json.dumps({"base_query": base, "include": include, "exclude": exclude})
+
+
+def test_a_missed_skip_instruction_and_invented_subtopics_are_shown_to_the_model() -> None:
+    request = "Describe the film Jaws. I already know how critics received it, so skip reviews."
+    llm = ScriptedLLM(
+        [
+            split("Describe the film Jaws", [], []),
+            split("Describe the film Jaws", ["shark attacks"], ["reviews"]),
+            split("Describe the film Jaws", [], ["reviews"]),
+        ]
+    )
+    query = split_request(llm, request)
+    assert query.exclude == ("reviews",) and query.include == ()
+    assert "the request says 'already know'" in llm.requests[1][0][-1].content
+    assert "['shark attacks'] are not in the request" in llm.requests[2][0][-1].content
+    # the prompt carries worked examples
+    assert "leave that out" in llm.requests[0][0][-1].content
+
+
+def test_when_the_model_keeps_missing_it_the_first_well_formed_split_is_kept() -> None:
+    request = "Tell me about Marie Curie's life, but I don't need details of her Nobel prizes."
+    kept = split("Tell me about Marie Curie's life, but I don't need details", [], ["Nobel prizes"])
+    llm = ScriptedLLM(["not json", kept, kept])
+    query = split_request(llm, request, retries=2)
+    assert query.base == "Tell me about Marie Curie's life"  # the instruction is cut off
+    assert query.exclude == ("Nobel prizes",)
+    # a cue word that belongs to the topic: nothing to skip, and never an error
+    llm = ScriptedLLM([split("Is it healthy to skip breakfast?", [], [])] * 3)
+    assert split_request(llm, "Is it healthy to skip breakfast?").exclude == ()
+    # nothing well-formed at all: the error lists every reply
+    with pytest.raises(StructuredOutputError, match="3 attempts"):
+        split_request(ScriptedLLM(["no", "no", "no"]), request)
+
+
 @pytest.mark.slow
 def test_tiny_model_splits_a_request() -> None:
     llm = tiny_llm()

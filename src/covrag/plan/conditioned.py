@@ -9,14 +9,28 @@ CLI's ``--include`` / ``--exclude``). Its constraints become aspects with polari
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from covrag.errors import ConfigError
+from covrag.errors import ConfigError, StructuredOutputError
 from covrag.llm.base import LLM, ChatParams, system, user
-from covrag.llm.structured import chat_json
+from covrag.llm.structured import chat_json, extract_json, validate
 from covrag.types import Aspect, as_mapping
+
+logger = logging.getLogger(__name__)
+
+# Wording that usually asks to leave something out; the split is checked against it.
+SKIP_CUE = re.compile(
+    r"\b(skip|leave (?:\w+ )?out|already know|(?:do not|don't|dont) (?:need|want|include|cover)|"
+    r"no need|omit|not interested in|exclud\w*)\b",
+    re.IGNORECASE,
+)
+
+_WORD = re.compile(r"[a-z0-9]+")
 
 SYSTEM = (
     "You read a search request and separate the topic being asked about from any instruction "
@@ -33,6 +47,28 @@ SCHEMA: dict[str, Any] = {
     "required": ["base_query", "include", "exclude"],
     "additionalProperties": False,
 }
+
+
+# Worked examples in the prompt: without them a 1.5B model often returns an empty exclude list
+# for "I already know how critics received it, so skip reviews".
+EXAMPLES = "\n".join(
+    f"Request: {request}\n-> {json.dumps(split)}"
+    for request, split in (
+        (
+            "Tell me about the Eiffel Tower. I've read enough about its history, so leave that "
+            "out.",
+            {"base_query": "Tell me about the Eiffel Tower", "include": [], "exclude": ["history"]},
+        ),
+        (
+            "How do vaccines work? Be sure to mention side effects.",
+            {"base_query": "How do vaccines work?", "include": ["side effects"], "exclude": []},
+        ),
+        (
+            "Is coffee bad for your health?",
+            {"base_query": "Is coffee bad for your health?", "include": [], "exclude": []},
+        ),
+    )
+)
 
 
 def _clean(items: Sequence[str]) -> tuple[str, ...]:
@@ -106,6 +142,18 @@ class C2Query:
         return ("The answer " + ", and ".join(parts) + ".") if parts else "No constraints."
 
 
+def _trim_instruction(base: str) -> str:
+    """``base`` cut before the clause holding a skip instruction ("X's life, but I don't need
+    ...": "X's life"), when enough of it is left."""
+    cue = SKIP_CUE.search(base)
+    if cue is None:
+        return base
+    head = base[: cue.start()]
+    cut = max(head.rfind(sep) for sep in (",", ";", ".", " but ", " and "))
+    trimmed = head[:cut].strip(" ,;.") if cut > 0 else ""
+    return trimmed if len(trimmed.split()) >= 2 else base
+
+
 def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
     """Split ``request`` into base query and include / exclude instructions with the LLM."""
     if not request.strip():
@@ -117,11 +165,12 @@ def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
         "- include: subtopics the request explicitly asks to cover (empty list if none);\n"
         "- exclude: subtopics the request asks to skip or says it already knows (empty list "
         "if none).\n"
-        "Use short noun phrases for the subtopics. Reply with JSON: "
-        '{"base_query": "...", "include": [...], "exclude": [...]}'
+        "Use short noun phrases for the subtopics.\n\n"
+        f"Examples:\n{EXAMPLES}\n\n"
+        'Reply with JSON: {"base_query": "...", "include": [...], "exclude": [...]}'
     )
 
-    def check(value: Any) -> C2Query:
+    def parse(value: Any) -> C2Query:
         base = " ".join(str(value["base_query"]).split())
         if len(base.split()) < 2:
             raise ValueError("base_query must restate the topic being asked about")
@@ -129,16 +178,51 @@ def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
         clash = {i.lower() for i in include} & {e.lower() for e in exclude}
         if clash:
             raise ValueError(f"{sorted(clash)} cannot be both included and excluded")
+        said = set(_WORD.findall(request.lower()))
+        invented = [t for t in include + exclude if not set(_WORD.findall(t.lower())) & said]
+        if invented:
+            raise ValueError(
+                f"{invented[:3]} are not in the request; list only subtopics the request names"
+            )
         return C2Query(request, base, include, exclude)
 
-    result = chat_json(
-        llm,
-        [system(SYSTEM), user(prompt)],
-        SCHEMA,
-        task="split the request",
-        check=check,
-        retries=retries,
-        params=ChatParams(max_tokens=200),
-    )
+    def check(value: Any) -> C2Query:
+        query = parse(value)
+        cue = SKIP_CUE.search(request)
+        if cue and not query.exclude:
+            raise ValueError(
+                f"the request says {cue.group(0)!r}: list what it asks to skip under exclude"
+            )
+        if cue and SKIP_CUE.search(query.base):
+            raise ValueError("base_query must leave out the instruction about what to skip")
+        return query
+
+    messages = [system(SYSTEM), user(prompt)]
+    try:
+        result = chat_json(
+            llm,
+            messages,
+            SCHEMA,
+            task="split the request",
+            check=check,
+            retries=retries,
+            params=ChatParams(max_tokens=200),
+        )
+    except StructuredOutputError as exc:
+        # The model kept missing a skip instruction the wording suggests (the cue words can
+        # also appear in a topic): take its first well-formed split rather than fail the plan.
+        for raw, _ in exc.attempts:
+            try:
+                value = extract_json(raw)
+                validate(value, SCHEMA)
+                fallback = parse(value)
+            except ValueError:
+                continue
+            base = _trim_instruction(fallback.base)
+            logger.warning(
+                "split the request: %s; keeping the first well-formed split", exc.attempts[-1][1]
+            )
+            return C2Query(request, base, fallback.include, fallback.exclude)
+        raise
     query: C2Query = result.value
     return query
