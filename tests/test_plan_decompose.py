@@ -144,7 +144,8 @@ def test_tiny_model_decomposes() -> None:
         result = decomposer.decompose("Should cities ban cars from their centres?")
     except StructuredOutputError as exc:
         check_failure(exc, 3)
-        assert llm.usage.calls == 3 and llm.usage.retries == 2
+        # 3 failed attempts, after a first reply with some usable question when a top-up failed
+        assert 3 <= llm.usage.calls <= 6 and llm.usage.retries >= 2
         return
     assert 1 <= len(result.aspects) <= 3
     assert all(t.endswith("?") and len(t.split()) >= 3 for t in result.texts)

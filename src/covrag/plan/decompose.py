@@ -218,8 +218,8 @@ class LLMDecomposer:
             "A complete answer to this question must weigh many different factors. "
             f"List {ask} distinct factors (short noun phrases, each about a different thing) "
             "and, for each, one specific sub-question about it. Each sub-question ends with "
-            "'?', does not repeat the question, and names its subject in full (never 'it' or "
-            "'the film'), so that it can be searched on its own.\n"
+            "'?', does not repeat the question, and names its subject in full rather than "
+            "'it', so that it can be searched on its own.\n"
         )
         if kept:
             listed = "\n".join(f"- {k.factor}: {k.question}" for k in kept)
