@@ -123,8 +123,45 @@ def test_levels_strategy_shows_the_model_a_reply_with_nothing_new_and_gives_up()
     repeat = subs("Air quality effects of cars", "Air quality effects of cars")
     llm = ScriptedLLM([subs("Air quality effects of cars", "Economic impact on businesses")])
     llm.replies += [repeat] * 3
-    builder = QTreeBuilder(llm, depth=2, branching=2, retries=2)
+    builder = QTreeBuilder(llm, depth=2, branching=2, retries=2, short_ok=False)
     with pytest.raises(StructuredOutputError, match="3 attempts") as info:
         builder.build("Should cities ban cars?")
     assert "overlaps 'Air quality effects of cars'" in str(info.value)
     assert "every sub-query must ask something new" in llm.requests[2][0][-1].content
+
+
+def test_a_node_whose_children_stay_short_keeps_those_found_unless_strict() -> None:
+    def subs(*texts: str) -> str:
+        return json.dumps({"sub_queries": list(texts)})
+
+    def script() -> ScriptedLLM:
+        llm = ScriptedLLM(
+            [
+                subs("Air quality effects of cars", "Economic impact on businesses"),
+                subs("Nitrogen dioxide near roads", "Particulate matter levels"),
+                subs("Delivery logistics costs", "Air quality effects of cars"),  # one new
+            ]
+        )
+        llm.replies += [subs("Particulate matter levels")] * 3  # the top-up only repeats
+        return llm
+
+    tree = QTreeBuilder(script(), depth=2, branching=2).build("Should cities ban cars?")
+    assert tree.ids == ("1", "1.1", "1.2", "2", "2.1")
+    assert len(tree.notes) == 1 and tree.notes[0].startswith("node 2 has 1 of 2 children")
+    assert "overlaps 'Particulate matter levels'" in tree.notes[0]
+    with pytest.raises(StructuredOutputError, match="QTree children of 2"):
+        QTreeBuilder(script(), depth=2, branching=2, short_ok=False).build(
+            "Should cities ban cars?"
+        )
+    # a node with no new child at all becomes a leaf
+    llm = ScriptedLLM([subs("Air quality effects of cars", "Economic impact on businesses")])
+    llm.replies += [subs("Delivery logistics costs", "Retail footfall after bans")]
+    llm.replies += [subs("Economic impact on businesses", "Air quality effects of cars")] * 3
+    tree = QTreeBuilder(llm, depth=2, branching=2).build("Should cities ban cars?")
+    assert tree.ids == ("1", "1.1", "1.2", "2")
+    assert tree.notes[0].startswith("node 2 has 0 of 2 children")
+    # the top level is never short: without it there is no tree to speak of
+    llm = ScriptedLLM([subs("Air quality effects of cars", "Air quality effects of cars")])
+    llm.replies += [subs("Air quality effects of cars")] * 3
+    with pytest.raises(StructuredOutputError, match="children of the root"):
+        QTreeBuilder(llm, depth=2, branching=2).build("Should cities ban cars?")

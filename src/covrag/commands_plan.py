@@ -125,6 +125,7 @@ def plan_record(plan: Any, usage: dict[str, float]) -> dict[str, Any]:
         "exclude": list(plan.query.exclude),
         "subquestions": list(plan.subquestions.texts) if plan.subquestions else [],
         "tree": [{"id": n.id, "text": n.text} for n in plan.tree],
+        "tree_notes": list(plan.tree.notes),
         "candidates": [outline(o) for o in plan.candidates],
         "random_baseline": outline(plan.baseline),
         "best": outline(plan.best),
@@ -205,6 +206,8 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
         )
     console.print()
     console.print(tree)
+    for note in plan.tree.notes:
+        console.print(f"[yellow]short of the asked shape[/]: {escape(note)}", highlight=False)
     table = Table(title="outlines, judged 1-5 against the request", show_lines=True)
     for column in ("outline", "nodes", "score", "rationale"):
         table.add_column(column)

@@ -10,6 +10,7 @@ bounded retries that show the model what was wrong.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from covrag.errors import ConfigError, StructuredOutputError
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
 from covrag.plan.conditioned import C2Query
+
+logger = logging.getLogger(__name__)
 
 SYSTEM = (
     "You plan how to research a request as a tree of sub-queries: broad sub-queries at the top, "
@@ -52,10 +55,15 @@ class QTreeNode:
 
 @dataclass(frozen=True)
 class QTree:
-    """A tree of sub-queries, nodes in depth-first order."""
+    """A tree of sub-queries, nodes in depth-first order.
+
+    ``notes`` says where the tree is short of the asked shape (a node whose children the LLM
+    could not complete without repeating itself).
+    """
 
     query: str
     nodes: tuple[QTreeNode, ...]
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         ids = [n.id for n in self.nodes]
@@ -199,6 +207,10 @@ class QTreeBuilder:
             so far (1 + 3 + 9 = 13 calls by default; small local models write far fewer
             overlapping sub-queries this way). A repeated child is dropped and only the
             missing ones asked for again, at most ``retries`` times.
+        short_ok: With ``levels``, a node below the top level whose children the LLM cannot
+            complete without repeating itself keeps those it wrote (none makes it a leaf), and
+            the tree's ``notes`` say so; False = fail instead (QPlanner's exact-count check).
+            The top level must be complete.
     """
 
     llm: LLM
@@ -207,6 +219,7 @@ class QTreeBuilder:
     overlap: float = 0.8
     retries: int = 2
     strategy: str = "levels"
+    short_ok: bool = True
 
     def __post_init__(self) -> None:
         if self.depth < 1 or self.branching < 1:
@@ -250,26 +263,29 @@ class QTreeBuilder:
 
     def _by_levels(self, base: str) -> QTree:
         nodes: list[QTreeNode] = []
+        notes: list[str] = []
         frontier: list[QTreeNode | None] = [None]
         for _ in range(self.depth):
             next_frontier: list[QTreeNode | None] = []
             for parent in frontier:
-                children = self._children(base, parent, nodes)
+                children = self._children(base, parent, nodes, notes)
                 nodes.extend(children)
                 next_frontier.extend(children)
             frontier = next_frontier
         order = {n.id: tuple(int(p) for p in n.id.split(".")) for n in nodes}
-        return QTree(base, tuple(sorted(nodes, key=lambda n: order[n.id])))
+        return QTree(base, tuple(sorted(nodes, key=lambda n: order[n.id])), tuple(notes))
 
     def _children(
-        self, base: str, parent: QTreeNode | None, written: list[QTreeNode]
+        self, base: str, parent: QTreeNode | None, written: list[QTreeNode], notes: list[str]
     ) -> list[QTreeNode]:
         """The children of ``parent``: sub-queries that overlap nothing written so far.
 
         A reply's new sub-queries are kept and its repeats dropped; while fewer than
         ``branching`` are kept, the LLM is asked for only the missing ones, shown those kept,
         at most ``retries`` more times. (Rejecting a whole reply for one repeat makes a small
-        model write the same repeat again.)
+        model write the same repeat again.) If the children are still short and ``short_ok``,
+        a node below the top level keeps the ones found (possibly none, making it a leaf), noted
+        in ``notes``.
         """
         n = self.branching
         path = f"{parent.id}." if parent is not None else ""
@@ -280,22 +296,33 @@ class QTreeBuilder:
         for _ in range(self.retries + 1):
             want = n - len(kept)
             taken = [*context, *kept]
-            result = chat_json(
-                self.llm,
-                [system(SYSTEM), user(self._children_prompt(base, parent, written, kept, want))],
-                _strings_schema(want),
-                task=task,
-                check=functools.partial(self._new_children, taken=taken),
-                retries=self.retries,
-                params=ChatParams(max_tokens=40 * want + 60),
-            )
+            try:
+                result = chat_json(
+                    self.llm,
+                    [
+                        system(SYSTEM),
+                        user(self._children_prompt(base, parent, written, kept, want)),
+                    ],
+                    _strings_schema(want),
+                    task=task,
+                    check=functools.partial(self._new_children, taken=taken),
+                    retries=self.retries,
+                    params=ChatParams(max_tokens=40 * want + 60),
+                )
+            except StructuredOutputError as exc:
+                failures.extend(exc.attempts)
+                break
             new, rejected = result.value
             kept += new[:want]
             if len(kept) == n:
                 break
             failures.append((result.results[-1].text, "; ".join(rejected)))
-        else:
-            raise StructuredOutputError(task, failures)
+        if len(kept) < n:
+            if not (self.short_ok and parent is not None):
+                raise StructuredOutputError(task, failures)
+            note = f"node {parent.id} has {len(kept)} of {n} children: {failures[-1][1]}"
+            logger.warning("QTree for %r: %s", base, note)
+            notes.append(note)
         return [QTreeNode(f"{path}{i}", text) for i, text in enumerate(kept, start=1)]
 
     def _children_prompt(
