@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -41,13 +42,15 @@ def test_plan_command_runs_every_step_on_the_tiny_model(  # type: ignore[no-unty
     captured = capsys.readouterr()
     if code == 2:  # the 135M model failed a step's checks: the error shows its replies
         err = " ".join(captured.err.split())
-        assert "the LLM gave no valid answer in 3 attempts" in err and "got:" in err
+        assert re.search(r"the LLM gave no valid answer in \d+ attempts", err) and "got:" in err
         return
     assert code == 0, captured.err
     assert (tmp_path / "llm-cache.sqlite").exists()
     plan = json.loads(captured.out)
     assert plan["exclude"] == ["reviews"]
-    assert len(plan["tree"]) == 6
+    top = [n for n in plan["tree"] if "." not in n["id"]]
+    assert len(top) == 2 and len(plan["tree"]) <= 6
+    assert (len(plan["tree"]) < 6) == bool(plan["tree_notes"])
     assert len(plan["candidates"]) == 2
     assert all(c["score"] in (1, 2, 3, 4, 5) and c["rationale"] for c in plan["candidates"])
     assert plan["best"]["score"] == max(c["score"] for c in plan["candidates"])

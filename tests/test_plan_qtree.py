@@ -78,7 +78,10 @@ def test_tiny_model_writes_a_checked_tree() -> None:
     except StructuredOutputError as exc:
         check_failure(exc, 3)
         return
-    assert tree.level_counts() == {1: 2, 2: 4}
+    counts = tree.level_counts()
+    assert counts[1] == 2 and counts.get(2, 0) <= 4
+    # a node short of children (the model only repeated itself) is always noted
+    assert (counts.get(2, 0) < 4) == bool(tree.notes)
     assert all(len(n.text.split()) >= 2 for n in tree)
 
 
