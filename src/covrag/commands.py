@@ -29,7 +29,7 @@ from covrag.data.trec import format_run
 from covrag.errors import ConfigError
 from covrag.pipeline import PrepareConfig, config_for, prepare
 from covrag.plan.sources import AspectSource
-from covrag.report.runfile import run_file_record, topic_run_record
+from covrag.report.runfile import run_file_record, selection_record, topic_run_record
 from covrag.select import parse_selector
 from covrag.types import Budget, Selection, Topic
 
@@ -85,23 +85,9 @@ def parse_budget(spec: str) -> Budget:
         raise ConfigError(f"budget {spec!r}: {exc}") from None
 
 
-def selection_record(selection: Selection) -> dict[str, object]:
-    return {
-        "query_id": selection.query_id,
-        "selector": selection.selector,
-        "budget": str(selection.budget),
-        "tokens_used": selection.tokens_used,
-        "seconds": selection.seconds,
-        "steps": [
-            {
-                "passage_id": s.passage_id,
-                "score": s.score,
-                "newly_covered": list(s.newly_covered),
-                "tokens": s.tokens,
-            }
-            for s in selection.steps
-        ],
-    }
+def trace_record(selection: Selection) -> dict[str, object]:
+    """One line of ``select --trace``: the topic id and its selection's steps."""
+    return {"query_id": selection.query_id, **selection_record(selection)}
 
 
 def load_topics(args: argparse.Namespace) -> list[Topic]:
@@ -134,7 +120,7 @@ def run_select(args: argparse.Namespace, console: Console) -> int:
     write_run(args.out, {s.query_id: s.passage_ids for s in selections}, tag=repr(selector))
     if args.trace:
         atomic_write_text(
-            args.trace, "".join(json.dumps(selection_record(s)) + "\n" for s in selections)
+            args.trace, "".join(json.dumps(trace_record(s)) + "\n" for s in selections)
         )
     if args.run_json:
         run_file = run_file_record(

@@ -108,6 +108,17 @@ def aspect_sources(args: argparse.Namespace, names: list[str]) -> dict[str, Any]
     return sources
 
 
+def split_record(query: Any, subquestions: Any) -> dict[str, Any]:
+    """The request, its split and its sub-questions, as ``--json`` prints them."""
+    return {
+        "request": query.request,
+        "base_query": query.base,
+        "include": list(query.include),
+        "exclude": list(query.exclude),
+        "subquestions": list(subquestions.texts) if subquestions else [],
+    }
+
+
 def plan_record(plan: Any, usage: dict[str, float]) -> dict[str, Any]:
     def outline(o: Any) -> dict[str, Any]:
         return {
@@ -119,11 +130,7 @@ def plan_record(plan: Any, usage: dict[str, float]) -> dict[str, Any]:
         }
 
     return {
-        "request": plan.query.request,
-        "base_query": plan.query.base,
-        "include": list(plan.query.include),
-        "exclude": list(plan.query.exclude),
-        "subquestions": list(plan.subquestions.texts) if plan.subquestions else [],
+        **split_record(plan.query, plan.subquestions),
         "tree": [{"id": n.id, "text": n.text} for n in plan.tree],
         "tree_notes": list(plan.tree.notes),
         "candidates": [outline(o) for o in plan.candidates],
@@ -172,14 +179,7 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
     if not args.tree:
         usage = llm.usage.as_dict()
         if args.json:
-            record = {
-                "request": query.request,
-                "base_query": query.base,
-                "include": list(query.include),
-                "exclude": list(query.exclude),
-                "subquestions": list(subquestions.texts) if subquestions else [],
-                "llm_usage": usage,
-            }
+            record = {**split_record(query, subquestions), "llm_usage": usage}
             console.print_json(json.dumps(record))
         else:
             print_usage(usage, console)

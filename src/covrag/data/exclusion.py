@@ -55,10 +55,11 @@ def exclude_aspects(topics: Sequence[Topic], specs: Sequence[str], seed: int = 0
     """
     if not specs:
         return list(topics)
-    counts = [c for c in map(_random_count, specs) if c is not None]
+    parsed = {spec: _random_count(spec) for spec in specs}
+    counts = [c for c in parsed.values() if c is not None]
     if len(counts) > 1:
         raise ConfigError("--exclude-aspects: give at most one random:N")
-    ids = {s for s in specs if _random_count(s) is None}
+    ids = {spec for spec, count in parsed.items() if count is None}
     known = {a.id for t in topics for a in t.aspects}
     unknown = sorted(ids - known)
     if unknown:

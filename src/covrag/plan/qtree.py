@@ -379,14 +379,7 @@ class QTreeBuilder:
 def _strings_schema(n: int) -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": {
-            "sub_queries": {
-                "type": "array",
-                "items": {"type": "string"},
-                "minItems": n,
-                "maxItems": n,
-            }
-        },
+        "properties": {"sub_queries": _array({"type": "string"}, n)},
         "required": ["sub_queries"],
         "additionalProperties": False,
     }

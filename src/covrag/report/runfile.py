@@ -70,6 +70,25 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def selection_record(selection: Selection) -> dict[str, Any]:
+    """A selection and its steps as JSON (non-finite scores become null)."""
+    return {
+        "selector": selection.selector,
+        "budget": str(selection.budget),
+        "tokens_used": selection.tokens_used,
+        "seconds": selection.seconds,
+        "steps": [
+            {
+                "passage_id": s.passage_id,
+                "score": _finite(s.score),
+                "newly_covered": list(s.newly_covered),
+                "tokens": s.tokens,
+            }
+            for s in selection.steps
+        ],
+    }
+
+
 def topic_run_record(
     topic: Topic,
     selection: Selection,
@@ -106,21 +125,7 @@ def topic_run_record(
             "truncated_pairs": coverage.truncated_pairs,
             "seconds": coverage.seconds,
         },
-        "selection": {
-            "selector": selection.selector,
-            "budget": str(selection.budget),
-            "tokens_used": selection.tokens_used,
-            "seconds": selection.seconds,
-            "steps": [
-                {
-                    "passage_id": s.passage_id,
-                    "score": _finite(s.score),
-                    "newly_covered": list(s.newly_covered),
-                    "tokens": s.tokens,
-                }
-                for s in selection.steps
-            ],
-        },
+        "selection": selection_record(selection),
     }
     if answer is not None:
         record["answer"] = {

@@ -32,8 +32,14 @@ from covrag.plan import C2Query, LLMDecomposer, QPlanner
 from covrag.select.base import parse_selector
 from covrag.server.config import ServerConfig
 from covrag.server.schemas import MAX_ASPECTS, MAX_TEXT, AspectIn, PassageIn, _Strict
-from covrag.server.service import MODEL_LOCK, RequestFieldError
-from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Topic
+from covrag.server.service import (
+    MODEL_LOCK,
+    RequestFieldError,
+    aspect_records,
+    passage_records,
+    unique_ids,
+)
+from covrag.types import Budget, CoverageMatrix, Topic
 
 T = TypeVar("T")
 
@@ -211,28 +217,15 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
 
 
 def _topic(request: AnswerRequest) -> Topic:
-    seen: set[str] = set()
-    for i, passage in enumerate(request.passages):
-        if passage.id in seen:
-            raise RequestFieldError(f"passages[{i}].id", f"duplicate id {passage.id!r}")
-        seen.add(passage.id)
-    aspect_ids: set[str] = set()
-    for i, aspect in enumerate(request.aspects):
-        if aspect.id in aspect_ids:
-            raise RequestFieldError(f"aspects[{i}].id", f"duplicate id {aspect.id!r}")
-        aspect_ids.add(aspect.id)
+    unique_ids("passages", [p.id for p in request.passages])
+    unique_ids("aspects", [a.id for a in request.aspects])
     if request.k is not None and not request.aspects:
         raise RequestFieldError("aspects", "selecting k passages by coverage needs aspects")
     return Topic(
         query_id="answer",
         query=request.question,
-        passages=tuple(
-            Passage(id=p.id, text=p.text, tokens=p.tokens, score=p.score) for p in request.passages
-        ),
-        aspects=tuple(
-            Aspect(id=a.id, text=a.text, weight=a.weight, vital=a.vital, polarity=a.polarity)
-            for a in request.aspects
-        ),
+        passages=passage_records(request.passages),
+        aspects=aspect_records(request.aspects),
     )
 
 

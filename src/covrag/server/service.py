@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -20,7 +20,9 @@ from covrag.pipeline import RelevanceSource, config_for, prepare
 from covrag.select.base import Selector, parse_selector
 from covrag.server.config import ServerConfig
 from covrag.server.schemas import (
+    AspectIn,
     CoverageOut,
+    PassageIn,
     SelectRequest,
     SelectResponse,
     StepOut,
@@ -71,8 +73,8 @@ def build_job(request: SelectRequest, config: ServerConfig) -> SelectJob:
             "aspects", f"selector {selector!r} reads a coverage matrix: give at least one aspect"
         )
 
-    aspect_ids = _unique("aspects", [a.id for a in request.aspects])
-    _unique("passages", [p.id for p in request.passages])
+    aspect_ids = unique_ids("aspects", [a.id for a in request.aspects])
+    unique_ids("passages", [p.id for p in request.passages])
     labels: dict[str, frozenset[str]] = {}
     for i, passage in enumerate(request.passages):
         unknown = [a for a in passage.covers if a not in aspect_ids]
@@ -89,13 +91,8 @@ def build_job(request: SelectRequest, config: ServerConfig) -> SelectJob:
     topic = Topic(
         query_id=request.query_id,
         query=request.query,
-        passages=tuple(
-            Passage(id=p.id, text=p.text, tokens=p.tokens, score=p.score) for p in request.passages
-        ),
-        aspects=tuple(
-            Aspect(id=a.id, text=a.text, weight=a.weight, vital=a.vital, polarity=a.polarity)
-            for a in request.aspects
-        ),
+        passages=passage_records(request.passages),
+        aspects=aspect_records(request.aspects),
         labels=labels,
     )
     budget = Budget(
@@ -183,7 +180,19 @@ def _parse(field: str, spec: str, parse: Callable[[str], T]) -> T:
         raise RequestFieldError(field, str(exc)) from exc
 
 
-def _unique(field: str, ids: list[str]) -> set[str]:
+def passage_records(items: Sequence[PassageIn]) -> tuple[Passage, ...]:
+    return tuple(Passage(id=p.id, text=p.text, tokens=p.tokens, score=p.score) for p in items)
+
+
+def aspect_records(items: Sequence[AspectIn]) -> tuple[Aspect, ...]:
+    return tuple(
+        Aspect(id=a.id, text=a.text, weight=a.weight, vital=a.vital, polarity=a.polarity)
+        for a in items
+    )
+
+
+def unique_ids(field: str, ids: list[str]) -> set[str]:
+    """The ids, or a RequestFieldError naming ``field[i].id`` of the first repeat."""
     seen: set[str] = set()
     for i, item in enumerate(ids):
         if item in seen:
