@@ -51,7 +51,9 @@ def test_a_missed_skip_instruction_and_invented_subtopics_are_shown_to_the_model
     )
     query = split_request(llm, request)
     assert query.exclude == ("reviews",) and query.include == ()
-    assert "the request says 'already know'" in llm.requests[1][0][-1].content
+    assert 'the request says "I already know how critics received it, so skip reviews"' in (
+        llm.requests[1][0][-1].content
+    )
     assert "['shark attacks'] are not in the request" in llm.requests[2][0][-1].content
     # the prompt carries worked examples
     assert "leave that out" in llm.requests[0][0][-1].content
@@ -67,6 +69,24 @@ def test_when_the_model_keeps_missing_it_the_first_well_formed_split_is_kept() -
     # a cue word that belongs to the topic: nothing to skip, and never an error
     llm = ScriptedLLM([split("Is it healthy to skip breakfast?", [], [])] * 3)
     assert split_request(llm, "Is it healthy to skip breakfast?").exclude == ()
+    # a missed skip first, then splits that skip "reviews" but invent subtopics: the one that
+    # skips is kept, without the invented ones
+    jaws = "Describe the film Jaws. I already know how critics received it, so skip reviews."
+    llm = ScriptedLLM(
+        [
+            split("Describe the film Jaws", [], []),
+            split("Describe the film Jaws", ["plot summary", "director"], ["reviews"]),
+            split("Describe the film Jaws", ["special effects"], ["reviews"]),
+        ]
+    )
+    query = split_request(llm, jaws)
+    assert query.exclude == ("reviews",) and query.include == ()
+    # no reply ever skips anything: the object of an explicit "skip X" outside a question is used
+    llm = ScriptedLLM([split("Describe the film Jaws", [], [])] * 3)
+    query = split_request(llm, jaws)
+    assert query.exclude == ("reviews",) and query.include == ()
+    feedback = llm.requests[1][0][-1].content
+    assert '"I already know how critics received it, so skip reviews"' in feedback
     # nothing well-formed at all: the error lists every reply
     with pytest.raises(StructuredOutputError, match="3 attempts"):
         split_request(ScriptedLLM(["no", "no", "no"]), request)

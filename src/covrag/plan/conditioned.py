@@ -32,6 +32,13 @@ SKIP_CUE = re.compile(
 
 _WORD = re.compile(r"[a-z0-9]+")
 
+# What an explicit skip instruction names: "skip reviews", "leave out the parking fees".
+SKIP_OBJECT = re.compile(
+    r"\b(?:skip|leave out|omit|exclude|(?:do not|don't|dont) (?:need|want|include|cover))\s+"
+    r"(?:the |any |its |their |her |his )?([^.,;!?]+)",
+    re.IGNORECASE,
+)
+
 SYSTEM = (
     "You read a search request and separate the topic being asked about from any instruction "
     "about what the answer should include or leave out. You reply with JSON only."
@@ -142,6 +149,27 @@ class C2Query:
         return ("The answer " + ", and ".join(parts) + ".") if parts else "No constraints."
 
 
+def _sentence(text: str, at: int) -> str:
+    """The sentence of ``text`` around position ``at``."""
+    start = max(text.rfind(sep, 0, at) for sep in ".!?;") + 1
+    ends = [i for i in (text.find(sep, at) for sep in ".!?;") if i >= 0]
+    return text[start : min(ends) if ends else len(text)].strip()
+
+
+def _skip_cue(request: str) -> re.Match[str] | None:
+    """The first wording that asks to leave something out, outside questions ("Is it healthy
+    to skip breakfast?" asks about skipping)."""
+    return next(
+        (m for m in SKIP_CUE.finditer(request) if not _in_question(request, m.start())), None
+    )
+
+
+def _in_question(text: str, at: int) -> bool:
+    """Whether position ``at`` of ``text`` lies in a sentence that ends with '?'."""
+    ends = [i for i in (text.find(sep, at) for sep in ".!?;") if i >= 0]
+    return bool(ends) and text[min(ends)] == "?"
+
+
 def _trim_instruction(base: str) -> str:
     """``base`` cut before the clause holding a skip instruction ("X's life, but I don't need
     ...": "X's life"), when enough of it is left."""
@@ -170,7 +198,7 @@ def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
         'Reply with JSON: {"base_query": "...", "include": [...], "exclude": [...]}'
     )
 
-    def parse(value: Any) -> C2Query:
+    def parse(value: Any, lenient: bool = False) -> C2Query:
         base = " ".join(str(value["base_query"]).split())
         if len(base.split()) < 2:
             raise ValueError("base_query must restate the topic being asked about")
@@ -179,19 +207,26 @@ def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
         if clash:
             raise ValueError(f"{sorted(clash)} cannot be both included and excluded")
         said = set(_WORD.findall(request.lower()))
-        invented = [t for t in include + exclude if not set(_WORD.findall(t.lower())) & said]
-        if invented:
+
+        def named(text: str) -> bool:
+            return bool(set(_WORD.findall(text.lower())) & said)
+
+        invented = [t for t in include + exclude if not named(t)]
+        if invented and not lenient:
             raise ValueError(
                 f"{invented[:3]} are not in the request; list only subtopics the request names"
             )
+        include = tuple(t for t in include if named(t))
+        exclude = tuple(t for t in exclude if named(t))
         return C2Query(request, base, include, exclude)
 
     def check(value: Any) -> C2Query:
         query = parse(value)
-        cue = SKIP_CUE.search(request)
+        cue = _skip_cue(request)
         if cue and not query.exclude:
             raise ValueError(
-                f"the request says {cue.group(0)!r}: list what it asks to skip under exclude"
+                f'the request says "{_sentence(request, cue.start())}": list what it asks to '
+                "skip under exclude"
             )
         if cue and SKIP_CUE.search(query.base):
             raise ValueError("base_query must leave out the instruction about what to skip")
@@ -209,20 +244,30 @@ def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
             params=ChatParams(max_tokens=200),
         )
     except StructuredOutputError as exc:
-        # The model kept missing a skip instruction the wording suggests (the cue words can
-        # also appear in a topic): take its first well-formed split rather than fail the plan.
+        # The model kept failing these checks (a cue word can also belong to the topic): rather
+        # than fail the plan, keep its first well-formed split, without invented subtopics,
+        # preferring one that excludes something when the wording asks to skip.
+        splits = []
         for raw, _ in exc.attempts:
             try:
                 value = extract_json(raw)
                 validate(value, SCHEMA)
-                fallback = parse(value)
+                splits.append(parse(value, lenient=True))
             except ValueError:
                 continue
-            base = _trim_instruction(fallback.base)
-            logger.warning(
-                "split the request: %s; keeping the first well-formed split", exc.attempts[-1][1]
+        if not splits:
+            raise
+        cue = _skip_cue(request)
+        chosen = next((q for q in splits if q.exclude), splits[0]) if cue else splits[0]
+        if cue and not chosen.exclude:
+            # Last resort: the object of an explicit "skip X" / "leave out X" / "don't need X".
+            named = tuple(
+                m.group(1).strip()
+                for m in SKIP_OBJECT.finditer(request)
+                if not _in_question(request, m.start())
             )
-            return C2Query(request, base, fallback.include, fallback.exclude)
-        raise
+            chosen = C2Query(request, chosen.base, chosen.include, _clean(named))
+        logger.warning("split the request: %s; keeping a well-formed split", exc.attempts[-1][1])
+        return C2Query(request, _trim_instruction(chosen.base), chosen.include, chosen.exclude)
     query: C2Query = result.value
     return query
