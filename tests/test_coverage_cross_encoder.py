@@ -103,6 +103,7 @@ def test_roc_auc_and_threshold() -> None:
     assert f1 == 1.0 and 0.2 < threshold <= 0.7
 
 
+@pytest.mark.slow  # about 90 s: trains, calibrates and exports a cross-encoder
 def test_train_coverage_cli_end_to_end(tmp_path: Path, write_jsonl) -> None:  # type: ignore[no-untyped-def]
     import dataclasses
 
