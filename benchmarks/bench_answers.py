@@ -21,7 +21,6 @@ from pathlib import Path
 
 from covrag.coverage import CrossEncoderCoverage
 from covrag.data import load_dataset
-from covrag.data.jsonl import atomic_write_text
 from covrag.evaluate.answer_stats import ANSWER_MEASURES, compare_variants, markdown_table
 from covrag.evaluate.answers import (
     AnswerEvaluation,
@@ -31,6 +30,7 @@ from covrag.evaluate.answers import (
     evaluation_record,
     vital_from_labels,
 )
+from covrag.files import atomic_write_text
 from covrag.generate import CitedWriter, Critic, CritiqueContext, CritiqueRewriteGenerator
 from covrag.llm import parse_llm
 from covrag.pipeline import PrepareConfig, prepare

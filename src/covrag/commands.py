@@ -24,9 +24,9 @@ from rich.table import Table
 from covrag.bench import ORACLE, BenchResult, Method, build_methods, run_bench
 from covrag.coverage import parse_estimator
 from covrag.data import load_dataset, write_run
-from covrag.data.jsonl import atomic_write_text
 from covrag.data.trec import format_run
 from covrag.errors import ConfigError
+from covrag.files import atomic_write_text
 from covrag.pipeline import PrepareConfig, config_for, prepare
 from covrag.plan.sources import AspectSource
 from covrag.report.runfile import run_file_record, selection_record, topic_run_record

@@ -102,7 +102,7 @@ def _given_aspects(args: argparse.Namespace) -> Any:
 def run_ask(args: argparse.Namespace, console: Console) -> int:
     from covrag.ask import STAGES, AskConfig, ask
     from covrag.commands import progress_bar
-    from covrag.data.jsonl import atomic_write_text
+    from covrag.files import atomic_write_text
     from covrag.llm import parse_llm
 
     config = AskConfig(
@@ -216,10 +216,10 @@ def _print_ask(result: Any, console: Console) -> None:
 
 def run_eval_answers(args: argparse.Namespace, console: Console) -> int:
     from covrag.commands import progress_bar
-    from covrag.data.jsonl import atomic_write_text
     from covrag.evaluate.answer_stats import ANSWER_MEASURES, compare_variants
     from covrag.evaluate.answers import LLMAnswerJudge, agreement, evaluation_record
     from covrag.evaluate.answers_io import evaluate_variants, load_variants
+    from covrag.files import atomic_write_text
     from covrag.llm import parse_llm
 
     variants = load_variants(args.runs, all_passes=args.all_passes, dataset=args.dataset)

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from covrag.errors import DataError
+from covrag.files import atomic_write_text
 from covrag.types import POLARITIES, Aspect, Passage, Topic, as_mapping
 
 _PASSAGE_KEYS = {"id", "text", "aspects", "non_aspects", "score", "tokens"}
@@ -221,22 +220,3 @@ def write_topics(path: str | os.PathLike[str], topics: Iterable[Topic]) -> None:
     """Write topics as coverage JSONL, atomically: the file appears complete or not at all."""
     lines = [json.dumps(topic_to_record(t), ensure_ascii=False) + "\n" for t in topics]
     atomic_write_text(path, "".join(lines))
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename (no partial files)."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename (no partial files)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

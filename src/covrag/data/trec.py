@@ -6,8 +6,8 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
-from covrag.data.jsonl import atomic_write_text
 from covrag.errors import DataError
+from covrag.files import atomic_write_text
 from covrag.types import Selection
 
 Run = dict[str, tuple[str, ...]]

@@ -21,9 +21,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from covrag.data.jsonl import atomic_write_text
 from covrag.errors import DataError, MissingExtraError
 from covrag.evaluate.judgments import Judgments, RunLike, TopicJudgments
+from covrag.files import atomic_write_text
 from covrag.types import CoverageMatrix, Topic
 
 

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from covrag.data.jsonl import atomic_write_text
 from covrag.errors import ConfigError, MissingExtraError
+from covrag.files import atomic_write_text
 from covrag.llm.cache import default_cache_dir
 
 logger = logging.getLogger(__name__)

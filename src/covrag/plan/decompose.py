@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from covrag.data.jsonl import atomic_write_text
 from covrag.errors import ConfigError
+from covrag.files import atomic_write_text
 from covrag.llm.base import LLM, ChatParams, canonical, system, user
 from covrag.llm.cache import CachedLLM
 from covrag.llm.structured import chat_json

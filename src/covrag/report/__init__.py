@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from covrag.data.jsonl import atomic_write_text
 from covrag.errors import DataError
+from covrag.files import atomic_write_text
 from covrag.report.bench_html import render_bench
 from covrag.report.run_html import render_run
 from covrag.report.runfile import (

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from covrag.coverage.gold import GoldCoverage
-from covrag.data.jsonl import atomic_write_bytes
 from covrag.errors import ConfigError, DataError
+from covrag.files import atomic_write_bytes
 from covrag.pipeline import PrepareConfig, attach_coverage, prepare
 from covrag.select.base import Candidates, Selector
 from covrag.select.greedy import GreedyCoverageSelector

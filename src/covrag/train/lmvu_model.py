@@ -20,8 +20,8 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from covrag.data.jsonl import atomic_write_text
 from covrag.errors import ConfigError, DataError
+from covrag.files import atomic_write_text
 from covrag.select.lmvu_features import FEATURES, STATE
 from covrag.types import FloatArray, IntArray
 
