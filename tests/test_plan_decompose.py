@@ -105,14 +105,15 @@ def test_a_cached_llm_reruns_without_redoing_the_selection(tmp_path: Path) -> No
     cached = CachedLLM(ScriptedLLM([first, first]), ResponseCache(tmp_path / "llm.sqlite"))
     decomposer = LLMDecomposer(cached, n=2, dedup=None)
     result = decomposer.decompose("Should cities ban cars?")
-    memos = list((tmp_path / "decompose").glob("*.json"))
-    assert len(memos) == 1
+    memos = cached.cache.memo_keys()  # kept in the response cache, the one cache of LLM results
+    assert len(memos) == 1 and memos[0].startswith("decompose:")
+    assert not (tmp_path / "decompose").exists()
     again = LLMDecomposer(cached, n=2, dedup=None).decompose("Should cities ban cars?")
     assert again == result and again.aspects[0].metadata["factor"] == "How much do"
     # other settings (here n) do not reuse the memo
     other = LLMDecomposer(cached, n=1, dedup=None, candidates=2)
     assert other.decompose("Should cities ban cars?").texts == ("How much do cars pollute?",)
-    memos[0].write_text("{broken", encoding="utf-8")  # a damaged memo is ignored, not fatal
+    cached.cache.put_memo(memos[0], {"kept": 3})  # a damaged memo is ignored, not fatal
     assert LLMDecomposer(cached, n=2, dedup=None).decompose("Should cities ban cars?") == result
 
 

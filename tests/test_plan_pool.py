@@ -70,10 +70,11 @@ def test_sources_replace_aspects_and_drop_labels() -> None:
     assert GoldAspects().apply(t) is t
     llm = ScriptedLLM([items_reply("How dirty is city air?", "Do shops lose money?")])
     source = LLMAspects(LLMDecomposer(llm, n=2, dedup=None))
-    estimated = source.apply(t)
+    sourced = source.timed(t)
+    estimated = sourced.topic
     assert [a.text for a in estimated.aspects] == ["How dirty is city air?", "Do shops lose money?"]
     assert estimated.labels == {} and estimated.passages == t.passages
-    assert source.topics == 1 and source.seconds >= 0
+    assert sourced.seconds >= 0
     assert with_aspects(t, ()).aspects == ()
 
 

@@ -219,6 +219,7 @@ def run_bench(
     selections: dict[tuple[str, Budget], list[Selection]] = {}
     select_seconds: dict[tuple[str, Budget], float] = {}
     coverage_cost: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    aspect_seconds: dict[str, float] = {}
     estimators = {
         m.coverage_key: m.coverage
         for m in all_methods
@@ -228,7 +229,10 @@ def run_bench(
         prepared: dict[tuple[str, str] | None, Candidates] = {}
         base = prepare(topic, None, config).candidates
         prepared[None] = base
-        estimated = {s: sources[s].apply(topic) for s in {key[0] for key in estimators}}
+        found = {s: sources[s].timed(topic) for s in {key[0] for key in estimators}}
+        for s, sourced in found.items():
+            aspect_seconds[s] = aspect_seconds.get(s, 0.0) + sourced.seconds
+        estimated = {s: sourced.topic for s, sourced in found.items()}
         for key, estimator in estimators.items():
             matrix = estimator.estimate(estimated[key[0]])
             coverage_cost.setdefault(key, []).append((matrix.pairs_scored, matrix.seconds))
@@ -261,7 +265,6 @@ def run_bench(
             scores = evaluate(judgments, run, chosen)
             values = {repr(m): scores[m] for m in chosen}
             cost = coverage_cost.get(method.coverage_key, []) if method.coverage_key else []
-            source = sources[method.aspects]
             block.append(
                 MethodResult(
                     method=name,
@@ -276,7 +279,7 @@ def run_bench(
                     select_seconds=select_seconds[(name, budget)] / max(len(topics), 1),
                     coverage_pairs=float(np.mean([c[0] for c in cost])) if cost else 0.0,
                     coverage_seconds=float(np.mean([c[1] for c in cost])) if cost else 0.0,
-                    aspects_seconds=source.seconds / max(source.topics, 1),
+                    aspects_seconds=aspect_seconds.get(method.aspects, 0.0) / max(len(topics), 1),
                 )
             )
         _compare(block, baseline, specs, seed, n_resamples)

@@ -123,7 +123,7 @@ def _scorer(model: str, batch_size: int, max_length: int) -> PairScorer:
     return PairScorer(model, batch_size, max_length, cache_size=500_000)
 
 
-@ESTIMATORS.register("cross-encoder")
+@ESTIMATORS.register
 @dataclass(frozen=True, repr=False)
 class CrossEncoderCoverage(CoverageEstimator):
     """P[p, a] = a cross-encoder's probability that passage p covers aspect a.

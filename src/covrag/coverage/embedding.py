@@ -12,7 +12,7 @@ from covrag.embed import Encoder, default_encoder
 from covrag.types import CoverageMatrix, Topic
 
 
-@ESTIMATORS.register("embedding")
+@ESTIMATORS.register
 @dataclass(frozen=True, repr=False)
 class EmbeddingCoverage(CoverageEstimator):
     """P[p, a] = max(0, cos(e(p), e(a))) with a bi-encoder; covered when P >= threshold.

@@ -10,7 +10,7 @@ from covrag.errors import DataError
 from covrag.types import CoverageMatrix, Topic
 
 
-@ESTIMATORS.register("gold")
+@ESTIMATORS.register
 @dataclass(frozen=True, repr=False)
 class GoldCoverage(CoverageEstimator):
     """P = 1 where the labels say a passage supports an aspect, else 0 (threshold 0.5)."""

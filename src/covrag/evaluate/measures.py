@@ -78,7 +78,7 @@ class _Ranked(Measure):
         return self.cutoff
 
 
-@MEASURES.register("alpha-nDCG")
+@MEASURES.register
 @dataclass(frozen=True, repr=False)
 class AlphaNDCG(_Ranked):
     """alpha-nDCG@k (Clarke et al., "Novelty and diversity in information retrieval
@@ -112,7 +112,7 @@ class AlphaNDCG(_Ranked):
         return context.alpha_ndcg(self.alpha, self.cutoff)
 
 
-@MEASURES.register("StRecall")
+@MEASURES.register
 @dataclass(frozen=True, repr=False)
 class StRecall(_Ranked):
     """Subtopic recall S-recall@k (Zhai, Cohen and Lafferty, "Beyond independent relevance",
@@ -129,7 +129,7 @@ class StRecall(_Ranked):
         return context.subtopic_recall(self.cutoff)
 
 
-@MEASURES.register("P")
+@MEASURES.register
 @dataclass(frozen=True, repr=False)
 class Precision(_Ranked):
     """Precision P@k = relevant documents in the top k / k, a document being relevant when it
@@ -146,7 +146,7 @@ class Precision(_Ranked):
         return context.precision(self.cutoff)
 
 
-@MEASURES.register("Excl")
+@MEASURES.register
 @dataclass(frozen=True, repr=False)
 class Excluded(_Ranked):
     """Excl@k: the share of the top k that supports an aspect the request asked to leave out
@@ -164,7 +164,7 @@ class Excluded(_Ranked):
         return context.excluded_share(self.cutoff)
 
 
-@MEASURES.register("nDCG")
+@MEASURES.register
 @dataclass(frozen=True, repr=False)
 class NDCG(_Ranked):
     """nDCG@k with binary gains (Jarvelin and Kekalainen, TOIS 2002), as trec_eval's
@@ -181,7 +181,7 @@ class NDCG(_Ranked):
         return context.binary_ndcg(self.cutoff)
 
 
-@MEASURES.register("RVC")
+@MEASURES.register
 @dataclass(frozen=True, repr=False)
 class RVC(Measure):
     """Recall of viewpoint coverage under a token budget (LMVU; see METHODS.md section 3).
@@ -208,7 +208,7 @@ class RVC(Measure):
         return _kernels.viewpoint_coverage(support, context.actual, graded=False)
 
 
-@MEASURES.register("RVC2")
+@MEASURES.register
 @dataclass(frozen=True, repr=False)
 class RVC2(RVC):
     """RVC with redundancy credit (LMVU): the same budget walk as RVC, but an aspect supported

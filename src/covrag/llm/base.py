@@ -176,6 +176,16 @@ class LLM(ABC):
     ) -> ChatResult:
         """One call to the model."""
 
+    def recall(self, key: str) -> Any:
+        """A result derived from this model's replies and memoised with them by
+        :meth:`remember`; None when not kept (a model without a response cache keeps nothing)."""
+        return None
+
+    def remember(self, key: str, value: Any) -> None:
+        """Keep a JSON-serialisable ``value`` derived from this model's replies under ``key``,
+        in the model's response cache; a model without one keeps nothing."""
+        return None
+
     def describe(self) -> str:
         return f"{self.backend}:{self.model}"
 

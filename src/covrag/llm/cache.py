@@ -5,6 +5,10 @@ parameters, so a cached answer is only reused for exactly the same request. The 
 SQLite file in WAL mode with a busy timeout: several processes (a bench and a ``covrag plan`` at
 the same time) can read and write it safely, and every write is one atomic transaction, so an
 interrupted run never leaves a half-written entry.
+
+The same store keeps *memos*: results derived from cached replies (a decomposition's kept
+sub-questions) by key, so a rerun answered from the cache also skips the work done on the replies.
+It is the only cache of LLM-derived results (:meth:`LLM.recall` / :meth:`LLM.remember`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message, canonical
 
@@ -84,6 +89,10 @@ class ResponseCache:
             " key TEXT PRIMARY KEY, backend TEXT NOT NULL, model TEXT NOT NULL,"
             " result TEXT NOT NULL, created REAL NOT NULL)"
         )
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS memos ("
+            " key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
+        )
 
     def get(self, key: str) -> ChatResult | None:
         with self._lock:
@@ -116,6 +125,32 @@ class ResponseCache:
                 " VALUES (?, ?, ?, ?, ?)",
                 (key, backend, result.model, json.dumps(data), time.time()),
             )
+
+    def get_memo(self, key: str) -> Any:
+        """The memo kept under ``key`` (None when there is none or it is unreadable)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM memos WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return json.loads(row[0])
+        except ValueError:
+            logger.warning("ignoring an unreadable memo %s in %s", key, self.path)
+            return None
+
+    def put_memo(self, key: str, value: Any) -> None:
+        """Keep the JSON-serialisable ``value`` under ``key`` (one atomic write)."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO memos (key, value, created) VALUES (?, ?, ?)",
+                (key, json.dumps(value), time.time()),
+            )
+
+    def memo_keys(self) -> list[str]:
+        """The keys of every memo kept."""
+        with self._lock:
+            rows = self._db.execute("SELECT key FROM memos ORDER BY key").fetchall()
+        return [str(key) for (key,) in rows]
 
     def __len__(self) -> int:
         with self._lock:
@@ -152,6 +187,12 @@ class CachedLLM(LLM):
         if result.finish_reason != "length":
             self.cache.put(key, self.inner.backend, result)
         return result
+
+    def recall(self, key: str) -> Any:
+        return self.cache.get_memo(key)
+
+    def remember(self, key: str, value: Any) -> None:
+        self.cache.put_memo(key, value)
 
     def describe(self) -> str:
         return self.inner.describe()

@@ -18,9 +18,9 @@ from covrag.llm.local import LocalChat
 from covrag.llm.openai_backend import OpenAIChat
 from covrag.registry import Registry
 
-BACKENDS: Registry[LLM] = Registry("LLM backend")
-BACKENDS.register("local")(LocalChat)
-BACKENDS.register("openai")(OpenAIChat)
+BACKENDS: Registry[LLM] = Registry("LLM backend", key="backend")
+BACKENDS.register(LocalChat)
+BACKENDS.register(OpenAIChat)
 
 
 def parse_llm(

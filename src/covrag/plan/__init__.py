@@ -13,10 +13,20 @@ from covrag.plan.planner import Plan, QPlanner
 from covrag.plan.pool import PoolAspectFinder
 from covrag.plan.qtree import QTree, QTreeBuilder, QTreeNode
 from covrag.plan.search import draft, outline_search
-from covrag.plan.sources import ASPECT_SOURCES, AspectSource, GoldAspects, LLMAspects, PoolAspects
+from covrag.plan.sources import (
+    ASPECT_SOURCES,
+    AspectOptions,
+    AspectSource,
+    GoldAspects,
+    LLMAspects,
+    PoolAspects,
+    SourcedTopic,
+    build_aspect_sources,
+)
 
 __all__ = [
     "ASPECT_SOURCES",
+    "AspectOptions",
     "AspectSource",
     "C2Query",
     "GoldAspects",
@@ -32,7 +42,9 @@ __all__ = [
     "QTree",
     "QTreeBuilder",
     "QTreeNode",
+    "SourcedTopic",
     "SubQuestions",
+    "build_aspect_sources",
     "draft",
     "outline_search",
     "random_outline",

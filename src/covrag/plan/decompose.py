@@ -11,21 +11,17 @@ asked once more for the missing ones, shown the ones already kept.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from covrag.errors import ConfigError
-from covrag.files import atomic_write_text
 from covrag.llm.base import LLM, ChatParams, canonical, system, user
-from covrag.llm.cache import CachedLLM
 from covrag.llm.structured import chat_json
 from covrag.types import Aspect, as_mapping
 
@@ -207,7 +203,7 @@ class LLMDecomposer:
         if self.encoder is None:
             from covrag.embed import default_encoder
 
-            self.encoder = default_encoder()
+            return default_encoder()  # cached by covrag.embed; the decomposer stays as built
         return self.encoder
 
     def _ask(
@@ -275,14 +271,12 @@ class LLMDecomposer:
         spare = [i for k, i in enumerate(rest) if k not in chosen]
         return kept, dropped, spare
 
-    def _memo(self, question: str, reply: str) -> Path | None:
-        """Where the outcome of this first reply is kept, when the LLM's replies are cached.
+    def _memo_key(self, question: str, reply: str) -> str:
+        """The key of the outcome of this first reply, kept with the LLM's cached replies.
 
         The outcome (kept, dropped, spare, the top-up) follows from the first reply and these
         settings, so a rerun answered from the response cache also skips loading the encoder.
         """
-        if not isinstance(self.llm, CachedLLM):
-            return None
         from covrag.embed import DEFAULT_MODEL
 
         encoder = self.encoder.name if self.encoder is not None else DEFAULT_MODEL
@@ -292,8 +286,7 @@ class LLMDecomposer:
             "reply": reply,
             "settings": [self.n, self.asked, self.dedup, self.retries, self.max_tokens, encoder],
         }
-        key = hashlib.sha256(canonical(payload).encode("utf-8")).hexdigest()
-        return self.llm.cache.path.parent / "decompose" / f"{key}.json"
+        return "decompose:" + hashlib.sha256(canonical(payload).encode("utf-8")).hexdigest()
 
     def decompose(self, question: str) -> SubQuestions:
         """The sub-questions of ``question``.
@@ -302,12 +295,13 @@ class LLMDecomposer:
             StructuredOutputError: when the LLM gives no usable list within the retries.
         """
         items, bad, calls, reply = self._ask(question, self.n, self.asked, [])
-        memo = self._memo(question, reply)
-        if memo is not None and memo.exists():
+        key = self._memo_key(question, reply)
+        memo = self.llm.recall(key)
+        if memo is not None:
             try:
-                return _load_memo(question, memo)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                logger.warning("ignoring unreadable decomposition memo %s: %s", memo, exc)
+                return _from_memo(question, memo)
+            except (ValueError, KeyError, TypeError) as exc:
+                logger.warning("ignoring unreadable decomposition memo %s: %s", key, exc)
         kept, dropped, spare = self._distinct(items)
         dropped = bad + dropped
         if len(kept) < self.n:
@@ -329,20 +323,17 @@ class LLMDecomposer:
         result = SubQuestions(
             question, aspects, tuple(dropped), calls, tuple(c.question for c in spare)
         )
-        if memo is not None:
-            record = {
-                "kept": [[c.factor, c.question] for c in kept],
-                "dropped": list(result.dropped),
-                "spare": list(result.spare),
-                "calls": calls,
-            }
-            memo.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(memo, json.dumps(record))
+        record = {
+            "kept": [[c.factor, c.question] for c in kept],
+            "dropped": list(result.dropped),
+            "spare": list(result.spare),
+            "calls": calls,
+        }
+        self.llm.remember(key, record)
         return result
 
 
-def _load_memo(question: str, path: Path) -> SubQuestions:
-    record = json.loads(path.read_text(encoding="utf-8"))
+def _from_memo(question: str, record: Any) -> SubQuestions:
     aspects = tuple(
         Aspect(f"sq{i}", str(text), metadata=as_mapping({"source": "llm", "factor": str(factor)}))
         for i, (factor, text) in enumerate(record["kept"], start=1)

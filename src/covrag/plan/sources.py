@@ -5,8 +5,11 @@
   (:class:`~covrag.plan.decompose.LLMDecomposer`).
 - ``pool``: representatives of the candidate pool (:class:`~covrag.plan.pool.PoolAspectFinder`).
 
-Whatever the source, measures keep reading the gold labels: :func:`with_aspects` returns a copy of
-the topic to *estimate* on, and the original topic is what is judged.
+The sources are registered in ``ASPECT_SOURCES`` by name; :func:`build_aspect_sources` builds the
+ones a command names from :class:`AspectOptions`, so a new source is added here only.
+
+Whatever the source, measures keep reading the gold labels: :meth:`AspectSource.apply` returns a
+copy of the topic to *estimate* on, and the original topic is what is judged.
 """
 
 from __future__ import annotations
@@ -14,13 +17,46 @@ from __future__ import annotations
 import dataclasses
 import time
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import ClassVar, cast
 
+from covrag.llm.base import LLM
 from covrag.plan.decompose import LLMDecomposer
 from covrag.plan.pool import PoolAspectFinder
+from covrag.registry import Registry
 from covrag.types import Aspect, Topic
 
-ASPECT_SOURCES = ("gold", "llm", "pool")
+ASPECT_SOURCES: Registry[AspectSource] = Registry("aspect source")
+"""Aspect source classes by name (``gold``, ``llm``, ``pool``)."""
+
+
+@dataclass(frozen=True)
+class AspectOptions:
+    """What the sources are built from (the CLI's ``--subquestions``, ``--pool-k``, ...).
+
+    Attributes:
+        subquestions: Sub-questions per query (``llm``).
+        pool_k: Aspects per topic (``pool``).
+        pool_rewrite: Have the LLM rewrite each representative passage as a question (``pool``).
+    """
+
+    subquestions: int = 10
+    pool_k: int = 10
+    pool_rewrite: bool = False
+
+
+@dataclass(frozen=True)
+class SourcedTopic:
+    """A topic with the aspects of a source, and what finding them cost.
+
+    Attributes:
+        topic: The topic to estimate coverage on.
+        seconds: Wall-clock seconds the source spent on it.
+    """
+
+    topic: Topic
+    seconds: float
 
 
 def with_aspects(topic: Topic, aspects: tuple[Aspect, ...]) -> Topic:
@@ -29,29 +65,38 @@ def with_aspects(topic: Topic, aspects: tuple[Aspect, ...]) -> Topic:
 
 
 class AspectSource(ABC):
-    """Gives the aspects of a topic; ``seconds`` accumulates the time spent."""
+    """Gives the aspects of a topic. Stateless: what each topic cost comes with its result."""
 
     name: ClassVar[str]
 
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self.topics = 0
+    @classmethod
+    def needs_llm(cls, options: AspectOptions) -> bool:
+        """Whether :meth:`build` needs an LLM under these options."""
+        return False
+
+    @classmethod
+    def build(cls, options: AspectOptions, llm: LLM | None) -> AspectSource:
+        """The source configured by ``options`` (``llm`` when :meth:`needs_llm`)."""
+        return cls()
 
     def apply(self, topic: Topic) -> Topic:
         """The topic to estimate coverage on."""
+        return self.timed(topic).topic
+
+    def timed(self, topic: Topic) -> SourcedTopic:
+        """:meth:`apply`, with the seconds it took."""
         started = time.perf_counter()
         aspects = self.aspects(topic)
-        self.seconds += time.perf_counter() - started
-        self.topics += 1
+        seconds = time.perf_counter() - started
         if aspects is None:
-            return topic
+            return SourcedTopic(topic, seconds)
         # What the request asks to leave out is known whatever the source of the wanted aspects.
         excluded = tuple(a for a in topic.aspects if a.polarity == "exclude")
         taken = {a.id for a in aspects}
         excluded = tuple(
             dataclasses.replace(a, id=f"exclude:{a.id}") if a.id in taken else a for a in excluded
         )
-        return with_aspects(topic, aspects + excluded)
+        return SourcedTopic(with_aspects(topic, aspects + excluded), seconds)
 
     @abstractmethod
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
@@ -61,6 +106,7 @@ class AspectSource(ABC):
         return self.name
 
 
+@ASPECT_SOURCES.register
 class GoldAspects(AspectSource):
     name = "gold"
 
@@ -68,27 +114,65 @@ class GoldAspects(AspectSource):
         return None
 
 
+@ASPECT_SOURCES.register
 class LLMAspects(AspectSource):
     """Sub-questions of the topic's query, written by an LLM."""
 
     name = "llm"
 
     def __init__(self, decomposer: LLMDecomposer) -> None:
-        super().__init__()
         self.decomposer = decomposer
+
+    @classmethod
+    def needs_llm(cls, options: AspectOptions) -> bool:
+        return True
+
+    @classmethod
+    def build(cls, options: AspectOptions, llm: LLM | None) -> AspectSource:
+        if llm is None:
+            raise ValueError("the llm aspect source needs an LLM")
+        return cls(LLMDecomposer(llm, n=options.subquestions))
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
         return self.decomposer.decompose(topic.query).aspects
 
 
+@ASPECT_SOURCES.register
 class PoolAspects(AspectSource):
     """Representatives of the topic's candidate pool."""
 
     name = "pool"
 
     def __init__(self, finder: PoolAspectFinder) -> None:
-        super().__init__()
         self.finder = finder
+
+    @classmethod
+    def needs_llm(cls, options: AspectOptions) -> bool:
+        return options.pool_rewrite
+
+    @classmethod
+    def build(cls, options: AspectOptions, llm: LLM | None) -> AspectSource:
+        rewrite = "question" if options.pool_rewrite else None
+        return cls(PoolAspectFinder(k=options.pool_k, rewrite=rewrite, llm=llm))
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
         return self.finder.find(topic)
+
+
+def source_class(name: str) -> type[AspectSource]:
+    """The registered class of an aspect source (ConfigError for an unknown name)."""
+    return cast(type[AspectSource], ASPECT_SOURCES.get(name))
+
+
+def build_aspect_sources(
+    names: Iterable[str], options: AspectOptions, make_llm: Callable[[], LLM]
+) -> dict[str, AspectSource]:
+    """The sources ``names`` asks for; ``make_llm`` is called once, only if one needs an LLM.
+
+    Raises:
+        ConfigError: for an unknown source name, suggesting the closest.
+    """
+    classes = {name: source_class(name) for name in names}
+    needs = any(cls.needs_llm(options) for cls in classes.values())
+    llm = make_llm() if needs else None
+    return {name: cls.build(options, llm) for name, cls in classes.items()}

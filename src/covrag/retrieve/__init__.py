@@ -9,11 +9,11 @@ from covrag.retrieve.bm25 import BM25Retriever
 from covrag.retrieve.corpus import corpus_from_topics, load_corpus, read_corpus
 from covrag.retrieve.dense import DenseRetriever
 from covrag.retrieve.fusion import HybridRetriever, reciprocal_rank_fusion
-from covrag.retrieve.kinds import KINDS, load_index, make_retriever
+from covrag.retrieve.kinds import INDEX_KINDS, load_index, make_retriever
 from covrag.retrieve.multi_query import MultiQueryRetriever
 
 __all__ = [
-    "KINDS",
+    "INDEX_KINDS",
     "BM25Retriever",
     "DenseRetriever",
     "HybridRetriever",

@@ -19,6 +19,7 @@ import numpy as np
 from covrag.errors import CovragError, DataError
 from covrag.retrieve.base import NotIndexedError, Ranking, check_k, scored, top_k
 from covrag.retrieve.corpus import check_corpus
+from covrag.retrieve.kinds import INDEX_KINDS
 from covrag.retrieve.store import Manifest, atomic_dir, read_manifest, read_passages, write_passages
 from covrag.types import Passage
 
@@ -42,6 +43,7 @@ def _bm25s() -> Any:
     return bm25s
 
 
+@INDEX_KINDS.register
 class BM25Retriever:
     """BM25 over a passage corpus.
 
@@ -138,8 +140,8 @@ class BM25Retriever:
         self._model.save(str(folder / _SUBDIR), show_progress=False)
 
     @classmethod
-    def load(cls, folder: str | os.PathLike[str]) -> BM25Retriever:
-        """Load a BM25 index saved by :meth:`save`.
+    def load(cls, folder: str | os.PathLike[str], **_dense_options: object) -> BM25Retriever:
+        """Load a BM25 index saved by :meth:`save` (the options of dense indexes are ignored).
 
         Raises:
             DataError: when ``folder`` is not a BM25 index or its files disagree.

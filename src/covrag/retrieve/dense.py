@@ -23,6 +23,7 @@ from covrag.embed import DEFAULT_MODEL
 from covrag.errors import DataError, MissingExtraError
 from covrag.retrieve.base import NotIndexedError, Ranking, check_k, scored, top_k
 from covrag.retrieve.corpus import check_corpus
+from covrag.retrieve.kinds import INDEX_KINDS
 from covrag.retrieve.store import (
     Manifest,
     atomic_dir,
@@ -53,6 +54,7 @@ def _faiss(required: bool) -> Any:
     return faiss
 
 
+@INDEX_KINDS.register
 class DenseRetriever:
     """Exact inner-product search over sentence embeddings.
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from covrag.errors import ConfigError
 from covrag.retrieve.base import IndexRetriever, NotIndexedError, Ranking, Retriever, check_k
+from covrag.retrieve.kinds import INDEX_KINDS, load_index
 from covrag.retrieve.store import Manifest, atomic_dir, check_rows, read_manifest
 from covrag.types import Passage
 
@@ -69,6 +70,7 @@ def reciprocal_rank_fusion(
     return tuple(dataclasses.replace(first[pid], score=scores[pid]) for pid in order)
 
 
+@INDEX_KINDS.register
 class HybridRetriever:
     """Several retrievers fused by reciprocal rank fusion.
 
@@ -164,8 +166,6 @@ class HybridRetriever:
         Raises:
             DataError: when ``folder`` or one of its components is not a valid index.
         """
-        from covrag.retrieve.kinds import load_index
-
         root = Path(folder)
         manifest = read_manifest(root, cls.kind)
         kinds = manifest.param("components")

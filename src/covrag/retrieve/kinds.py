@@ -1,29 +1,44 @@
-"""Index kinds by name: a new retriever for ``covrag index --kind``; loading any saved index."""
+"""Index kinds by name: a new retriever for ``covrag index --kind``; loading any saved index.
+
+Each index retriever class carries its kind (``kind = "bm25"``) and registers itself with
+``@INDEX_KINDS.register``; :func:`make_retriever` and :func:`load_index` read the registry, so a new
+kind is added in its own module only. This module imports no retriever (the hybrid retriever loads
+its parts through :func:`load_index`, so importing one here would be a cycle).
+"""
 
 from __future__ import annotations
 
-import difflib
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 from covrag.errors import ConfigError, DataError
+from covrag.registry import Registry
 from covrag.retrieve.base import IndexRetriever
-from covrag.retrieve.bm25 import BM25Retriever
-from covrag.retrieve.dense import DenseRetriever
-from covrag.retrieve.fusion import HybridRetriever
 from covrag.retrieve.store import read_manifest
 
 if TYPE_CHECKING:
     from covrag.embed import Encoder
 
-#: Index kind -> a retriever with default parameters.
-KINDS: dict[str, Callable[[], IndexRetriever]] = {
-    BM25Retriever.kind: BM25Retriever,
-    DenseRetriever.kind: DenseRetriever,
-    HybridRetriever.kind: HybridRetriever,
-}
+INDEX_KINDS: Registry[IndexRetriever] = Registry("index kind", key="kind")
+"""Index retriever classes by kind (``bm25``, ``dense``, ``hybrid``)."""
+
+
+class IndexKind(Protocol):
+    """The class of an index retriever: builds an empty one, or loads a saved one."""
+
+    kind: str
+
+    def __call__(self) -> IndexRetriever: ...
+
+    def load(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        model: str | None = None,
+        encoder: Encoder | None = None,
+        faiss: bool | None = None,
+    ) -> IndexRetriever: ...
 
 
 def make_retriever(kind: str) -> IndexRetriever:
@@ -32,11 +47,7 @@ def make_retriever(kind: str) -> IndexRetriever:
     Raises:
         ConfigError: for an unknown kind, suggesting the closest one.
     """
-    if kind not in KINDS:
-        close = difflib.get_close_matches(kind, KINDS, n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise ConfigError(f"unknown index kind {kind!r} (known: {', '.join(KINDS)}){hint}")
-    return KINDS[kind]()
+    return INDEX_KINDS.get(kind)()
 
 
 def load_index(
@@ -54,17 +65,9 @@ def load_index(
     """
     root = Path(folder)
     kind = read_manifest(root).kind
-    if kind not in _LOADERS:
-        raise DataError(f"unknown index kind {kind!r} (known: {', '.join(KINDS)})", path=str(root))
-    return _LOADERS[kind](root, model=model, encoder=encoder, faiss=faiss)
-
-
-def _load_bm25(root: Path, **_: object) -> IndexRetriever:
-    return BM25Retriever.load(root)
-
-
-_LOADERS: dict[str, Callable[..., IndexRetriever]] = {
-    BM25Retriever.kind: _load_bm25,
-    DenseRetriever.kind: DenseRetriever.load,
-    HybridRetriever.kind: HybridRetriever.load,
-}
+    try:
+        index_kind = cast(IndexKind, INDEX_KINDS.get(kind))
+    except ConfigError:
+        known = ", ".join(INDEX_KINDS.names())
+        raise DataError(f"unknown index kind {kind!r} (known: {known})", path=str(root)) from None
+    return index_kind.load(root, model=model, encoder=encoder, faiss=faiss)

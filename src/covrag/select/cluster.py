@@ -105,7 +105,7 @@ def check_clusters(name: str, n_clusters: int | None) -> None:
         raise ConfigError(f"{name}: n_clusters must be >= 1 or None, got {n_clusters!r}")
 
 
-@SELECTORS.register("cluster")
+@SELECTORS.register
 @dataclass(frozen=True, repr=False, kw_only=True)
 class ClusterSelector(Selector):
     """k-means over the embeddings; each round takes the most relevant fitting passage of every

@@ -235,7 +235,7 @@ def optimum_coverage(candidates: Candidates, budget: Budget, *, time_limit: floa
     return solution.value
 
 
-@SELECTORS.register("exact")
+@SELECTORS.register
 @dataclass(frozen=True, repr=False, kw_only=True)
 class ExactSelector(Selector):
     """The optimal set for the coverage matrix, ordered greedily, then DES greedy fill.

@@ -56,7 +56,7 @@ class ExpectedCoverage:
         self.left *= 1.0 - self.probs[index]
 
 
-@SELECTORS.register("expected-coverage")
+@SELECTORS.register
 @dataclass(frozen=True, repr=False, kw_only=True)
 class ExpectedCoverageSelector(Selector):
     """Greedy maximisation of the expected weighted number of aspects covered.

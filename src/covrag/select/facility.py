@@ -68,7 +68,7 @@ def coverage_similarity(candidates: Candidates) -> Float32Array:
     return result
 
 
-@SELECTORS.register("facility-location")
+@SELECTORS.register
 @dataclass(frozen=True, repr=False, kw_only=True)
 class FacilityLocationSelector(Selector):
     """Greedy facility location over the pool, then relevance order once it saturates.

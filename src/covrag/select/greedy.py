@@ -82,7 +82,7 @@ def greedy_cover(
     return picked, scores
 
 
-@SELECTORS.register("greedy-coverage")
+@SELECTORS.register
 @dataclass(frozen=True, repr=False, kw_only=True)
 class GreedyCoverageSelector(Selector):
     """DES greedy selection over the coverage matrix (weighted by ``candidates.weights()``).

@@ -57,7 +57,7 @@ def feature_state(candidates: Candidates, max_tokens: int | None) -> FeatureStat
     )
 
 
-@SELECTORS.register("lmvu")
+@SELECTORS.register
 @dataclass(frozen=True, repr=False)
 class LMVUSelector(Selector):
     """Greedy selection by a fitted LMVU model.

@@ -21,7 +21,7 @@ from covrag.select.cluster import check_clusters, cluster_labels
 from covrag.types import Budget, IntArray
 
 
-@SELECTORS.register("mmkp")
+@SELECTORS.register
 @dataclass(frozen=True, repr=False, kw_only=True)
 class MMKPSelector(Selector):
     """Passages by value with at most ``cap`` per cluster; then, if ``fill``, by relevance.

@@ -12,7 +12,7 @@ from covrag.select.base import SELECTORS, BudgetTracker, Candidates, Selector
 from covrag.types import Budget
 
 
-@SELECTORS.register("mmr")
+@SELECTORS.register
 @dataclass(frozen=True, repr=False, kw_only=True)
 class MMRSelector(Selector):
     """Pick, step by step, ``argmax_d lam * rel(q, d) - (1 - lam) * max_{s in S} sim(d, s)``.

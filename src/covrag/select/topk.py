@@ -28,7 +28,7 @@ def fill_in_order(
     return picked, picked_scores
 
 
-@SELECTORS.register("topk")
+@SELECTORS.register
 @dataclass(frozen=True, repr=False)
 class TopKSelector(Selector):
     """Passages in decreasing relevance (ties in pool order), as many as the budget allows."""
@@ -40,7 +40,7 @@ class TopKSelector(Selector):
         return fill_in_order(order, candidates.relevance, candidates, budget)
 
 
-@SELECTORS.register("random")
+@SELECTORS.register
 @dataclass(frozen=True, repr=False)
 class RandomSelector(Selector):
     """A uniformly random order (seeded per topic), the floor any method must clear.
