@@ -99,17 +99,17 @@ def test_parse_accepts_values_of_the_declared_types(
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("dial(flag=no)", "flag must be bool, got 'no'"),
-        ("dial(flag=1)", "flag must be bool, got 1"),
-        ("dial(count=True)", "count must be int, got True"),  # a bool is not an int
-        ("dial(count=2.5)", "count must be int, got 2.5"),
-        ("dial(ratio=False)", "ratio must be float, got False"),
-        ("dial(ratio='0.5')", "ratio must be float, got '0.5'"),
-        ("dial(label=3)", "label must be str, got 3"),
+        ("dial(flag=no)", "flag must be a bool \\(True or False\\), got 'no'"),
+        ("dial(flag=1)", "flag must be a bool \\(True or False\\), got 1"),
+        ("dial(count=True)", "count must be an integer, got True"),  # a bool is not an int
+        ("dial(count=2.5)", "count must be an integer, got 2.5"),
+        ("dial(ratio=False)", "ratio must be a number, got False"),
+        ("dial(ratio='0.5')", "ratio must be a number, got '0.5'"),
+        ("dial(label=3)", "label must be a string, got 3"),
         ("dial(mode=slow)", "mode must be one of 'fast', 'exact', got 'slow'"),
-        ("dial(limit=many)", "limit must be int or None, got 'many'"),
-        ("dial(names=('a', 1))", "names must be tuple"),
-        ("dial(names=['a'])", "names must be tuple"),
+        ("dial(limit=many)", "limit must be an integer or None, got 'many'"),
+        ("dial(names=('a', 1))", "names must be tuple\\[str, \\.\\.\\.\\]"),
+        ("dial(names=['a'])", "names must be tuple\\[str, \\.\\.\\.\\]"),
         ("dial(colour=1)", "unknown parameter 'colour' \\(known: flag, count, ratio,"),
     ],
 )
@@ -122,17 +122,18 @@ def test_parse_rejects_wrong_types_naming_parameter_type_and_value(
 
 def test_overrides_are_checked_too(dials: Registry[Dial]) -> None:
     assert dials.parse("dial", count=4) == Dial(count=4)
-    with pytest.raises(ConfigError, match="count must be int, got '4'"):
+    with pytest.raises(ConfigError, match="count must be an integer, got '4'"):
         dials.parse("dial", count="4")
 
 
 def test_cost_aware_no_is_an_error_not_a_truthy_string() -> None:
-    with pytest.raises(ConfigError, match="cost_aware must be bool, got 'no'"):
+    message = "cost_aware must be a bool \\(True or False\\), got 'no'"
+    with pytest.raises(ConfigError, match=message):
         parse_selector("greedy-coverage(cost_aware=no)")
     assert repr(parse_selector("greedy-coverage(cost_aware=False)")) == "greedy-coverage"
-    with pytest.raises(ConfigError, match="lam must be float, got True"):
+    with pytest.raises(ConfigError, match="lam must be a number, got True"):
         parse_selector("mmr(lam=True)")
-    with pytest.raises(ConfigError, match="n_clusters must be int or None, got 'auto'"):
+    with pytest.raises(ConfigError, match="n_clusters must be an integer or None, got 'auto'"):
         parse_selector("cluster(n_clusters=auto)")
 
 
@@ -147,7 +148,7 @@ def test_plain_classes_are_checked_by_their_init_signature() -> None:
             self.size, self.tag = size, tag
 
     assert registry.parse("gadget(size=2, tag=t)").tag == "t"  # type: ignore[attr-defined]
-    with pytest.raises(ConfigError, match="size must be int, got 'big'"):
+    with pytest.raises(ConfigError, match="size must be an integer, got 'big'"):
         registry.parse("gadget(size=big)")
 
 

@@ -98,7 +98,9 @@ def parameter_types(factory: Callable[..., Any]) -> dict[str, Any]:
             for f in dataclasses.fields(factory)
             if f.init
         }
-    target = factory.__init__ if isinstance(factory, type) else factory
+    target: Any = factory
+    if isinstance(factory, type):  # the __init__ the class runs, for the globals that wrote it
+        target = next(vars(k)["__init__"] for k in factory.__mro__ if "__init__" in vars(k))
     namespace = dict(getattr(target, "__globals__", {}))
     result: dict[str, Any] = {}
     for name, parameter in inspect.signature(factory).parameters.items():
@@ -158,29 +160,41 @@ def matches(expected: Any, value: Any) -> bool:
 
 
 def _matches_collection(expected: Any, origin: type, value: Any) -> bool:
+    items: Any = value
     if not isinstance(value, origin):
         return False
     args = get_args(expected)
     if not args:
         return True
     if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-        return len(args) == len(value) and all(
-            matches(a, v) for a, v in zip(args, value, strict=True)
+        return len(args) == len(items) and all(
+            matches(a, v) for a, v in zip(args, items, strict=True)
         )
-    return all(matches(args[0], v) for v in value)
+    return all(matches(args[0], v) for v in items)
+
+
+_WORDS = {
+    bool: "a bool (True or False)",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    type(None): "None",
+}
 
 
 def describe(expected: Any) -> str:
-    """A type as a user reads it: ``bool``, ``float``, ``one of 'a', 'b'``, ``int or None``."""
+    """A type as a user reads it: ``a number``, ``one of 'a', 'b'``, ``an integer or None``."""
     origin = get_origin(expected)
     if origin is Literal:
         return "one of " + ", ".join(repr(c) for c in get_args(expected))
     if origin is Union or origin is types.UnionType:
         return " or ".join(describe(arg) for arg in get_args(expected))
-    if expected is None or expected is type(None):
+    if expected is None:
         return "None"
-    if isinstance(expected, type) and not get_args(expected):
-        return expected.__name__
+    if expected in _WORDS:
+        return _WORDS[expected]
+    if isinstance(expected, type):
+        return f"a {expected.__name__}"
     return str(expected).replace("typing.", "")
 
 
@@ -193,19 +207,18 @@ class Registry(Generic[T]):
 
     Example:
         >>> from dataclasses import dataclass
-        >>> from typing import ClassVar
         >>> widgets: Registry[object] = Registry("widget")
         >>> @widgets.register
         ... @dataclass(frozen=True)
         ... class Knob:
-        ...     name: ClassVar[str] = "knob"
+        ...     name = "knob"  # not annotated: a class attribute, not a field
         ...     turns: float = 1.0
         >>> widgets.parse("knob(turns=2)")
         Knob(turns=2)
         >>> widgets.parse("knob(turns=yes)")
         Traceback (most recent call last):
         ...
-        covrag.errors.ConfigError: bad parameters for widget 'knob': turns must be float, got 'yes'
+        covrag.errors.ConfigError: bad parameters for widget 'knob': turns must be a number, ...
     """
 
     def __init__(self, kind: str, *, key: str = "name") -> None:

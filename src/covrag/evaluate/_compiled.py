@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 import threading
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -20,8 +20,35 @@ from covrag.errors import DataError
 from covrag.evaluate import _kernels
 from covrag.types import BoolArray, FloatArray, IntArray
 
-if TYPE_CHECKING:
-    from covrag.evaluate.judgments import RunLike, TopicJudgments
+RunLike = Mapping[str, Sequence[str]]
+"""A run: query id -> doc ids in rank order (best first)."""
+
+
+class JudgedTopic(Protocol):
+    """What compiling reads of a topic's judgments (:class:`~covrag.evaluate.TopicJudgments`).
+
+    Declared here rather than imported, so that the judgments module, which compiles its
+    records, is not imported back (no cycle).
+    """
+
+    @property
+    def query_id(self) -> str: ...
+
+    @property
+    def aspects(self) -> tuple[str, ...]: ...
+
+    @property
+    def costs(self) -> Mapping[str, int]: ...
+
+    @property
+    def excluded_docs(self) -> frozenset[str]: ...
+
+    @property
+    def actual_aspects(self) -> tuple[str, ...]: ...
+
+    @property
+    def label_sets(self) -> Mapping[str, frozenset[str]]: ...
+
 
 _MISSING = -1
 _IDEAL_BLOCK = 1 << 22  # elements of (topics x candidates x width) per ideal-ranking batch
@@ -63,14 +90,14 @@ class Compiled:
         return len(self.n_aspects_of_doc) - 1
 
     @classmethod
-    def build(cls, topics: Sequence[TopicJudgments]) -> Compiled:
+    def build(cls, topics: Sequence[JudgedTopic]) -> Compiled:
         doc_index: list[dict[str, int]] = []
         # array.array: C-speed extends, then zero-copy views as numpy arrays.
         lengths, flat, costs = array("q"), array("q"), array("q")
         n_docs = array("q")
         sentinel = max((len(t.aspects) for t in topics), default=0)
         for topic in topics:
-            labels = topic._raw
+            labels = topic.label_sets
             docs = sorted(labels, reverse=True)
             base = len(lengths)
             doc_index.append(dict(zip(docs, range(base, base + len(docs)), strict=True)))

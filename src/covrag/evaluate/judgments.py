@@ -17,11 +17,10 @@ from types import MappingProxyType
 from typing import cast
 
 from covrag.errors import DataError
-from covrag.evaluate._compiled import Compiled
+from covrag.evaluate._compiled import Compiled, RunLike
 from covrag.types import CoverageMatrix, Topic
 
-RunLike = Mapping[str, Sequence[str]]
-"""A run: query id -> doc ids in rank order (best first)."""
+__all__ = ["Judgments", "RunLike", "TopicJudgments"]
 
 _NO_COSTS: Mapping[str, int] = MappingProxyType({})
 
@@ -105,6 +104,11 @@ class TopicJudgments:
         object.__setattr__(self, "aspects", aspects)
         object.__setattr__(self, "costs", MappingProxyType(costs) if costs else _NO_COSTS)
         object.__setattr__(self, "actual_aspects", tuple(a for a in aspects if a in used))
+
+    @property
+    def label_sets(self) -> Mapping[str, frozenset[str]]:
+        """``labels`` without the read-only proxy, for bulk reads (compiling millions of docs)."""
+        return self._raw
 
     @property
     def relevant(self) -> frozenset[str]:
