@@ -22,6 +22,7 @@ from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.coverage.gold import GoldCoverage
 from covrag.errors import ConfigError
 from covrag.evaluate import Judgments, Measure, evaluate, parse_measures
+from covrag.evaluate.headroom import ORACLE as ORACLE  # re-exported
 from covrag.evaluate.headroom import gap_closed
 from covrag.evaluate.stats import bootstrap_ci, holm, paired_randomization_test
 from covrag.pipeline import PrepareConfig, attach_coverage, config_for, prepare
@@ -32,8 +33,6 @@ from covrag.tokens import with_token_costs
 from covrag.types import Budget, Selection, Topic
 
 logger = logging.getLogger(__name__)
-
-ORACLE = "exact @ gold"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -39,15 +38,12 @@ class Encoder:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise MissingExtraError("sentence-transformers", "embed") from exc
-        if model is None:
-            # The packaged model is a local folder: never ask a hub for it.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            path = str(default_model_path())
-        else:
-            path = model
+        # The packaged model is a local folder: never ask a hub for it (told to this load only,
+        # not through the process's environment).
+        path = str(default_model_path()) if model is None else model
         self.name = DEFAULT_MODEL if model is None else model
         _quiet_transformers()
-        self._model = SentenceTransformer(path, device="cpu")
+        self._model = SentenceTransformer(path, device="cpu", local_files_only=model is None)
         self.batch_size = batch_size
         self._cache: OrderedDict[str, FloatArray] = OrderedDict()
         self._cache_size = cache_size

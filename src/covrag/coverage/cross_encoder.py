@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -68,12 +67,13 @@ class PairScorer:
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
             raise MissingExtraError("sentence-transformers", "embed") from exc
-        if folder.is_dir():
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from covrag.embed import _quiet_transformers
 
         _quiet_transformers()
-        self._model = CrossEncoder(model, device="cpu", max_length=max_length)
+        # A local folder is never looked up on a hub (told to this load, not to the process).
+        self._model = CrossEncoder(
+            model, device="cpu", max_length=max_length, local_files_only=folder.is_dir()
+        )
         self.backend = "sentence-transformers"
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> tuple[FloatArray, int, int]:

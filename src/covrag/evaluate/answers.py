@@ -28,12 +28,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from covrag.coverage.base import CoverageEstimator
+from covrag.coverage.base import CoverageEstimator, answer_support
 from covrag.errors import ConfigError, StructuredOutputError
-from covrag.generate.critique import answer_support
-from covrag.generate.records import LLMCost
-from covrag.generate.writer import passages_block
 from covrag.llm.base import LLM, ChatParams, system, user
+from covrag.llm.cost import LLMCost
+from covrag.llm.prompts import passages_block
 from covrag.llm.structured import chat_json
 from covrag.types import Answer, Aspect, BoolArray, Passage, Topic
 

@@ -24,7 +24,7 @@ from covrag.evaluate.answers import (
     evaluate_answer,
     vital_from_labels,
 )
-from covrag.report.runfile import TopicRun, parse_run_file
+from covrag.report import TopicRun, parse_run_file
 from covrag.types import Answer, Aspect, Citation, Passage, Topic
 
 

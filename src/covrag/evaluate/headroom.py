@@ -19,6 +19,10 @@ import numpy as np
 from covrag.errors import DataError
 from covrag.types import FloatArray
 
+ORACLE = "exact @ gold"
+"""The name of the optimum in a comparison of methods: the exact selection on the gold labels
+(a bench's oracle row; the reports draw it dashed)."""
+
 Scores = Mapping[str, float] | Sequence[float] | FloatArray
 """Per-topic scores: query id -> value, or values in a shared topic order."""
 

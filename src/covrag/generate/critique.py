@@ -30,13 +30,14 @@ from typing import Any
 import numpy as np
 
 from covrag.coverage.base import CoverageEstimator
+from covrag.coverage.base import answer_support as answer_support  # re-exported
 from covrag.errors import ConfigError, StructuredOutputError
 from covrag.generate.citations import number_of, render_answer
 from covrag.generate.records import Critique, Draft, LLMCost, ids
 from covrag.generate.writer import passages_block
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
-from covrag.types import Answer, Aspect, BoolArray, CoverageMatrix, Passage, Topic
+from covrag.types import Answer, Aspect, BoolArray, CoverageMatrix, Passage
 
 logger = logging.getLogger(__name__)
 
@@ -57,21 +58,6 @@ class CritiqueContext:
     aspects: tuple[Aspect, ...] = ()
     coverage: CoverageMatrix | None = None
     labels: Mapping[str, frozenset[str]] | None = None
-
-
-def answer_support(
-    estimator: CoverageEstimator, answer: Answer, aspects: Sequence[Aspect]
-) -> CoverageMatrix:
-    """An estimator's coverage matrix of the answer's sentences (rows ``s1``...) x ``aspects``.
-
-    An aspect is in the answer when at least one sentence covers it; this is the cheap judge of
-    answer support (the LLM judge is in :mod:`covrag.evaluate.answers`).
-    """
-    sentences = tuple(
-        Passage(f"s{i}", s.text) for i, s in enumerate(answer.sentences, start=1) if s.text
-    )
-    topic = Topic(query_id="answer", query="", passages=sentences, aspects=tuple(aspects))
-    return estimator.estimate(topic)
 
 
 def aspects_in_answer(

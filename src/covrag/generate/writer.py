@@ -20,6 +20,8 @@ from covrag.errors import ConfigError
 from covrag.generate.citations import parse_citations, render_answer
 from covrag.generate.records import Draft, LLMCost, ids
 from covrag.llm.base import LLM, ChatParams, Message, system, user
+from covrag.llm.prompts import passages_block as passages_block  # re-exported
+from covrag.llm.prompts import truncate_words as truncate_words  # re-exported
 from covrag.types import Passage
 
 logger = logging.getLogger(__name__)
@@ -36,23 +38,6 @@ CITATION_RULES = (
     'about another topic: "Road tolls cut traffic in city centres [2][5]." Cite only passages '
     "1 to {k}. Write one sentence per line, with no title, no list markers and nothing else."
 )
-
-
-def truncate_words(text: str, max_words: int | None) -> str:
-    """The first ``max_words`` words of ``text`` (all of it when None), with ``...`` when cut."""
-    if max_words is None:
-        return text.strip()
-    words = text.split()
-    if len(words) <= max_words:
-        return " ".join(words)
-    return " ".join(words[:max_words]) + " ..."
-
-
-def passages_block(passages: Sequence[Passage], max_words: int | None) -> str:
-    """The numbered passages as the prompts show them."""
-    return "\n".join(
-        f"[{i}] {truncate_words(p.text, max_words)}" for i, p in enumerate(passages, start=1)
-    )
 
 
 class CitedWriter:

@@ -1,7 +1,7 @@
 """The report of a bench: each measure against the budget, one line per method, optimum dashed.
 
 Reads what ``covrag bench --out DIR`` writes as ``DIR/summary.json`` (and what ``--json``
-prints): :meth:`covrag.bench.BenchResult.to_json`.
+prints): ``BenchResult.to_json`` of the bench pipeline. It reads the file, never the pipeline.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from covrag.bench import ORACLE
 from covrag.errors import DataError
+from covrag.evaluate.headroom import ORACLE
 from covrag.report.page import page
 from covrag.report.svg import ORACLE_COLOR, PALETTE, Series, esc, line_chart_svg
 
