@@ -1,8 +1,7 @@
 """covrag: build RAG context that covers the whole question, and measure it honestly."""
 
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, SelectionStep, Topic
-
-__version__ = "0.1.0"
+from covrag.version import __version__
 
 __all__ = [
     "Aspect",

@@ -6,8 +6,8 @@ untrusted run file cannot reach the network.
 
 from __future__ import annotations
 
-from covrag import __version__
 from covrag.report.svg import esc
+from covrag.version import __version__
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from covrag import __version__
 from covrag.errors import DataError
 from covrag.retrieve.corpus import passage_record, read_corpus
 from covrag.types import Passage, as_mapping
+from covrag.version import __version__
 
 FORMAT = "covrag-index"
 VERSION = 1

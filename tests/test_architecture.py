@@ -1,0 +1,280 @@
+"""The import rules of docs/ARCHITECTURE.md, checked on the source without importing it.
+
+Every module of ``src/covrag`` is parsed with :mod:`ast` (no heavy dependency is imported) and
+every import of a covrag module becomes an edge of the module graph: imports at the top of a
+module, inside functions, and under ``if TYPE_CHECKING:`` alike. Type-checking imports count: a
+layer that needs another layer's types to be checked depends on that layer, and a cycle through
+them is still a cycle of the design (it only fails later, when someone moves an import out of the
+guard). ``from covrag.a import b`` is an edge to ``covrag.a.b`` when that is a module, else to
+``covrag.a``. An import of ``covrag.a.b`` is not counted as an import of ``covrag.a`` (Python runs
+``covrag/a/__init__.py`` too, but a package that re-exports its own modules would then be a cycle).
+
+The rules:
+
+1. No import cycle between modules.
+2. Stages (every module outside the entry layers below, including ``types``, ``errors``,
+   ``registry``, ``files``, ``text``, ``tokens``, ``embed``, ``data``, ``llm``, ``plan``,
+   ``retrieve``, ``coverage``, ``select``, ``generate``, ``evaluate``, ``report``, ``schema``)
+   never import an entry layer: the top-level package ``covrag`` (its verbs compose the
+   pipeline), ``covrag.pipeline``, ``covrag.train``, ``covrag.cli``, ``covrag.server`` or
+   ``covrag.integrations``.
+3. ``covrag.train`` is imported only by ``train`` itself, ``cli`` and ``pipeline`` (inference never
+   imports training code).
+4. ``covrag.pipeline`` is imported only by ``pipeline``, ``cli``, ``server``, ``integrations``,
+   ``train`` and the top-level package; ``cli`` by nothing but ``cli`` and ``__main__``;
+   ``server`` only by ``server`` and ``cli``; ``integrations`` only by ``integrations``.
+5. ``covrag.types`` (the records) imports nothing of covrag except ``covrag.errors``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "covrag"
+
+Graph = Mapping[str, frozenset[str]]
+
+ENTRY_LAYERS = ("pipeline", "train", "cli", "server", "integrations")
+"""Top-level packages above the stages (the top-level package ``covrag`` is above them too)."""
+
+IMPORTERS = {
+    "train": ("train", "cli", "pipeline"),
+    "pipeline": ("pipeline", "cli", "server", "integrations", "train", ""),
+    "cli": ("cli", "__main__"),
+    "server": ("server", "cli"),
+    "integrations": ("integrations",),
+}
+"""Entry layer -> the only layers that may import it ("" is the top-level package)."""
+
+RECORDS = "covrag.types"
+RECORDS_MAY_IMPORT = frozenset({"covrag.errors"})
+
+
+# -- the checker ------------------------------------------------------------------------------
+
+
+def module_names(root: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` under the package folder ``root``."""
+    names = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[".".join(parts)] = path
+    return names
+
+
+def _imported(node: ast.AST, module: str, is_package: bool, known: Iterable[str]) -> set[str]:
+    """The modules an import statement names (resolved against ``known`` modules)."""
+    known = set(known)
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    if not isinstance(node, ast.ImportFrom):
+        return set()
+    base = node.module or ""
+    if node.level:
+        package = module.split(".") if is_package else module.split(".")[:-1]
+        package = package[: len(package) - node.level + 1]
+        base = ".".join([*package, *([node.module] if node.module else [])])
+    targets = set()
+    for alias in node.names:
+        candidate = f"{base}.{alias.name}"
+        targets.add(candidate if candidate in known else base)
+    return targets
+
+
+def import_graph(root: Path) -> dict[str, frozenset[str]]:
+    """Module -> the package's modules it imports anywhere in its source (see the docstring)."""
+    files = module_names(root)
+    package = root.name
+    graph = {}
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        targets: set[str] = set()
+        for node in ast.walk(tree):
+            for name in _imported(node, module, is_package, files):
+                if name == package or name.startswith(package + "."):
+                    targets.add(_existing(name, files))
+        targets.discard(module)
+        graph[module] = frozenset(targets)
+    return graph
+
+
+def _existing(name: str, files: Mapping[str, Path]) -> str:
+    """``name`` or its closest enclosing module that exists (``import covrag.a.b.c`` of a name)."""
+    while name not in files and "." in name:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def cycles(graph: Graph) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def layer(module: str) -> str:
+    """The top-level part of a module: ``select`` for ``covrag.select.mmr``, "" for ``covrag``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer_violations(graph: Graph) -> list[str]:
+    """Every import that breaks rules 2-5, as ``importer -> imported: rule``."""
+    problems = []
+    for importer, targets in sorted(graph.items()):
+        source = layer(importer)
+        is_stage = source not in ENTRY_LAYERS and source not in ("", "__main__")
+        for target in sorted(targets):
+            upper = layer(target)
+            if is_stage and (upper in ENTRY_LAYERS or upper == ""):
+                problems.append(f"{importer} -> {target}: a stage imports an entry layer")
+            elif upper in IMPORTERS and source not in IMPORTERS[upper]:
+                problems.append(f"{importer} -> {target}: only {IMPORTERS[upper]} may import it")
+            if importer == RECORDS and target not in RECORDS_MAY_IMPORT:
+                problems.append(f"{importer} -> {target}: the records import nothing of covrag")
+    return problems
+
+
+# -- the rules on covrag ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, frozenset[str]]:
+    return import_graph(SRC)
+
+
+def test_the_graph_sees_every_kind_of_import(graph: Graph) -> None:
+    assert len(graph) > 50
+    assert "covrag.errors" in graph["covrag.registry"]  # top level
+    assert "covrag.registry" in graph["covrag.select.base"]
+    assert "covrag.embed" in graph["covrag.retrieve.dense"]  # TYPE_CHECKING and in functions
+
+
+def test_no_import_cycle_between_modules(graph: Graph) -> None:
+    assert cycles(graph) == []
+
+
+def test_no_upward_import(graph: Graph) -> None:
+    assert layer_violations(graph) == []
+
+
+# -- the checker can fail -----------------------------------------------------------------------
+
+
+def _graph(edges: Mapping[str, Iterable[str]]) -> dict[str, frozenset[str]]:
+    nodes = set(edges) | {t for ts in edges.values() for t in ts}
+    return {n: frozenset(edges.get(n, ())) for n in nodes}
+
+
+def test_cycles_are_found_and_a_dag_has_none() -> None:
+    dag = _graph({"covrag.a": ["covrag.b"], "covrag.b": ["covrag.c"], "covrag.a.x": ["covrag.c"]})
+    assert cycles(dag) == []
+    looped = _graph(
+        {
+            "covrag.a": ["covrag.b"],
+            "covrag.b": ["covrag.c"],
+            "covrag.c": ["covrag.a"],
+            "covrag.d": ["covrag.e"],
+            "covrag.e": ["covrag.d"],
+            "covrag.f": ["covrag.a"],
+        }
+    )
+    assert cycles(looped) == [["covrag.a", "covrag.b", "covrag.c"], ["covrag.d", "covrag.e"]]
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "rule"),
+    [
+        ("covrag.select.lmvu", "covrag.train.lmvu_model", "a stage imports an entry layer"),
+        ("covrag.report.bench_html", "covrag.pipeline.bench", "a stage imports an entry layer"),
+        ("covrag.evaluate.answers", "covrag.cli.main", "a stage imports an entry layer"),
+        ("covrag.retrieve.store", "covrag", "a stage imports an entry layer"),
+        ("covrag.types", "covrag.registry", "the records import nothing of covrag"),
+        ("covrag.server.app", "covrag.train.lmvu", "only ('train', 'cli', 'pipeline')"),
+        ("covrag.pipeline.ask", "covrag.server.app", "only ('server', 'cli')"),
+        ("covrag.server.app", "covrag.cli.main", "only ('cli', '__main__')"),
+        ("covrag.pipeline.ask", "covrag.integrations.langchain", "only ('integrations',)"),
+    ],
+)
+def test_each_layer_rule_can_fail(importer: str, imported: str, rule: str) -> None:
+    problems = layer_violations(_graph({importer: [imported]}))
+    assert len(problems) == 1 and rule in problems[0], problems
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported"),
+    [
+        ("covrag.types", "covrag.errors"),
+        ("covrag.select.lmvu.selector", "covrag.select.lmvu.model"),
+        ("covrag.train.lmvu", "covrag.select.lmvu.model"),
+        ("covrag.cli.fit", "covrag.train.lmvu"),
+        ("covrag.pipeline.bench", "covrag.train.lmvu"),
+        ("covrag.server.app", "covrag.pipeline.ask"),
+        ("covrag.integrations.langchain", "covrag.pipeline.ask"),
+        ("covrag", "covrag.pipeline.ask"),
+        ("covrag.__main__", "covrag.cli.main"),
+        ("covrag.report.page", "covrag.version"),
+    ],
+)
+def test_allowed_imports_pass(importer: str, imported: str) -> None:
+    assert layer_violations(_graph({importer: [imported]})) == []
+
+
+def test_the_graph_reads_relative_function_and_type_checking_imports(tmp_path: Path) -> None:
+    root = tmp_path / "covrag"
+    (root / "sub").mkdir(parents=True)
+    (root / "__init__.py").write_text("from covrag.types import T\n")
+    (root / "types.py").write_text("T = int\n")
+    (root / "errors.py").write_text("")
+    (root / "sub" / "__init__.py").write_text("from . import a\n")
+    (root / "sub" / "a.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from covrag.errors import X\n"
+        "def f():\n    from ..types import T\n    import covrag.sub.b as b\n"
+    )
+    (root / "sub" / "b.py").write_text("from covrag.sub import a\nimport numpy\n")
+    graph = import_graph(root)
+    assert graph == {
+        "covrag": frozenset({"covrag.types"}),
+        "covrag.types": frozenset(),
+        "covrag.errors": frozenset(),
+        "covrag.sub": frozenset({"covrag.sub.a"}),
+        "covrag.sub.a": frozenset({"covrag.errors", "covrag.types", "covrag.sub.b"}),
+        "covrag.sub.b": frozenset({"covrag.sub.a"}),
+    }
+    assert cycles(graph) == [["covrag.sub.a", "covrag.sub.b"]]
