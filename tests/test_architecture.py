@@ -24,6 +24,9 @@ The rules:
    ``train`` and the top-level package; ``cli`` by nothing but ``cli`` and ``__main__``;
    ``server`` only by ``server`` and ``cli``; ``integrations`` only by ``integrations``.
 5. ``covrag.types`` (the records) imports nothing of covrag except ``covrag.errors``.
+6. Foundations (``types``, ``errors``, ``registry``, ``files``, ``text``, ``tokens``, ``embed``,
+   ``version``, ``schema``, ``data``, ``llm``) never import a stage (``plan``, ``retrieve``,
+   ``coverage``, ``select``, ``generate``, ``evaluate``, ``report``).
 """
 
 from __future__ import annotations
@@ -49,6 +52,12 @@ IMPORTERS = {
     "integrations": ("integrations",),
 }
 """Entry layer -> the only layers that may import it ("" is the top-level package)."""
+
+FOUNDATIONS = frozenset(
+    {"types", "errors", "registry", "files", "text", "tokens", "embed", "version", "schema"}
+    | {"data", "llm"}
+)
+STAGES = frozenset({"plan", "retrieve", "coverage", "select", "generate", "evaluate", "report"})
 
 RECORDS = "covrag.types"
 RECORDS_MAY_IMPORT = frozenset({"covrag.errors"})
@@ -165,6 +174,8 @@ def layer_violations(graph: Graph) -> list[str]:
                 problems.append(f"{importer} -> {target}: a stage imports an entry layer")
             elif upper in IMPORTERS and source not in IMPORTERS[upper]:
                 problems.append(f"{importer} -> {target}: only {IMPORTERS[upper]} may import it")
+            if source in FOUNDATIONS and upper in STAGES:
+                problems.append(f"{importer} -> {target}: a foundation imports a stage")
             if importer == RECORDS and target not in RECORDS_MAY_IMPORT:
                 problems.append(f"{importer} -> {target}: the records import nothing of covrag")
     return problems
@@ -225,6 +236,8 @@ def test_cycles_are_found_and_a_dag_has_none() -> None:
         ("covrag.evaluate.answers", "covrag.cli.main", "a stage imports an entry layer"),
         ("covrag.retrieve.store", "covrag", "a stage imports an entry layer"),
         ("covrag.types", "covrag.registry", "the records import nothing of covrag"),
+        ("covrag.llm.models", "covrag.plan.decompose", "a foundation imports a stage"),
+        ("covrag.schema.runfile", "covrag.report.runfile", "a foundation imports a stage"),
         ("covrag.server.app", "covrag.train.lmvu", "only ('train', 'cli', 'pipeline')"),
         ("covrag.pipeline.ask", "covrag.server.app", "only ('server', 'cli')"),
         ("covrag.server.app", "covrag.cli.main", "only ('cli', '__main__')"),
@@ -249,6 +262,8 @@ def test_each_layer_rule_can_fail(importer: str, imported: str, rule: str) -> No
         ("covrag", "covrag.pipeline.ask"),
         ("covrag.__main__", "covrag.cli.main"),
         ("covrag.report.page", "covrag.version"),
+        ("covrag.evaluate.answers", "covrag.llm.cost"),
+        ("covrag.plan.pool", "covrag.select.facility"),
     ],
 )
 def test_allowed_imports_pass(importer: str, imported: str) -> None:

@@ -102,3 +102,26 @@ def test_bench_compares_aspect_sources_on_gold_labels() -> None:
     assert pool.aspects_seconds > 0
     with pytest.raises(ConfigError, match="cannot be estimated against llm aspects"):
         build_methods(["greedy-coverage"], ["gold"], ["llm"])
+
+
+def test_aspect_sources_are_built_from_the_registry_with_one_llm_only_when_needed() -> None:
+    from covrag.plan import ASPECT_SOURCES, AspectOptions, build_aspect_sources
+
+    assert ASPECT_SOURCES.names() == ["gold", "llm", "pool"]
+    made: list[ScriptedLLM] = []
+
+    def make_llm() -> ScriptedLLM:
+        made.append(ScriptedLLM([]))
+        return made[-1]
+
+    sources = build_aspect_sources(["gold", "pool"], AspectOptions(pool_k=3), make_llm)
+    assert made == [] and isinstance(sources["gold"], GoldAspects)
+    assert isinstance(sources["pool"], PoolAspects) and sources["pool"].finder.k == 3
+    options = AspectOptions(subquestions=4, pool_rewrite=True)
+    sources = build_aspect_sources(["llm", "pool"], options, make_llm)
+    assert len(made) == 1  # one LLM, shared
+    assert isinstance(sources["llm"], LLMAspects) and sources["llm"].decomposer.n == 4
+    assert sources["llm"].decomposer.llm is made[0]
+    assert isinstance(sources["pool"], PoolAspects) and sources["pool"].finder.llm is made[0]
+    with pytest.raises(ConfigError, match="unknown aspect source 'gpt'"):
+        build_aspect_sources(["gpt"], AspectOptions(), make_llm)
