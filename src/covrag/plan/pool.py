@@ -23,7 +23,7 @@ from covrag.llm.structured import chat_json
 from covrag.plan.decompose import clean_question
 from covrag.select.base import BudgetTracker
 from covrag.select.facility import FacilityLocation, embedding_similarity
-from covrag.select.submodular import SATURATED, lazy_greedy
+from covrag.select.optimize import SATURATED, lazy_greedy
 from covrag.types import Aspect, Budget, Topic, as_mapping
 
 if TYPE_CHECKING:

@@ -1,10 +1,9 @@
-"""Small array helpers the selectors share: tie-break ranks, normalisation, relevance fill."""
+"""Small array helpers the selectors share: tie-break ranks, normalisation, cost divisors."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from covrag.select.base import BudgetTracker
 from covrag.types import BoolArray, FloatArray, IntArray
 
 # Two gains closer than this (relative to the larger) count as a tie, so that float noise from
@@ -54,29 +53,3 @@ def unit_rows(vectors: FloatArray) -> FloatArray:
     norms = np.linalg.norm(array, axis=-1, keepdims=True)
     result: FloatArray = array / np.where(norms > 0, norms, 1.0)
     return result
-
-
-def fill_by_rank(
-    tracker: BudgetTracker,
-    available: BoolArray,
-    order: IntArray,
-    scores: FloatArray,
-    picked: list[int],
-    picked_scores: list[float],
-) -> None:
-    """Append the ``available`` passages in ``order`` while the budget lasts, skipping misfits.
-
-    Used once a selector's objective has nothing left to gain: the rest of the budget goes to
-    relevance order (the DES fallback), so every selector returns a full ranking within budget.
-    A passage that does not fit now never fits later (budgets only shrink), so one pass suffices.
-    ``picked``, ``picked_scores`` and ``available`` are updated in place.
-    """
-    for index in order:
-        if tracker.full:
-            break
-        i = int(index)
-        if available[i] and tracker.fits(i):
-            tracker.add(i)
-            available[i] = False
-            picked.append(i)
-            picked_scores.append(float(scores[i]))

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from covrag.errors import ConfigError
-from covrag.select._common import best_index, relevance_rank
-from covrag.select.base import SELECTORS, BudgetTracker, Candidates, Selector
+from covrag.select.base import SELECTORS, Candidates, Selector
+from covrag.select.optimize import greedy
 from covrag.types import Budget, FloatArray, IntArray
 
 # Clusters for a budget with no limit: the usual evaluation depth (@10).
@@ -105,6 +105,39 @@ def check_clusters(name: str, n_clusters: int | None) -> None:
         raise ConfigError(f"{name}: n_clusters must be >= 1 or None, got {n_clusters!r}")
 
 
+class ClusterRounds:
+    """Round-robin over clusters as a greedy objective: relevance, within clusters not yet served.
+
+    A passage's gain is its relevance when its cluster has not been served in the current round,
+    ``-inf`` (never picked) otherwise; when no candidate of an unserved cluster is left, every
+    candidate counts again and the pick that follows starts a new round. Never saturates.
+
+    Args:
+        labels: (n,) cluster of each passage.
+        relevance: (n,) relevance scores.
+    """
+
+    floor = -np.inf
+    submodular = False
+
+    def __init__(self, labels: IntArray, relevance: FloatArray) -> None:
+        self.labels = labels
+        self.relevance = relevance
+        self.served = np.zeros(int(labels.max()) + 1, dtype=bool)
+
+    def gains(self, indices: IntArray) -> FloatArray:
+        fresh = ~self.served[self.labels[indices]]
+        if not fresh.any():
+            return self.relevance[indices]
+        result: FloatArray = np.where(fresh, self.relevance[indices], -np.inf)
+        return result
+
+    def add(self, index: int) -> None:
+        if self.served[self.labels[index]]:
+            self.served[:] = False  # every cluster was served: a new round
+        self.served[self.labels[index]] = True
+
+
 @SELECTORS.register
 @dataclass(frozen=True, repr=False, kw_only=True)
 class ClusterSelector(Selector):
@@ -139,24 +172,4 @@ class ClusterSelector(Selector):
 
     def _select(self, candidates: Candidates, budget: Budget) -> tuple[list[int], list[float]]:
         labels = cluster_labels(candidates, budget, self.n_clusters, self.random_state)
-        rank = relevance_rank(candidates.relevance)
-        tracker = BudgetTracker(budget, candidates.costs)
-        available = np.ones(len(candidates), dtype=bool)
-        served = np.zeros(int(labels.max()) + 1, dtype=bool)
-        picked: list[int] = []
-        scores: list[float] = []
-        while not tracker.full:
-            fitting = tracker.fitting(available)
-            if not fitting.any():
-                break
-            mask = fitting & ~served[labels]
-            if not mask.any():
-                served[:] = False  # a new round
-                mask = fitting
-            index = best_index(candidates.relevance, mask, rank)
-            tracker.add(index)
-            available[index] = False
-            served[labels[index]] = True
-            picked.append(index)
-            scores.append(float(candidates.relevance[index]))
-        return picked, scores
+        return greedy(ClusterRounds(labels, candidates.relevance), candidates, budget)

@@ -27,9 +27,10 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from covrag.errors import ConfigError, CovragError
 from covrag.select._common import min_max
-from covrag.select.base import SELECTORS, BudgetTracker, Candidates, Selector
+from covrag.select.base import SELECTORS, Candidates, Selector
 from covrag.select.exclusion import apply_exclusion, check_exclusion
-from covrag.select.greedy import greedy_cover
+from covrag.select.greedy import CoverageGain
+from covrag.select.optimize import GreedyRun
 from covrag.types import BoolArray, Budget, FloatArray, IntArray
 
 logger = logging.getLogger(__name__)
@@ -290,27 +291,12 @@ class ExactSelector(Selector):
             logger.warning("%s; using the best set found", message)
         covered = candidates.covered
         effect = apply_exclusion(candidates, covered, self.exclude, self.penalty)
-        tracker = BudgetTracker(budget, candidates.costs)
-        uncovered = np.ones(covered.shape[1], dtype=bool)
         chosen = np.zeros(len(candidates), dtype=bool)
         chosen[list(solution.chosen)] = True
-        rest = effect.allowed & ~chosen
-        picked, scores = greedy_cover(
-            covered,
-            effect.weights,
-            candidates.relevance,
-            tracker,
-            chosen,
-            uncovered,
-            penalty=effect.penalty,
-        )
-        more, more_scores = greedy_cover(
-            covered,
-            effect.weights,
-            candidates.relevance,
-            tracker,
-            rest,
-            uncovered,
-            penalty=effect.penalty,
-        )
-        return picked + more, scores + more_scores
+        # The optimal set first, ordered by the DES greedy, then the rest of the pool likewise.
+        objective = CoverageGain(covered, effect.weights, effect.penalty)
+        run = GreedyRun(candidates, budget, allowed=effect.allowed | chosen)
+        for part in (chosen, ~chosen):
+            run.maximize(objective, among=part)
+            run.fallback(last=effect.penalty, among=part)
+        return run.result()

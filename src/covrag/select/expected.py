@@ -27,10 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from covrag.errors import ConfigError
-from covrag.select._common import fill_by_rank, ratio_costs, relevance_rank
-from covrag.select.base import SELECTORS, BudgetTracker, Candidates, Selector
+from covrag.select.base import SELECTORS, Candidates, Selector
 from covrag.select.exclusion import apply_exclusion, check_exclusion
-from covrag.select.submodular import OPTIMIZERS
+from covrag.select.optimize import OPTIMIZERS, SATURATED, greedy
 from covrag.types import Budget, FloatArray, IntArray
 
 
@@ -40,6 +39,9 @@ class ExpectedCoverage:
     Keeps ``left[a] = prod_{i in S} (1 - q[i, a])``. The penalty (exclusion) is a modular term,
     so the objective stays submodular; gains are clipped at 0.
     """
+
+    floor = SATURATED
+    submodular = True
 
     def __init__(self, probs: FloatArray, weights: FloatArray, penalty: FloatArray) -> None:
         self.probs = probs
@@ -108,13 +110,12 @@ class ExpectedCoverageSelector(Selector):
         effect = apply_exclusion(candidates, covered, self.exclude, self.penalty)
         probs = np.clip(np.asarray(candidates.coverage.probs, dtype=np.float64), 0.0, 1.0)
         probs = probs**self.power
-        objective = ExpectedCoverage(probs, effect.weights, effect.penalty)
-        rank = relevance_rank(candidates.relevance)
-        tracker = BudgetTracker(budget, candidates.costs)
-        available = effect.allowed.copy()
-        divisor = ratio_costs(candidates.costs) if self.cost_aware else None
-        optimize = OPTIMIZERS[self.optimizer]
-        picked, scores = optimize(objective, tracker, available, rank, divisor)
-        order: IntArray = np.lexsort((rank, effect.penalty)).astype(np.int64)
-        fill_by_rank(tracker, available, order, candidates.relevance, picked, scores)
-        return picked, scores
+        return greedy(
+            ExpectedCoverage(probs, effect.weights, effect.penalty),
+            candidates,
+            budget,
+            optimizer=self.optimizer,
+            cost_aware=self.cost_aware,
+            allowed=effect.allowed,
+            last=effect.penalty,
+        )

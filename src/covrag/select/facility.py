@@ -3,7 +3,7 @@
 Objective: ``f(S) = sum_i max_{j in S} max(0, sim(i, j))`` over every passage i of the pool, a
 monotone submodular function (Cornuejols, Fisher & Nemhauser, 1977), used for extractive summaries
 by Lin & Bilmes (ACL 2011) and implemented by apricot (Schreiber et al., JMLR 2020). It is
-maximised by lazy greedy (:mod:`covrag.select.submodular`); once it saturates (every remaining
+maximised by lazy greedy (:mod:`covrag.select.optimize`); once it saturates (every remaining
 passage adds nothing) the rest of the budget is filled in relevance order.
 
 Memory: the similarity matrix is n x n float32, 4 n^2 bytes (4 MB at 1,000 passages, 100 MB at
@@ -13,14 +13,15 @@ Memory: the similarity matrix is n x n float32, 4 n^2 bytes (4 MB at 1,000 passa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from covrag.errors import ConfigError
-from covrag.select._common import fill_by_rank, ratio_costs, relevance_rank, unit_rows
-from covrag.select.base import SELECTORS, BudgetTracker, Candidates, Selector
-from covrag.select.submodular import OPTIMIZERS
+from covrag.select._common import unit_rows
+from covrag.select.base import SELECTORS, Candidates, Selector
+from covrag.select.optimize import OPTIMIZERS, SATURATED, greedy
 from covrag.types import Budget, FloatArray, IntArray
 
 MAX_POOL = 10_000
@@ -30,15 +31,24 @@ Float32Array = npt.NDArray[np.float32]
 
 
 class FacilityLocation:
-    """``f(S) = sum_i max_{j in S} sim[i, j]`` for a symmetric non-negative ``sim``.
+    """``f(S) = sum_i max(start, max_{j in S} sim[i, j])`` for a symmetric ``sim``.
 
-    Keeps ``current[i] = max_{j in S} sim[i, j]``; the gain of j is
-    ``sum_i max(0, sim[j, i] - current[i])`` (rows, as ``sim`` is symmetric).
+    Keeps ``current[i] = max(start, max_{j in S} sim[i, j])``; the gain of j is
+    ``sum_i max(0, sim[j, i] - current[i])`` (rows, as ``sim`` is symmetric). With ``start`` 0
+    and non-negative similarities this is the usual facility location; ``start=-1`` over raw
+    cosines lets negative similarities count too.
+
+    Args:
+        similarity: (n, n) symmetric similarities; gains are computed in its dtype.
+        start: The level every row starts from before anything is picked.
     """
 
-    def __init__(self, similarity: Float32Array) -> None:
+    floor = SATURATED
+    submodular = True
+
+    def __init__(self, similarity: npt.NDArray[np.floating[Any]], start: float = 0.0) -> None:
         self.similarity = similarity
-        self.current = np.zeros(similarity.shape[0], dtype=np.float32)
+        self.current = np.full(similarity.shape[0], start, dtype=similarity.dtype)
 
     def gains(self, indices: IntArray) -> FloatArray:
         excess = np.maximum(self.similarity[indices] - self.current, 0.0)
@@ -121,12 +131,10 @@ class FacilityLocationSelector(Selector):
             similarity = embedding_similarity(candidates.require_embeddings()[0])
         else:
             similarity = coverage_similarity(candidates)
-        rank = relevance_rank(candidates.relevance)
-        tracker = BudgetTracker(budget, candidates.costs)
-        available = np.ones(n, dtype=bool)
-        optimize = OPTIMIZERS[self.optimizer]
-        divisor = ratio_costs(candidates.costs) if self.cost_aware else None
-        picked, scores = optimize(FacilityLocation(similarity), tracker, available, rank, divisor)
-        order = np.argsort(rank).astype(np.int64)
-        fill_by_rank(tracker, available, order, candidates.relevance, picked, scores)
-        return picked, scores
+        return greedy(
+            FacilityLocation(similarity),
+            candidates,
+            budget,
+            optimizer=self.optimizer,
+            cost_aware=self.cost_aware,
+        )

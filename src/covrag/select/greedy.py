@@ -15,71 +15,44 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from covrag.select._common import best_index, fill_by_rank, ratio_costs, relevance_rank
-from covrag.select.base import SELECTORS, BudgetTracker, Candidates, Selector
+from covrag.select.base import SELECTORS, Candidates, Selector
 from covrag.select.exclusion import apply_exclusion, check_exclusion
+from covrag.select.optimize import greedy
 from covrag.types import BoolArray, Budget, FloatArray, IntArray
 
 # A gain at or below this is "nothing new": weights are >= 0, so real gains are far larger.
 _NO_GAIN = 1e-12
 
 
-def greedy_cover(
-    covered: BoolArray,
-    weights: FloatArray,
-    relevance: FloatArray,
-    tracker: BudgetTracker,
-    available: BoolArray,
-    uncovered: BoolArray,
-    *,
-    penalty: FloatArray | None = None,
-    divisor: FloatArray | None = None,
-) -> tuple[list[int], list[float]]:
-    """The DES greedy kernel over a boolean coverage matrix, continuing from a given state.
+class CoverageGain:
+    """Weighted number of still-uncovered aspects a passage covers, minus its penalty.
 
-    Gain of passage i: ``weights @ (covered[i] & uncovered) - penalty[i]``, divided by
-    ``divisor[i]`` when given (cost-aware). Each step takes the fitting available passage with the
-    largest gain (ties: higher relevance, then pool order) while that gain is positive; then the
-    remaining available passages follow in relevance order (penalised ones last) while they fit.
+    The DES objective over a boolean coverage matrix: the gain of passage i is
+    ``weights @ (covered[i] & uncovered) - penalty[i]``; adding i marks its aspects covered.
+    Monotone submodular without penalties (max coverage); the penalty is a modular term.
 
     Args:
         covered: (n, m) booleans, passage i covers aspect j.
         weights: (m,) aspect weights.
-        relevance: (n,) relevance scores (tie-breaks and the fallback order).
-        tracker: The budget so far; updated in place.
-        available: (n,) passages that may still be picked; picked ones are cleared in place.
-        uncovered: (m,) aspects not yet covered; updated in place.
-        penalty: (n,) subtracted from each gain (exclusion), zero when None.
-        divisor: (n,) gains are divided by it (token cost for cost-aware selection) when given.
-
-    Returns:
-        The picked indices in order and the score that chose each: the gain during the greedy
-        phase, the relevance score during the fallback.
+        penalty: (n,) subtracted from each gain (exclusion).
     """
-    rank = relevance_rank(relevance)
-    matrix = covered.astype(np.float64)
-    offset = np.zeros(len(rank)) if penalty is None else penalty
-    picked: list[int] = []
-    scores: list[float] = []
-    while not tracker.full:
-        mask = tracker.fitting(available)
-        if not mask.any():
-            break
-        gains = matrix @ (weights * uncovered) - offset
-        mask &= gains > _NO_GAIN
-        if not mask.any():
-            break
-        if divisor is not None:
-            gains = gains / divisor
-        index = best_index(gains, mask, rank)
-        tracker.add(index)
-        available[index] = False
-        uncovered &= ~covered[index]
-        picked.append(index)
-        scores.append(float(gains[index]))
-    order: IntArray = np.lexsort((rank, offset)).astype(np.int64)
-    fill_by_rank(tracker, available, order, relevance, picked, scores)
-    return picked, scores
+
+    floor = _NO_GAIN
+    submodular = True
+
+    def __init__(self, covered: BoolArray, weights: FloatArray, penalty: FloatArray) -> None:
+        self.covered = covered
+        self.matrix = covered.astype(np.float64)
+        self.weights = weights
+        self.penalty = penalty
+        self.uncovered = np.ones(covered.shape[1], dtype=bool)
+
+    def gains(self, indices: IntArray) -> FloatArray:
+        result: FloatArray = (self.matrix @ (self.weights * self.uncovered) - self.penalty)[indices]
+        return result
+
+    def add(self, index: int) -> None:
+        self.uncovered &= ~self.covered[index]
 
 
 @SELECTORS.register
@@ -118,13 +91,11 @@ class GreedyCoverageSelector(Selector):
     def _select(self, candidates: Candidates, budget: Budget) -> tuple[list[int], list[float]]:
         covered = candidates.covered
         effect = apply_exclusion(candidates, covered, self.exclude, self.penalty)
-        return greedy_cover(
-            covered,
-            effect.weights,
-            candidates.relevance,
-            BudgetTracker(budget, candidates.costs),
-            effect.allowed.copy(),
-            np.ones(covered.shape[1], dtype=bool),
-            penalty=effect.penalty,
-            divisor=ratio_costs(candidates.costs) if self.cost_aware else None,
+        return greedy(
+            CoverageGain(covered, effect.weights, effect.penalty),
+            candidates,
+            budget,
+            cost_aware=self.cost_aware,
+            allowed=effect.allowed,
+            last=effect.penalty,
         )

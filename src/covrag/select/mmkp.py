@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from covrag.errors import ConfigError
-from covrag.select._common import fill_by_rank, min_max, ratio_costs, relevance_rank
-from covrag.select.base import SELECTORS, BudgetTracker, Candidates, Selector
+from covrag.select._common import min_max, ratio_costs
+from covrag.select.base import SELECTORS, Candidates, Selector
 from covrag.select.cluster import check_clusters, cluster_labels
+from covrag.select.optimize import GreedyRun
 from covrag.types import Budget, IntArray
 
 
@@ -63,27 +64,13 @@ class MMKPSelector(Selector):
     def _select(self, candidates: Candidates, budget: Budget) -> tuple[list[int], list[float]]:
         labels = cluster_labels(candidates, budget, self.n_clusters, self.random_state)
         relevance = candidates.relevance
-        rank = relevance_rank(relevance)
+        run = GreedyRun(candidates, budget)
         if self.cost_aware:
             value = min_max(relevance) / ratio_costs(candidates.costs)
         else:
             value = relevance
-        order: IntArray = np.lexsort((rank, -value)).astype(np.int64)
-        tracker = BudgetTracker(budget, candidates.costs)
-        taken = np.zeros(int(labels.max()) + 1, dtype=np.int64)
-        available = np.ones(len(candidates), dtype=bool)
-        picked: list[int] = []
-        scores: list[float] = []
-        for index in order.tolist():
-            if tracker.full:
-                break
-            if taken[labels[index]] < self.cap and tracker.fits(index):
-                tracker.add(index)
-                available[index] = False
-                taken[labels[index]] += 1
-                picked.append(index)
-                scores.append(float(value[index]))
+        order: IntArray = np.lexsort((run.rank, -value)).astype(np.int64)
+        run.fill(order, value, groups=labels, cap=self.cap)
         if self.fill:
-            by_relevance = np.argsort(rank).astype(np.int64)
-            fill_by_rank(tracker, available, by_relevance, relevance, picked, scores)
-        return picked, scores
+            run.fallback()
+        return run.result()

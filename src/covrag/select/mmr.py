@@ -7,9 +7,42 @@ from dataclasses import dataclass
 import numpy as np
 
 from covrag.errors import ConfigError
-from covrag.select._common import best_index, min_max, relevance_rank, unit_rows
-from covrag.select.base import SELECTORS, BudgetTracker, Candidates, Selector
-from covrag.types import Budget
+from covrag.select._common import min_max, unit_rows
+from covrag.select.base import SELECTORS, Candidates, Selector
+from covrag.select.optimize import greedy
+from covrag.types import Budget, FloatArray, IntArray
+
+
+class MarginalRelevance:
+    """MMR's score as a greedy objective: ``lam * rel[d] - (1 - lam) * max_{s in S} sim(d, s)``.
+
+    Not submodular and possibly negative, so it never saturates (``floor`` is ``-inf``): every
+    fitting passage is ranked. The redundancy term is 0 before the first pick; the max-similarity
+    vector is updated incrementally (one matrix-vector product per pick, no n x n matrix).
+
+    Args:
+        relevance: (n,) relevance on the similarity's scale.
+        vectors: (n, d) unit passage vectors.
+        lam: Weight of relevance (1) against novelty (0).
+    """
+
+    floor = -np.inf
+    submodular = False
+
+    def __init__(self, relevance: FloatArray, vectors: FloatArray, lam: float) -> None:
+        self.relevance = relevance
+        self.vectors = vectors
+        self.lam = lam
+        self.redundancy = np.zeros(len(relevance))
+        self.max_sim = np.full(len(relevance), -np.inf)
+
+    def gains(self, indices: IntArray) -> FloatArray:
+        score: FloatArray = self.lam * self.relevance - (1.0 - self.lam) * self.redundancy
+        return score[indices]
+
+    def add(self, index: int) -> None:
+        np.maximum(self.max_sim, self.vectors @ self.vectors[index], out=self.max_sim)
+        self.redundancy = self.max_sim
 
 
 @SELECTORS.register
@@ -57,24 +90,4 @@ class MMRSelector(Selector):
             relevance = vectors @ unit_rows(query)
         else:
             relevance = min_max(candidates.relevance)
-        rank = relevance_rank(candidates.relevance)
-        n = len(candidates)
-        tracker = BudgetTracker(budget, candidates.costs)
-        available = np.ones(n, dtype=bool)
-        redundancy = np.zeros(n)
-        max_sim = np.full(n, -np.inf)
-        picked: list[int] = []
-        scores: list[float] = []
-        while not tracker.full:
-            mask = tracker.fitting(available)
-            if not mask.any():
-                break
-            mmr = self.lam * relevance - (1.0 - self.lam) * redundancy
-            index = best_index(mmr, mask, rank)
-            tracker.add(index)
-            available[index] = False
-            picked.append(index)
-            scores.append(float(mmr[index]))
-            np.maximum(max_sim, vectors @ vectors[index], out=max_sim)
-            redundancy = max_sim
-        return picked, scores
+        return greedy(MarginalRelevance(relevance, vectors, self.lam), candidates, budget)

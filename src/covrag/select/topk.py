@@ -7,25 +7,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from covrag.select.base import SELECTORS, BudgetTracker, Candidates, Selector
-from covrag.types import Budget
+from covrag.select.base import SELECTORS, Candidates, Selector
+from covrag.select.optimize import GreedyRun
+from covrag.types import Budget, FloatArray, IntArray
 
 
 def fill_in_order(
-    order: np.ndarray, scores: np.ndarray, candidates: Candidates, budget: Budget
+    order: IntArray, scores: FloatArray, candidates: Candidates, budget: Budget
 ) -> tuple[list[int], list[float]]:
     """Take passages in ``order`` while they fit, skipping (never truncating) those that do not."""
-    tracker = BudgetTracker(budget, candidates.costs)
-    picked: list[int] = []
-    picked_scores: list[float] = []
-    for index in order:
-        if tracker.full:
-            break
-        if tracker.fits(int(index)):
-            tracker.add(int(index))
-            picked.append(int(index))
-            picked_scores.append(float(scores[index]))
-    return picked, picked_scores
+    run = GreedyRun(candidates, budget)
+    run.fill(order, scores)
+    return run.result()
 
 
 @SELECTORS.register
@@ -36,7 +29,7 @@ class TopKSelector(Selector):
     name = "topk"
 
     def _select(self, candidates: Candidates, budget: Budget) -> tuple[list[int], list[float]]:
-        order = np.argsort(-candidates.relevance, kind="stable")
+        order: IntArray = np.argsort(-candidates.relevance, kind="stable")
         return fill_in_order(order, candidates.relevance, candidates, budget)
 
 
