@@ -26,9 +26,8 @@ from covrag.bench import BenchResult, Method, run_bench
 from covrag.data import load_dataset
 from covrag.select import LMVUSelector, parse_selector
 from covrag.select.base import Candidates
-from covrag.select.lmvu_features import FEATURES, M0_FEATURES
+from covrag.select.lmvu import FEATURES, M0_FEATURES, LMVUModel
 from covrag.train.lmvu import StateConfig, TrainingSet, cached_training_set, fit_lmvu
-from covrag.train.lmvu_model import LMVUModel
 from covrag.types import Budget, Passage
 
 BASELINES = ["mmr", "random", "topk", "facility-location(cost_aware=True)"]

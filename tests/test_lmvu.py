@@ -14,9 +14,9 @@ from covrag.cli import main
 from covrag.commands_more import parse_dataset_weights
 from covrag.errors import ConfigError, DataError
 from covrag.select import Candidates, LMVUSelector
-from covrag.select.lmvu_features import FEATURES, FeatureState, split_sentences
+from covrag.select.lmvu import FEATURES, FeatureState, LMVUModel
+from covrag.text import split_sentences
 from covrag.train.lmvu import StateConfig, TrainingSet
-from covrag.train.lmvu_model import LMVUModel
 from covrag.types import Budget, Passage
 from test_select_properties import budgets, pools
 

@@ -13,9 +13,8 @@ from covrag.coverage import parse_estimator
 from covrag.data import load_dataset
 from covrag.errors import ConfigError
 from covrag.evaluate.qrels import coverage_qrels, topic_qrels, write_qrels
-from covrag.select.lmvu_features import FEATURES, M0_FEATURES, STATE
+from covrag.select.lmvu import FEATURES, M0_FEATURES, STATE, LMVUModel
 from covrag.train.lmvu import StateConfig, TrainingSet, cached_training_set, fit_lmvu
-from covrag.train.lmvu_model import LMVUModel
 
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "full": FEATURES,

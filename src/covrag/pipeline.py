@@ -15,7 +15,7 @@ from covrag.coverage.base import CoverageEstimator
 from covrag.embed import Encoder, default_encoder
 from covrag.errors import ConfigError
 from covrag.select.base import Candidates, Selector
-from covrag.select.lmvu_features import split_sentences
+from covrag.text import split_sentences
 from covrag.tokens import TokenCounter, with_token_costs
 from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Selection, Topic
 

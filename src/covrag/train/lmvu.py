@@ -28,10 +28,9 @@ from covrag.files import atomic_write_bytes
 from covrag.pipeline import PrepareConfig, attach_coverage, prepare
 from covrag.select.base import Candidates, Selector
 from covrag.select.greedy import GreedyCoverageSelector
-from covrag.select.lmvu import feature_state
+from covrag.select.lmvu import LMVUModel, feature_state
 from covrag.select.mmr import MMRSelector
 from covrag.select.topk import RandomSelector, TopKSelector
-from covrag.train.lmvu_model import LMVUModel
 from covrag.types import Budget, FloatArray, IntArray, Topic
 
 logger = logging.getLogger(__name__)

@@ -11,9 +11,12 @@ hyperparameters in ``__init__``, ``fit`` returns ``self``, learned state ends in
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,7 +25,7 @@ from scipy.special import expit
 
 from covrag.errors import ConfigError, DataError
 from covrag.files import atomic_write_text
-from covrag.select.lmvu_features import FEATURES, STATE
+from covrag.select.lmvu.features import FEATURES, STATE
 from covrag.types import FloatArray, IntArray
 
 FORMAT = "covrag-lmvu/1"
@@ -197,3 +200,17 @@ class LMVUModel:
         model.converged_ = True
         model.card_ = data.get("card", {})
         return model
+
+
+def default_model_path() -> Path:
+    """The LMVU model fitted on the bundled train splits, shipped with the package."""
+    return Path(str(resources.files("covrag") / "models" / "lmvu-default.json"))
+
+
+@functools.cache
+def load_model(path: str | None) -> LMVUModel:
+    """Load (once per process) an LMVU model JSON; None for the shipped default."""
+    file = default_model_path() if path is None else Path(path)
+    if not file.exists():
+        raise ConfigError(f"no LMVU model at {file} (fit one with `covrag fit lmvu`)")
+    return LMVUModel.load(file)

@@ -1,40 +1,23 @@
 """LMVU: budgeted selection by a learned linear scorer of marginal viewpoint utility.
 
 From an empty context, repeatedly score every candidate that still fits the remaining budget with
-the 18 state features (:mod:`covrag.select.lmvu_features`) and a fitted linear model, pick the best
+the 18 state features (:mod:`covrag.select.lmvu.features`) and a fitted linear model, pick the best
 (ties by relevance), update the state, and stop when nothing fits. Passages are never truncated and
 labels are never read. Source: the LMVU paper's method (see docs/METHODS summary in the repo).
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
 from covrag.errors import ConfigError
-from covrag.select._common import best_index, relevance_rank
-from covrag.select.base import SELECTORS, BudgetTracker, Candidates, Selector
-from covrag.select.lmvu_features import FeatureState
-from covrag.train.lmvu_model import LMVUModel
-from covrag.types import Budget
-
-
-def default_model_path() -> Path:
-    """The LMVU model fitted on the bundled train splits, shipped with the package."""
-    return Path(str(resources.files("covrag") / "models" / "lmvu-default.json"))
-
-
-@functools.cache
-def load_model(path: str | None) -> LMVUModel:
-    """Load (once per process) an LMVU model JSON; None for the shipped default."""
-    file = default_model_path() if path is None else Path(path)
-    if not file.exists():
-        raise ConfigError(f"no LMVU model at {file} (fit one with `covrag fit lmvu`)")
-    return LMVUModel.load(file)
+from covrag.select.base import SELECTORS, Candidates, Selector
+from covrag.select.lmvu.features import FeatureState
+from covrag.select.lmvu.model import LMVUModel, load_model
+from covrag.select.optimize import greedy
+from covrag.types import Budget, FloatArray, IntArray
 
 
 def feature_state(candidates: Candidates, max_tokens: int | None) -> FeatureState:
@@ -55,6 +38,27 @@ def feature_state(candidates: Candidates, max_tokens: int | None) -> FeatureStat
         owner,
         max_tokens,
     )
+
+
+class LearnedUtility:
+    """LMVU's model score of each candidate in the current state, as a greedy objective.
+
+    A learned score, not a set function: it can be negative and never saturates (``floor`` is
+    ``-inf``), so every fitting candidate is ranked.
+    """
+
+    floor = -np.inf
+    submodular = False
+
+    def __init__(self, model: LMVUModel, state: FeatureState) -> None:
+        self.model = model
+        self.state = state
+
+    def gains(self, indices: IntArray) -> FloatArray:
+        return self.model.decision_function(self.state.features())[indices]
+
+    def add(self, index: int) -> None:
+        self.state.add(index)
 
 
 @SELECTORS.register
@@ -78,22 +82,7 @@ class LMVUSelector(Selector):
         return True
 
     def _select(self, candidates: Candidates, budget: Budget) -> tuple[list[int], list[float]]:
-        scorer = load_model(self.model)
-        state = feature_state(candidates, budget.max_tokens)
-        tracker = BudgetTracker(budget, candidates.costs)
-        rank = relevance_rank(candidates.relevance)
-        available = np.ones(len(candidates), dtype=bool)
-        picked: list[int] = []
-        scores: list[float] = []
-        while not tracker.full:
-            fitting = tracker.fitting(available)
-            if not fitting.any():
-                break
-            values = scorer.decision_function(state.features())
-            index = best_index(values, fitting, rank)
-            tracker.add(index)
-            state.add(index)
-            available[index] = False
-            picked.append(index)
-            scores.append(float(values[index]))
-        return picked, scores
+        objective = LearnedUtility(
+            load_model(self.model), feature_state(candidates, budget.max_tokens)
+        )
+        return greedy(objective, candidates, budget)

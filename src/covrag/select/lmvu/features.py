@@ -5,7 +5,8 @@ For every candidate, given what is already selected:
 - candidate (4): retriever score, cosine to the query, length in tokens, number of atomic pieces;
 - candidate vs selection (5): max, mean and min cosine to the selected items, novelty
   ``1 - max``, dot product with the mean selected vector;
-- atomic level (5): for each piece of the candidate, ``m_a`` = its max cosine to any selected
+- atomic level (5): for each piece of the candidate (its sentences, as
+  :func:`covrag.text.split_sentences` splits them), ``m_a`` = its max cosine to any selected
   piece; mean ``m_a``, max ``m_a``, ``1 - max m_a``, mean ``1 - m_a``, max ``1 - m_a``;
 - selection (4): items selected, tokens used, tokens left, mean retriever score of the selection
   (the same for every candidate of a state, so their weights come out near 0).
@@ -17,8 +18,6 @@ ever built.
 """
 
 from __future__ import annotations
-
-import re
 
 import numpy as np
 
@@ -48,14 +47,6 @@ STATIC = slice(0, 4)
 STATE = slice(4, 18)
 ATOMIC = slice(9, 14)
 M0_FEATURES = ("retriever_score", "query_cosine", "length")
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(\[]?[A-Z0-9])")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a passage: split after . ! ? followed by a capitalised word."""
-    pieces = [s.strip() for s in _SENTENCE_END.split(text.strip())]
-    return [s for s in pieces if s] or [text]
 
 
 class FeatureState:

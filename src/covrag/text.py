@@ -1,0 +1,51 @@
+"""Text heuristics every stage shares: sentences, words and content words, one behaviour each.
+
+- :func:`split_sentences`: a sentence ends at ``.``, ``!`` or ``?`` followed by white space and
+  a capital letter or digit, optionally behind an opening quote or bracket. LMVU's atomic pieces
+  use this split, and the shipped LMVU model was fitted on features computed with it.
+- :func:`words`: runs of ASCII letters and digits of the lower-cased text, so case never changes a
+  count (``"What about NATO?"`` has three words).
+- :func:`content_words`: the distinct words without question scaffolding (:data:`STOPWORDS`).
+
+Imports nothing of covrag: every stage may use it.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(\[]?[A-Z0-9])")
+_WORD = re.compile(r"[a-z0-9]+")
+
+# Question scaffolding carries no topic: "Who is the protagonist of X and what is their role?"
+# and "Who is the antagonist of X and what is their role?" ask different things.
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how in is it its of on or that the "
+    "their them there these they this to was were what when where which who why will with".split()
+)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text``, stripped; ``[text]`` itself when it holds no sentence.
+
+    Example:
+        >>> split_sentences("One. Two! 3 three? four")
+        ['One.', 'Two!', '3 three? four']
+    """
+    pieces = [s.strip() for s in _SENTENCE_END.split(text.strip())]
+    return [s for s in pieces if s] or [text]
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``, lower-cased, in order.
+
+    Example:
+        >>> words("What about NATO?")
+        ['what', 'about', 'nato']
+    """
+    return _WORD.findall(text.lower())
+
+
+def content_words(text: str) -> set[str]:
+    """The distinct words of ``text`` that are not :data:`STOPWORDS`."""
+    return set(words(text)) - STOPWORDS
