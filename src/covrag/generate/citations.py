@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from covrag.text import split_sentences as sentences_of
 from covrag.types import Answer, Citation
 
 # A bracket that holds only numbers: [3], [1, 2], [1; 4], [2-4], [2–4].
@@ -20,8 +21,6 @@ _BRACKET = re.compile(r"\[\s*(\d+(?:\s*(?:[,;]|-|–|and)\s*\d+)*)\s*\]")
 _RANGE = re.compile(r"(\d+)\s*[-–]\s*(\d+)")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•]+|\d+[.)]|#+)\s+")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
-# A sentence ends at . ! or ? followed by space and an upper-case letter, a quote or a bracket.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 _ONLY_CITATIONS = re.compile(r"^(?:\s*\[[^\]]*\]\s*)+[.!?]?\s*$")
 # Ranges longer than this are not expanded (a typo such as [1-999] is reported instead).
 _MAX_RANGE = 50
@@ -82,18 +81,16 @@ def _numbers(inner: str) -> list[int]:
 def split_sentences(text: str) -> list[str]:
     """Split an answer into sentences: by line, then at sentence ends; list markers removed.
 
-    A piece that holds only citations (``[2].`` after a full stop) is joined to the sentence
-    before it, so it cites for that sentence.
+    Sentence ends are those of :func:`covrag.text.split_sentences`. A piece that holds only
+    citations (``[2].`` after a full stop) is joined to the sentence before it, so it cites for
+    that sentence.
     """
     pieces: list[str] = []
     for line in text.splitlines():
         line = _EMPHASIS.sub("", _LIST_MARKER.sub("", line)).strip()
         if not line:
             continue
-        for piece in _SENTENCE_END.split(line):
-            piece = piece.strip()
-            if not piece:
-                continue
+        for piece in sentences_of(line):
             if pieces and _ONLY_CITATIONS.match(piece):
                 pieces[-1] = f"{pieces[-1]} {piece}"
             else:

@@ -19,6 +19,7 @@ from typing import Any
 from covrag.errors import ConfigError, StructuredOutputError
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json, extract_json, validate
+from covrag.text import words
 from covrag.types import Aspect, as_mapping
 
 logger = logging.getLogger(__name__)
@@ -29,8 +30,6 @@ SKIP_CUE = re.compile(
     r"no need|omit|not interested in|exclud\w*)\b",
     re.IGNORECASE,
 )
-
-_WORD = re.compile(r"[a-z0-9]+")
 
 # What an explicit skip instruction names: "skip reviews", "leave out the parking fees".
 SKIP_OBJECT = re.compile(
@@ -206,10 +205,10 @@ def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
         clash = {i.lower() for i in include} & {e.lower() for e in exclude}
         if clash:
             raise ValueError(f"{sorted(clash)} cannot be both included and excluded")
-        said = set(_WORD.findall(request.lower()))
+        said = set(words(request))
 
         def named(text: str) -> bool:
-            return bool(set(_WORD.findall(text.lower())) & said)
+            return bool(set(words(text)) & said)
 
         invented = [t for t in include + exclude if not named(t)]
         if invented and not lenient:

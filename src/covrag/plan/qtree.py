@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,20 +19,13 @@ from covrag.errors import ConfigError, StructuredOutputError
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
 from covrag.plan.conditioned import C2Query
+from covrag.text import content_words, words
 
 logger = logging.getLogger(__name__)
 
 SYSTEM = (
     "You plan how to research a request as a tree of sub-queries: broad sub-queries at the top, "
     "more specific ones below each. You reply with JSON only."
-)
-
-_WORD = re.compile(r"[a-z0-9]+")
-# Question scaffolding carries no topic: "Who is the protagonist of X and what is their role?"
-# and "Who is the antagonist of X and what is their role?" ask different things.
-STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from has have how in is it its of on or that the "
-    "their them there these they this to was were what when where which who why will with".split()
 )
 
 
@@ -159,8 +151,7 @@ def flatten(items: Sequence[Any], prefix: str = "") -> list[QTreeNode]:
 
 def word_overlap(a: str, b: str) -> float:
     """Jaccard overlap of the two texts' content words (stopwords left out)."""
-    x = set(_WORD.findall(a.lower())) - STOPWORDS
-    y = set(_WORD.findall(b.lower())) - STOPWORDS
+    x, y = content_words(a), content_words(b)
     return len(x & y) / len(x | y) if x | y else 1.0
 
 
@@ -181,7 +172,7 @@ def check_tree(query: str, value: Any, depth: int, branching: int, overlap: floa
     expected = {d: branching**d for d in range(1, depth + 1)}
     if tree.level_counts() != expected:
         raise ValueError(f"levels have {tree.level_counts()} nodes, expected {expected}")
-    empty = [n.id for n in nodes if len(_WORD.findall(n.text)) < 2]
+    empty = [n.id for n in nodes if len(words(n.text)) < 2]
     if empty:
         raise ValueError(f"nodes {empty} are empty or one word; write a real sub-query")
     clashes = overlapping(nodes, overlap)
@@ -363,7 +354,7 @@ class QTreeBuilder:
         rejected: list[str] = []
         for raw in value["sub_queries"]:
             text = " ".join(str(raw).split())
-            if len(_WORD.findall(text)) < 2:
+            if len(words(text)) < 2:
                 rejected.append(f"{text!r} is empty or one word")
                 continue
             clash = next((o for o in [*taken, *new] if word_overlap(text, o) >= self.overlap), None)

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from covrag.generate.citations import split_sentences as answer_sentences
+from covrag.plan.decompose import normalise, question_problem
+from covrag.plan.qtree import word_overlap
+from covrag.text import STOPWORDS, content_words, split_sentences, words
+
+
+def test_words_are_lower_cased_runs_of_letters_and_digits() -> None:
+    assert words("What about NATO?") == ["what", "about", "nato"]
+    assert words("COVID-19 in 2020's U.K.") == ["covid", "19", "in", "2020", "s", "u", "k"]
+    assert words("  ") == []
+    assert words("What about NATO?") == words("what about nato?")
+
+
+def test_content_words_leave_out_question_scaffolding() -> None:
+    assert content_words("What is the role of NATO in Europe?") == {"role", "nato", "europe"}
+    assert content_words("Who is the antagonist?") == {"antagonist"}
+    assert {"what", "the", "of"} <= STOPWORDS
+
+
+def test_sentences_split_after_an_end_mark_before_a_capital_or_digit() -> None:
+    assert split_sentences("One. Two! 3 three? four") == ["One.", "Two!", "3 three? four"]
+    assert split_sentences("no end") == ["no end"]
+    assert split_sentences("e.g. lower case goes on. Next one.") == [
+        "e.g. lower case goes on.",
+        "Next one.",
+    ]
+    # An opening quote or bracket before the capital still starts a sentence.
+    assert split_sentences('He said so. "Rain" fell. (Later) it cleared. [2] Done.') == [
+        "He said so.",
+        '"Rain" fell.',
+        "(Later) it cleared.",
+        "[2] Done.",
+    ]
+    # Not after a closing quote, nor before a lower-case word behind a bracket.
+    assert split_sentences('"It rained." Then. It was (so) wet. (see below)') == [
+        '"It rained." Then.',
+        "It was (so) wet. (see below)",
+    ]
+    assert split_sentences("It ended. “Quoted” text. ‘Single’ too.") == [
+        "It ended.",
+        "“Quoted” text.",
+        "‘Single’ too.",
+    ]
+    assert split_sentences("  padded.   Text  ") == ["padded.", "Text"]
+    assert split_sentences("") == [""]
+
+
+def test_answers_split_their_lines_with_the_same_sentence_ends() -> None:
+    text = "Uniforms cut bullying. (They cost money.) [1]\nIt ended. “Quoted” text."
+    assert answer_sentences(text) == [
+        "Uniforms cut bullying.",
+        "(They cost money.) [1]",
+        "It ended.",
+        "“Quoted” text.",
+    ]
+
+
+def test_a_short_question_in_capitals_counts_its_words() -> None:
+    # Before covrag.text, "What about NATO?" counted ["hat", "about"] and was rejected.
+    assert question_problem("What about NATO?", "Should Europe spend more on defence?") is None
+    assert "too short" in (question_problem("Why NATO?", "Q?") or "")
+    assert normalise("What about NATO?") == "what about nato"
+
+
+def test_word_overlap_ignores_case_and_scaffolding() -> None:
+    assert word_overlap("Who leads NATO?", "who leads nato") == 1.0
+    assert word_overlap("What is the role of NATO?", "What is the role of the EU?") == 1 / 3
