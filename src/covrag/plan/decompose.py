@@ -23,7 +23,11 @@ import numpy as np
 from covrag.errors import ConfigError
 from covrag.llm.base import LLM, ChatParams, canonical, system, user
 from covrag.llm.structured import chat_json
-from covrag.types import Aspect, as_mapping
+from covrag.select.base import BudgetTracker
+from covrag.select.facility import FacilityLocation
+from covrag.select.optimize import fill, naive_greedy
+from covrag.text import words
+from covrag.types import Aspect, Budget, as_mapping
 
 if TYPE_CHECKING:
     from covrag.embed import Encoder
@@ -38,7 +42,6 @@ SYSTEM = (
 MEMO_VERSION = 1
 
 _NUMBERING = re.compile(r"^\s*(?:[-*\u2022]|\(?\d+[.):]|[a-z][.)])\s+")
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 def clean_question(text: str) -> str:
@@ -48,14 +51,14 @@ def clean_question(text: str) -> str:
 
 
 def normalise(text: str) -> str:
-    return " ".join(_WORD.findall(text.lower()))
+    return " ".join(words(text))
 
 
 def question_problem(text: str, question: str) -> str | None:
     """Why ``text`` is not a usable sub-question of ``question`` (None when it is)."""
     if not text.endswith("?"):
         return f"{text!r} is not a question (it must end with '?')"
-    if len(_WORD.findall(text)) < 3:
+    if len(words(text)) < 3:
         return f"{text!r} is too short to be a specific question"
     if normalise(text) == normalise(question):
         return f"{text!r} repeats the question itself"
@@ -138,21 +141,23 @@ class _Candidate:
 def representative(vectors: np.ndarray, n: int) -> list[int]:
     """``n`` row indices that best represent all rows, returned in order.
 
-    Greedy facility location over cosine similarity: each step adds the row that most raises
-    ``sum_j max_{i chosen} cos(i, j)``, so the rows left out are the ones the chosen rows already
-    stand for (the most redundant), not the odd ones out. Ties go to the earlier row.
+    Greedy facility location over cosine similarity (select's ``FacilityLocation`` objective and
+    greedy optimizer): each step adds the row that most raises
+    ``sum_j max(-1, max_{i chosen} cos(i, j))``, so the rows left out are the ones the chosen rows
+    already stand for (the most redundant), not the odd ones out. Ties (within float noise) go to
+    the earlier row; once no row adds anything, the earliest rows fill the rest.
     """
-    if n >= len(vectors):
-        return list(range(len(vectors)))
-    sims = vectors @ vectors.T
-    best = np.full(len(vectors), -1.0)
-    chosen: list[int] = []
-    for _ in range(n):
-        gains = np.maximum(sims, best[None, :]).sum(axis=1)
-        gains[chosen] = -np.inf
-        pick = int(np.argmax(gains))
-        chosen.append(pick)
-        best = np.maximum(best, sims[pick])
+    count = len(vectors)
+    if n >= count:
+        return list(range(count))
+    if n < 1:
+        return []
+    objective = FacilityLocation(vectors @ vectors.T, start=-1.0)
+    tracker = BudgetTracker(Budget(max_passages=n), np.zeros(count, dtype=np.int64))
+    available = np.ones(count, dtype=bool)
+    order = np.arange(count, dtype=np.int64)
+    chosen, scores = naive_greedy(objective, tracker, available, order)
+    fill(tracker, available, order, np.zeros(count), chosen, scores)
     return sorted(chosen)
 
 
