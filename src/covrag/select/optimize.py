@@ -175,13 +175,13 @@ def fill(
     With ``groups``, at most ``cap`` passages of one group are taken (a multiple-choice cap).
     ``picked``, ``picked_scores`` and ``available`` are updated in place.
     """
-    taken = None if groups is None else np.zeros(int(groups.max()) + 1, dtype=np.int64)
+    taken = np.zeros(0 if groups is None else int(groups.max()) + 1, dtype=np.int64)
     for index in order.tolist():
         if tracker.full:
             break
         if not available[index] or not tracker.fits(index):
             continue
-        if taken is not None and groups is not None:
+        if groups is not None:
             if taken[groups[index]] >= cap:
                 continue
             taken[groups[index]] += 1
