@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from covrag.bench import BenchResult, Method, run_bench
 from covrag.data import load_dataset
+from covrag.pipeline import BenchResult, Method, run_bench
 from covrag.select import LMVUSelector, parse_selector
 from covrag.select.base import Candidates
 from covrag.select.lmvu import FEATURES, M0_FEATURES, LMVUModel

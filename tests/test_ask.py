@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from covrag.ask import AskConfig, ask
 from covrag.cli import main
 from covrag.evaluate.answers_io import evaluate_variants, load_variants
+from covrag.pipeline import AskConfig, ask
 from covrag.report.runfile import parse_run_file
 from covrag.retrieve import BM25Retriever
 from covrag.types import Aspect, Passage

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 
 from covrag.cli import main
-from covrag.commands_more import parse_dataset_weights
+from covrag.cli.train import parse_dataset_weights
 from covrag.errors import ConfigError, DataError
 from covrag.select import Candidates, LMVUSelector
 from covrag.select.lmvu import FEATURES, FeatureState, LMVUModel

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from covrag.bench import build_methods, run_bench
 from covrag.errors import ConfigError
+from covrag.pipeline import build_methods, run_bench
 from covrag.plan.decompose import LLMDecomposer
 from covrag.plan.pool import PoolAspectFinder
 from covrag.plan.sources import GoldAspects, LLMAspects, PoolAspects, with_aspects

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from conftest import topic_record
-from covrag.bench import ORACLE
 from covrag.cli import main
 from covrag.coverage import parse_estimator
 from covrag.errors import DataError
+from covrag.evaluate.bench_results import ORACLE
 from covrag.pipeline import PrepareConfig, prepare
 from covrag.report import parse_run_file, render_report, run_file_record, topic_run_record
 from covrag.report.bench_html import budget_axis

@@ -1,7 +1,34 @@
-"""covrag: build RAG context that covers the whole question, and measure it honestly."""
+"""covrag: build RAG context that covers the whole question, and measure it honestly.
+
+The records (:class:`Topic`, :class:`Passage`, :class:`Aspect`, :class:`Budget`,
+:class:`Selection`, ...) and three verbs:
+
+- :func:`select`: a topic -> an ordered, budgeted selection that covers its aspects;
+- :func:`evaluate`: a run -> the mean of each measure on gold labels;
+- :func:`ask`: a question -> a cited, critiqued answer, with every stage recorded.
+
+``covrag.select`` and ``covrag.evaluate`` are also the names of subpackages: the verbs stay
+callable, and their attributes are the subpackages' (``covrag.select.GreedyCoverageSelector``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, SelectionStep, Topic
 from covrag.version import __version__
+
+if TYPE_CHECKING:
+    from covrag.coverage.base import CoverageEstimator
+    from covrag.llm.base import LLM
+    from covrag.pipeline import AskConfig, AskResult, RelevanceSource
+    from covrag.retrieve import Retriever
+    from covrag.select.base import Selector
 
 __all__ = [
     "Aspect",
@@ -12,4 +39,198 @@ __all__ = [
     "SelectionStep",
     "Topic",
     "__version__",
+    "ask",
+    "evaluate",
+    "select",
 ]
+
+
+def select(
+    topic: Topic,
+    selector: str | Selector | None = None,
+    *,
+    k: int | None = None,
+    max_tokens: int | None = None,
+    coverage: str | CoverageEstimator | None = None,
+    relevance: RelevanceSource = "dense",
+) -> Selection:
+    """Select an ordered, budgeted subset of a topic's passages that covers its aspects.
+
+    Args:
+        topic: The query, its candidate passages and the aspects to cover.
+        selector: A selector or its spec (``"greedy-coverage"``, ``"mmr(lam=0.7)"``, ...);
+            None for the default, ``expected-coverage``.
+        k: At most this many passages (10 when neither ``k`` nor ``max_tokens`` is given).
+        max_tokens: At most this many tokens; passages are never truncated.
+        coverage: A coverage estimator or its spec (``"gold"`` reads the topic's labels); None
+            for the shipped cross-encoder when the selector reads coverage.
+        relevance: ``dense`` (MiniLM cosine to the query), ``score`` (the passages' own
+            scores) or ``order`` (first = most relevant).
+
+    Returns:
+        The selection, with a trace of what each pick newly covers.
+
+    Example:
+        >>> import covrag
+        >>> topic = covrag.Topic(
+        ...     query_id="q1",
+        ...     query="Should cities ban cars?",
+        ...     passages=(
+        ...         covrag.Passage("p1", "Cars pollute the air."),
+        ...         covrag.Passage("p2", "Car exhaust pollutes."),
+        ...         covrag.Passage("p3", "Car bans hurt shops."),
+        ...     ),
+        ...     aspects=(covrag.Aspect("a1", "pollution"), covrag.Aspect("a2", "economy")),
+        ...     labels={"p1": frozenset({"a1"}), "p2": frozenset({"a1"}), "p3": frozenset({"a2"})},
+        ... )
+        >>> s = covrag.select(topic, "greedy-coverage", k=2, coverage="gold", relevance="order")
+        >>> s.passage_ids, s.covered
+        (('p1', 'p3'), ('a1', 'a2'))
+    """
+    from covrag.coverage.base import CoverageEstimator, parse_estimator
+    from covrag.errors import ConfigError
+    from covrag.pipeline import DEFAULT_COVERAGE, DEFAULT_SELECTOR, prepare_for
+    from covrag.select.base import Selector, parse_selector
+
+    if isinstance(selector, Selector):
+        chosen = selector
+    else:
+        chosen = parse_selector(selector or DEFAULT_SELECTOR)
+    estimator: CoverageEstimator | None = None
+    if coverage is not None or chosen.uses_coverage:
+        spec = coverage if coverage is not None else DEFAULT_COVERAGE
+        estimator = spec if isinstance(spec, CoverageEstimator) else parse_estimator(spec)
+    if k is None and max_tokens is None:
+        k = 10
+    try:
+        budget = Budget(max_passages=k, max_tokens=max_tokens)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    candidates = prepare_for(topic, chosen, estimator, relevance=relevance).candidates
+    return chosen.select(candidates, budget)
+
+
+def evaluate(
+    topics: Sequence[Topic],
+    run: Mapping[str, Sequence[str]] | Iterable[Selection],
+    measures: str | Sequence[str] = ("alpha-nDCG@10", "StRecall@10"),
+) -> dict[str, float]:
+    """Mean of each measure over the topics, for a run judged on the topics' gold labels.
+
+    Args:
+        topics: Topics with gold labels (which passage covers which aspect).
+        run: Query id -> passage ids, best first; or the selections themselves.
+        measures: Measure specs: ``"alpha-nDCG@10"``, ``"StRecall@5"``, ``"RVC@1024"``, ...
+
+    Returns:
+        Measure spec (as the measure writes itself, e.g. ``"alpha-nDCG@10"``) -> mean over the
+        topics (a topic the run lacks counts as 0).
+
+    Example:
+        >>> import covrag
+        >>> topic = covrag.Topic(
+        ...     query_id="q1",
+        ...     query="Should cities ban cars?",
+        ...     passages=(covrag.Passage("p1", "Cars pollute."), covrag.Passage("p2", "Shops.")),
+        ...     aspects=(covrag.Aspect("a1", "pollution"), covrag.Aspect("a2", "economy")),
+        ...     labels={"p1": frozenset({"a1"}), "p2": frozenset({"a2"})},
+        ... )
+        >>> covrag.evaluate([topic], {"q1": ["p1"]}, ["StRecall@1"])
+        {'StRecall@1': 0.5}
+    """
+    from covrag.evaluate import Judgments, aggregate
+    from covrag.tokens import with_token_costs
+
+    if not isinstance(run, Mapping):
+        run = {s.query_id: s.passage_ids for s in run}
+    specs = [measures] if isinstance(measures, str) else list(measures)
+    if any(spec.upper().startswith("RVC") for spec in specs):
+        topics = [with_token_costs(t) for t in topics]
+    means = aggregate(Judgments.from_topics(topics), run, specs)
+    return {repr(measure): value for measure, value in means.items()}
+
+
+def ask(
+    question: str,
+    corpus: str | Sequence[Passage] | Retriever = "bundled",
+    *,
+    llm: str | LLM = "local",
+    config: AskConfig | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    aspects: Sequence[Aspect] | None = None,
+) -> AskResult:
+    """Answer a question from a corpus: plan -> retrieve -> estimate -> select -> cited answer.
+
+    Args:
+        question: The question.
+        corpus: A retriever, passages (indexed with BM25), or a corpus spec: a passage JSONL
+            path, a bundled ``name[:split]``, or ``"bundled"`` (the pools of all bundled data).
+        llm: An LLM or its spec (``"local"``, ``"openai(model='gpt-4o-mini')"``); it plans,
+            writes and critiques.
+        config: Stage settings (:class:`covrag.pipeline.AskConfig`; its defaults otherwise).
+        include: Subtopics the answer must cover.
+        exclude: Subtopics it must leave out.
+        aspects: Use these aspects instead of asking the LLM for sub-questions.
+
+    Returns:
+        Every intermediate result and the cost of each stage;
+        ``result.generation.answer`` is the cited answer.
+
+    Example:
+        >>> import covrag
+        >>> result = covrag.ask("Should schools require uniforms?")  # doctest: +SKIP
+        >>> [s.text for s in result.generation.answer.sentences][:1]  # doctest: +SKIP
+        ['School uniforms reduce bullying [1].']
+    """
+    from covrag.llm import parse_llm
+    from covrag.pipeline import ask as run_ask
+    from covrag.retrieve import BM25Retriever, load_corpus
+
+    retriever: Retriever
+    if isinstance(corpus, str):
+        retriever = BM25Retriever().index(load_corpus(corpus))
+    elif isinstance(corpus, Sequence):
+        retriever = BM25Retriever().index(list(cast("Sequence[Passage]", corpus)))
+    else:
+        retriever = corpus
+    model = parse_llm(llm) if isinstance(llm, str) else llm
+    return run_ask(
+        question, model, retriever, config, include=include, exclude=exclude, aspects=aspects
+    )
+
+
+class _Verb:
+    """A verb that shares its name with a subpackage: calling it runs the verb; its attributes
+    are the subpackage's, imported on first use."""
+
+    def __init__(self, function: Callable[..., Any], package: str) -> None:
+        functools.update_wrapper(self, function)
+        self._function = function
+        self._package = package
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._function(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(importlib.import_module(self._package), name)
+
+    def __repr__(self) -> str:
+        return f"<covrag verb {self._function.__name__}; package {self._package}>"
+
+
+class _Covrag(ModuleType):
+    """The ``covrag`` module: importing a subpackage named like a verb keeps the verb."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, ModuleType) and isinstance(self.__dict__.get(name), _Verb):
+            return  # the subpackage stays in sys.modules and behind the verb's attributes
+        super().__setattr__(name, value)
+
+
+if not TYPE_CHECKING:  # type checkers see the functions; Python gets verbs that keep them
+    select = _Verb(select, "covrag.select")
+    evaluate = _Verb(evaluate, "covrag.evaluate")
+    sys.modules[__name__].__class__ = _Covrag

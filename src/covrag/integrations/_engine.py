@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.errors import ConfigError
-from covrag.pipeline import PrepareConfig, prepare
+from covrag.pipeline import DEFAULT_COVERAGE as DEFAULT_COVERAGE
+from covrag.pipeline import DEFAULT_SELECTOR as DEFAULT_SELECTOR
+from covrag.pipeline import prepare_for
 from covrag.select.base import Selector, parse_selector
 from covrag.tokens import TokenCounter
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
@@ -27,8 +29,6 @@ RELEVANCES: tuple[Relevance, ...] = ("auto", "score", "order", "dense")
 METADATA_KEY = "covrag"
 """The metadata key under which every adapter records what a document newly covers."""
 
-DEFAULT_SELECTOR = "expected-coverage"
-DEFAULT_COVERAGE = "cross-encoder"
 DEFAULT_K = 5
 
 
@@ -212,15 +212,12 @@ class CoverageChoice:
         relevance = self.relevance
         if relevance == "auto":
             relevance = "score" if passages and all(s is not None for s in scores) else "order"
-        config = PrepareConfig(
-            relevance=relevance,
-            embeddings=selector.uses_embeddings,
-            pieces=selector.uses_pieces,
-            counter=self.counter,
-        )
         estimator = self.coverage if selector.uses_coverage else None
         assert estimator is None or isinstance(estimator, CoverageEstimator)
-        candidates = prepare(topic, estimator, config).candidates
+        prepared = prepare_for(
+            topic, selector, estimator, relevance=relevance, counter=self.counter
+        )
+        candidates = prepared.candidates
         selection = selector.select(candidates, self.budget)
         return _choice(selection, candidates.coverage, wanted, candidates.passages, topic)
 

@@ -2,43 +2,64 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from covrag.errors import ConfigError
+from covrag.pipeline.config import DEFAULT_COVERAGE, DEFAULT_SELECTOR
+
+#: The environment variable ``covrag serve`` reads the API key from when none is given.
+API_KEY_ENV = "COVRAG_API_KEY"
 
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """Settings of the HTTP service; every field is also a ``covrag serve`` option.
+    """Settings of the HTTP service; every field is also a ``covrag serve`` option, whose help
+    is the field's ``metadata["help"]``.
 
-    Attributes:
-        api_key: When set, every ``/v1`` and ``/reports`` request must send it as
-            ``Authorization: Bearer <key>`` or ``X-API-Key: <key>`` (401 otherwise).
-            ``/healthz`` and the OpenAPI schema stay open.
-        max_body_bytes: Request bodies larger than this are refused with 413 before parsing.
-        timeout_s: Seconds a request may compute before it is answered with 504.
-        workers: Threads that run the CPU-bound work, off the event loop.
-        default_coverage: Coverage estimator used when a request names none.
-        default_selector: Selector used when a request names none.
-        reports_dir: Folder whose ``*.html`` files ``GET /reports/{name}`` serves (None: none).
-        preload: Load the models of the default estimator when the server starts, so the first
-            request does not pay for it.
-        llm: LLM specification (``local``, ``openai(...)``) that enables ``POST /v1/plan`` and
-            ``POST /v1/answer``; None leaves those routes out.
-        llm_timeout_s: Seconds an LLM request may compute before it is answered with 504.
+    ``api_key``: when set, every ``/v1`` and ``/reports`` request must send it as
+    ``Authorization: Bearer <key>`` or ``X-API-Key: <key>`` (401 otherwise); ``/healthz`` and the
+    OpenAPI schema stay open. ``llm``: an LLM specification (``local``, ``openai(...)``) that
+    enables ``POST /v1/plan`` and ``POST /v1/answer``; None leaves those routes out.
     """
 
-    api_key: str | None = None
-    max_body_bytes: int = 2_000_000
-    timeout_s: float = 30.0
-    workers: int = 2
-    default_coverage: str = "cross-encoder"
-    default_selector: str = "expected-coverage"
-    reports_dir: Path | None = None
-    preload: bool = True
-    llm: str | None = None
-    llm_timeout_s: float = 600.0
+    api_key: str | None = field(
+        default=None,
+        metadata={"help": f"require this key (Bearer or X-API-Key); also read from ${API_KEY_ENV}"},
+    )
+    max_body_bytes: int = field(
+        default=2_000_000, metadata={"help": "larger bodies get 413, before parsing"}
+    )
+    timeout_s: float = field(default=30.0, metadata={"help": "seconds per request before a 504"})
+    workers: int = field(default=2, metadata={"help": "threads for the CPU-bound work"})
+    default_coverage: str = field(
+        default=DEFAULT_COVERAGE,
+        metadata={
+            "help": "coverage estimator when a request names none (cross-encoder, embedding, ...)"
+        },
+    )
+    default_selector: str = field(
+        default=DEFAULT_SELECTOR, metadata={"help": "selector when a request names none"}
+    )
+    reports_dir: Path | None = field(
+        default=None,
+        metadata={"help": "folder of HTML reports to serve (GET /reports/{name}.html)"},
+    )
+    preload: bool = field(
+        default=True,
+        metadata={
+            "help": "load the default models at start-up (--no-preload: at the first request)"
+        },
+    )
+    llm: str | None = field(
+        default=None,
+        metadata={
+            "help": "LLM spec (e.g. local) that enables POST /v1/plan and /v1/answer (default: off)"
+        },
+    )
+    llm_timeout_s: float = field(
+        default=600.0, metadata={"help": "seconds per LLM request before a 504"}
+    )
 
     def __post_init__(self) -> None:
         if self.api_key is not None and not self.api_key.strip():

@@ -16,7 +16,7 @@ import functools
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, Field
@@ -24,10 +24,10 @@ from pydantic import BaseModel, Field
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError, LLMError
-from covrag.generate import CitedWriter, Critic, CritiqueContext, CritiqueRewriteGenerator
+from covrag.generate import CritiqueContext
 from covrag.generate.records import Draft, LLMCost
 from covrag.llm.base import LLM
-from covrag.pipeline import PrepareConfig, prepare
+from covrag.pipeline import AskConfig, PrepareConfig, build_generator, prepare
 from covrag.plan import C2Query, LLMDecomposer, QPlanner
 from covrag.select.base import parse_selector
 from covrag.server.config import ServerConfig
@@ -45,6 +45,9 @@ T = TypeVar("T")
 
 MAX_CONTEXT = 200
 
+#: The defaults of ask's stages, which the LLM routes share.
+_ASK = AskConfig()
+
 
 class PlanRequest(_Strict):
     """Plan a question: sub-questions, constraints and (optionally) an outline."""
@@ -52,7 +55,9 @@ class PlanRequest(_Strict):
     question: str = Field(min_length=1, max_length=MAX_TEXT)
     include: list[str] = Field(default_factory=list, max_length=20, description="to cover")
     exclude: list[str] = Field(default_factory=list, max_length=20, description="to leave out")
-    subquestions: int = Field(default=8, ge=1, le=20, description="sub-questions to write")
+    subquestions: int = Field(
+        default=_ASK.subquestions, ge=1, le=20, description="sub-questions to write"
+    )
     outline: bool = Field(default=False, description="also plan a QTree and pick an outline")
 
 
@@ -105,13 +110,18 @@ class AnswerRequest(_Strict):
     k: int | None = Field(
         default=None, ge=1, le=MAX_CONTEXT, description="select k passages by coverage first"
     )
-    passes: int = Field(default=2, ge=0, le=3, description="critique-and-rewrite passes")
-    feedback: Literal["self", "pointers"] = Field(default="pointers")
-    max_words: int = Field(default=250, ge=1, le=5000, description="words per passage in prompts")
-    sentences: int = Field(default=12, ge=1, le=60)
-    rewrite_sentences: int = Field(default=18, ge=1, le=80)
+    passes: int = Field(default=_ASK.passes, ge=0, le=3, description="critique-and-rewrite passes")
+    feedback: Literal["self", "pointers"] = Field(default=_ASK.feedback)
+    max_words: int = Field(
+        default=cast(int, _ASK.max_words), ge=1, le=5000, description="words per passage in prompts"
+    )
+    sentences: int = Field(default=_ASK.sentences, ge=1, le=60)
+    rewrite_sentences: int = Field(default=_ASK.rewrite_sentences, ge=1, le=80)
     max_tokens: int = Field(
-        default=800, ge=16, le=8192, description="most tokens per first answer (rewrites: 1.5x)"
+        default=_ASK.max_tokens,
+        ge=16,
+        le=8192,
+        description="most tokens per first answer (rewrites: 1.5x)",
     )
 
 
@@ -261,20 +271,16 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
             )
             by_id = {p.id: p for p in candidates.passages}
             context = [by_id[p] for p in selection.passage_ids]
-    writer = CitedWriter(
-        llm,
+    settings = AskConfig(
+        passes=request.passes,
+        feedback=request.feedback,
+        max_words=request.max_words,
         sentences=request.sentences,
         rewrite_sentences=request.rewrite_sentences,
-        max_words=request.max_words,
         max_tokens=request.max_tokens,
     )
-    critic = Critic(
-        llm,
-        mode=request.feedback,
-        estimator=estimator if request.feedback == "pointers" else None,
-        max_words=request.max_words,
-    )
-    result = CritiqueRewriteGenerator(writer, critic, passes=request.passes).generate(
+    judge = estimator if request.feedback == "pointers" else None
+    result = build_generator(llm, settings, judge).generate(
         request.question, context, context=CritiqueContext(topic.aspects, coverage)
     )
     final = result.drafts[-1]

@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.errors import ConfigError, DataError
-from covrag.pipeline import RelevanceSource, config_for, prepare
+from covrag.pipeline import RelevanceSource, prepare_for
 from covrag.select.base import Selector, parse_selector
 from covrag.server.config import ServerConfig
 from covrag.server.schemas import (
@@ -104,10 +104,11 @@ def build_job(request: SelectRequest, config: ServerConfig) -> SelectJob:
 def run_job(job: SelectJob) -> SelectResponse:
     """Estimate coverage, prepare the candidates and select (blocking; call from a thread)."""
     started = time.perf_counter()
-    config = config_for([job.selector], relevance=job.relevance)
     try:
         with MODEL_LOCK:
-            candidates = prepare(job.topic, job.estimator, config).candidates
+            candidates = prepare_for(
+                job.topic, job.selector, job.estimator, relevance=job.relevance
+            ).candidates
     except (ConfigError, DataError) as exc:
         raise RequestFieldError("coverage" if job.estimator else "relevance", str(exc)) from exc
     prepared = time.perf_counter()
@@ -130,7 +131,7 @@ def warm_up(config: ServerConfig) -> None:
     estimator = parse_estimator(config.default_coverage)
     selector = parse_selector(config.default_selector)
     with MODEL_LOCK:
-        prepare(topic, estimator, config_for([selector]))
+        prepare_for(topic, selector, estimator)
 
 
 def _response(

@@ -1,4 +1,4 @@
-"""``covrag plan`` and the LLM options of ``select`` / ``bench`` (``--aspects llm|pool``)."""
+"""``covrag plan``: a question's split, sub-questions and (with ``--tree``) QTree and outlines."""
 
 from __future__ import annotations
 
@@ -11,44 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from covrag.errors import ConfigError, StructuredOutputError
-
-DEFAULT_LLM = "local"
-
-
-def add_llm_args(parser: argparse.ArgumentParser) -> None:
-    """``--llm`` and the response cache switch, shared by every command that calls an LLM."""
-    parser.add_argument(
-        "--llm",
-        default=DEFAULT_LLM,
-        help="LLM spec: local (embedded Qwen2.5-Coder-1.5B, offline), "
-        "\"local(model='smollm2')\", \"local(model='/path/model.gguf')\", "
-        "\"openai(model='gpt-4o-mini')\", \"openai(model='m', base_url='http://host:8000/v1')\"",
-    )
-    parser.add_argument(
-        "--no-llm-cache",
-        action="store_true",
-        help="call the LLM even for requests answered before (default: the response cache)",
-    )
+from covrag.cli._common import Subparsers, add_llm_args, build_llm
+from covrag.errors import StructuredOutputError
 
 
-def add_aspect_args(parser: argparse.ArgumentParser) -> None:
-    """Options of the ``llm`` and ``pool`` aspect sources (for ``select`` and ``bench``)."""
-    add_llm_args(parser)
-    parser.add_argument(
-        "--subquestions", type=int, default=10, help="sub-questions per query for --aspects llm"
-    )
-    parser.add_argument(
-        "--pool-k", type=int, default=10, help="aspects per topic for --aspects pool"
-    )
-    parser.add_argument(
-        "--pool-rewrite",
-        action="store_true",
-        help="--aspects pool: have the LLM rewrite each representative passage as a question",
-    )
-
-
-def add_plan_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: Subparsers) -> None:
     """Register ``covrag plan``."""
     p = sub.add_parser(
         "plan", help="plan a question: sub-questions, QTree and judged outlines (LLM)"
@@ -77,35 +44,7 @@ def add_plan_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--retries", type=int, default=2, help="extra attempts per LLM step")
     p.add_argument("--seed", type=int, default=0, help="seed of the random outline baseline")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
-
-
-def build_llm(spec: str, no_cache: bool) -> Any:
-    from covrag.llm import parse_llm
-
-    return parse_llm(spec, cache=not no_cache)
-
-
-def aspect_sources(args: argparse.Namespace, names: list[str]) -> dict[str, Any]:
-    """The aspect sources ``names`` asks for, built from the command's options."""
-    from covrag.plan.decompose import LLMDecomposer
-    from covrag.plan.pool import PoolAspectFinder
-    from covrag.plan.sources import GoldAspects, LLMAspects, PoolAspects
-
-    sources: dict[str, Any] = {}
-    llm: Any = None
-    if "llm" in names or ("pool" in names and args.pool_rewrite):
-        llm = build_llm(args.llm, args.no_llm_cache)
-    for name in names:
-        if name == "gold":
-            sources[name] = GoldAspects()
-        elif name == "llm":
-            sources[name] = LLMAspects(LLMDecomposer(llm, n=args.subquestions))
-        elif name == "pool":
-            rewrite = "question" if args.pool_rewrite else None
-            sources[name] = PoolAspects(PoolAspectFinder(k=args.pool_k, rewrite=rewrite, llm=llm))
-        else:
-            raise ConfigError(f"unknown aspect source {name!r} (gold, llm, pool)")
-    return sources
+    p.set_defaults(run_command=run_plan)
 
 
 def split_record(query: Any, subquestions: Any) -> dict[str, Any]:
@@ -161,21 +100,7 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
         subquestions = planner.decompose(query)
     if not args.json:
         # Printed before the tree is planned: sub-questions are useful even if the tree fails.
-        console.rule(f"[bold]plan[/] {llm.describe()}")
-        console.print(f"[bold]base query[/]: {query.base}")
-        console.print(f"[bold]include[/]: {'; '.join(query.include) or '-'}")
-        console.print(f"[bold]exclude[/]: {'; '.join(query.exclude) or '-'}")
-        if subquestions is not None:
-            console.print(f"\n[bold]sub-questions[/] ({len(subquestions.aspects)})")
-            for aspect in subquestions.aspects:
-                factor = aspect.metadata.get("factor")
-                label = f"[dim]{escape(str(factor))}:[/] " if factor else ""
-                console.print(f"  {aspect.id}  {label}{escape(aspect.text)}", highlight=False)
-            if subquestions.dropped or subquestions.spare:
-                console.print(
-                    f"  [dim]{len(subquestions.dropped)} candidates dropped (near-duplicates or "
-                    f"not questions), {len(subquestions.spare)} left spare[/]"
-                )
+        _print_split(query, subquestions, llm.describe(), console)
     if not args.tree:
         usage = llm.usage.as_dict()
         if args.json:
@@ -196,6 +121,41 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         console.print_json(json.dumps(plan_record(plan, usage)))
         return 0
+    _print_plan(plan, console)
+    print_usage(usage, console)
+    return 0
+
+
+def print_usage(usage: dict[str, float], console: Console) -> None:
+    console.print(
+        f"\n[dim]LLM: {usage['calls']:.0f} calls ({usage['cached_calls']:.0f} from the cache), "
+        f"{usage['retries']:.0f} retries, {usage['prompt_tokens']:.0f} prompt + "
+        f"{usage['completion_tokens']:.0f} completion tokens, {usage['seconds']:.0f} s[/]"
+    )
+
+
+def _print_split(query: Any, subquestions: Any, described: str, console: Console) -> None:
+    """The request's split (base query, include, exclude) and its sub-questions."""
+    console.rule(f"[bold]plan[/] {described}")
+    console.print(f"[bold]base query[/]: {query.base}")
+    console.print(f"[bold]include[/]: {'; '.join(query.include) or '-'}")
+    console.print(f"[bold]exclude[/]: {'; '.join(query.exclude) or '-'}")
+    if subquestions is None:
+        return
+    console.print(f"\n[bold]sub-questions[/] ({len(subquestions.aspects)})")
+    for aspect in subquestions.aspects:
+        factor = aspect.metadata.get("factor")
+        label = f"[dim]{escape(str(factor))}:[/] " if factor else ""
+        console.print(f"  {aspect.id}  {label}{escape(aspect.text)}", highlight=False)
+    if subquestions.dropped or subquestions.spare:
+        console.print(
+            f"  [dim]{len(subquestions.dropped)} candidates dropped (near-duplicates or "
+            f"not questions), {len(subquestions.spare)} left spare[/]"
+        )
+
+
+def _print_plan(plan: Any, console: Console) -> None:
+    """The QTree (the chosen outline in green), its notes and the judged outlines."""
     best = set(plan.best.node_ids)
     tree = Tree(f"[bold]QTree[/] ({len(plan.tree)} nodes; [green]green[/] = chosen outline)")
     branches: dict[str | None, Tree] = {None: tree}
@@ -218,13 +178,3 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
         "random baseline", plan.baseline.render(), str(plan.baseline.score), plan.baseline.rationale
     )
     console.print(table)
-    print_usage(usage, console)
-    return 0
-
-
-def print_usage(usage: dict[str, float], console: Console) -> None:
-    console.print(
-        f"\n[dim]LLM: {usage['calls']:.0f} calls ({usage['cached_calls']:.0f} from the cache), "
-        f"{usage['retries']:.0f} retries, {usage['prompt_tokens']:.0f} prompt + "
-        f"{usage['completion_tokens']:.0f} completion tokens, {usage['seconds']:.0f} s[/]"
-    )

@@ -6,14 +6,14 @@ import dataclasses
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
 import numpy as np
 
 from covrag.coverage.base import CoverageEstimator
-from covrag.embed import Encoder, default_encoder
+from covrag.embed import Encoder
 from covrag.errors import ConfigError
+from covrag.pipeline.config import PrepareConfig, RelevanceSource
 from covrag.select.base import Candidates, Selector
 from covrag.text import split_sentences
 from covrag.tokens import TokenCounter, with_token_costs
@@ -21,38 +21,11 @@ from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Selection
 
 logger = logging.getLogger(__name__)
 
-RelevanceSource = Literal["dense", "score", "order"]
-RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "score", "order")
-
-
-@dataclass
-class PrepareConfig:
-    """How a topic becomes a selector's input.
-
-    Attributes:
-        relevance: ``dense`` = cosine of query and passage under the encoder (the DES
-            bi-encoder score); ``score`` = the passages' own retriever scores; ``order`` = the
-            pool's order (first = most relevant).
-        embeddings: Compute passage embeddings even when relevance is not dense (MMR,
-            clustering, facility location and LMVU need them).
-        pieces: Also embed each passage's sentences (atomic pieces), for LMVU.
-        counter: Token counter for budgets (None = MiniLM WordPiece).
-    """
-
-    relevance: RelevanceSource = "dense"
-    embeddings: bool = False
-    pieces: bool = False
-    counter: TokenCounter | None = None
-    encoder: Encoder | None = field(default=None, repr=False)
-
-    def get_encoder(self) -> Encoder:
-        if self.encoder is None:
-            self.encoder = default_encoder()
-        return self.encoder
-
 
 @dataclass(frozen=True)
 class Prepared:
+    """A topic's selector input and the seconds preparing it took."""
+
     candidates: Candidates
     seconds: float
 
@@ -64,15 +37,13 @@ def prepare(
 ) -> Prepared:
     """Build the :class:`Candidates` of a topic: token costs, coverage, relevance, embeddings."""
     config = config or PrepareConfig()
-    if config.relevance not in RELEVANCE_SOURCES:
-        raise ConfigError(f"relevance must be one of {RELEVANCE_SOURCES}, got {config.relevance!r}")
     started = time.perf_counter()
     topic = with_token_costs(topic, config.counter)
     coverage: CoverageMatrix | None = estimator.estimate(topic) if estimator else None
 
     encoder: Encoder | None = None
     if config.relevance == "dense" or config.embeddings or config.pieces:
-        encoder = config.get_encoder()
+        encoder = config.resolved_encoder()
     embeddings = query_embedding = None
     if encoder is not None:
         embeddings = encoder.encode([p.text for p in topic.passages])
@@ -147,7 +118,9 @@ def attach_coverage(candidates: Candidates, coverage: CoverageMatrix, topic: Top
 
 
 def config_for(
-    selectors: Iterable[Selector], relevance: RelevanceSource = "dense"
+    selectors: Iterable[Selector],
+    relevance: RelevanceSource = "dense",
+    counter: TokenCounter | None = None,
 ) -> PrepareConfig:
     """The preparation these selectors need: embeddings and pieces only when one uses them."""
     chosen = list(selectors)
@@ -155,7 +128,21 @@ def config_for(
         relevance=relevance,
         embeddings=any(s.uses_embeddings for s in chosen),
         pieces=any(s.uses_pieces for s in chosen),
+        counter=counter,
     )
+
+
+def prepare_for(
+    topic: Topic,
+    selector: Selector,
+    estimator: CoverageEstimator | None = None,
+    *,
+    relevance: RelevanceSource = "dense",
+    counter: TokenCounter | None = None,
+) -> Prepared:
+    """Prepare a topic as ``selector`` needs it (:func:`config_for`), with ``estimator``'s
+    coverage when one is given."""
+    return prepare(topic, estimator, config_for([selector], relevance, counter))
 
 
 def select_topic(

@@ -9,11 +9,12 @@ pairs scored and seconds).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,11 +22,12 @@ import numpy as np
 from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.coverage.gold import GoldCoverage
 from covrag.errors import ConfigError
-from covrag.evaluate import Judgments, Measure, evaluate, parse_measures
-from covrag.evaluate.headroom import ORACLE as ORACLE  # re-exported
+from covrag.evaluate import EvalResults, Judgments, Measure, evaluate, parse_measures
+from covrag.evaluate.bench_results import ORACLE, BenchResult, MethodResult
 from covrag.evaluate.headroom import gap_closed
 from covrag.evaluate.stats import bootstrap_ci, holm, paired_randomization_test
-from covrag.pipeline import PrepareConfig, attach_coverage, config_for, prepare
+from covrag.pipeline.config import BenchConfig, PrepareConfig
+from covrag.pipeline.prepare import attach_coverage, config_for, prepare
 from covrag.plan.sources import AspectSource, GoldAspects
 from covrag.select.base import Candidates, Selector, parse_selector
 from covrag.select.exact import ExactSelector
@@ -53,60 +55,6 @@ class Method:
     @property
     def coverage_key(self) -> tuple[str, str] | None:
         return (self.aspects, repr(self.coverage)) if self.coverage else None
-
-
-@dataclass
-class MethodResult:
-    method: str
-    budget: Budget
-    selections: list[Selection]
-    values: dict[str, dict[str, float]]  # measure -> query id -> value
-    means: dict[str, float]
-    ci: dict[str, tuple[float, float]]
-    p_values: dict[str, float] = field(default_factory=dict)  # Holm-corrected, vs baseline
-    headroom: dict[str, float] = field(default_factory=dict)  # optimum - method
-    gap_closed: dict[str, float] = field(default_factory=dict)  # share of baseline->optimum gap
-    select_seconds: float = 0.0  # mean per topic
-    coverage_pairs: float = 0.0  # mean per topic
-    coverage_seconds: float = 0.0  # mean per topic
-    aspects_seconds: float = 0.0  # mean per topic spent finding the aspects (LLM, pool)
-
-
-@dataclass
-class BenchResult:
-    dataset: str
-    topics: int
-    baseline: str
-    measures: dict[str, list[str]]  # budget -> measure specs
-    results: list[MethodResult]
-
-    def for_budget(self, budget: Budget) -> list[MethodResult]:
-        return [r for r in self.results if r.budget == budget]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dataset": self.dataset,
-            "topics": self.topics,
-            "baseline": self.baseline,
-            "oracle": ORACLE,
-            "results": [
-                {
-                    "method": r.method,
-                    "budget": str(r.budget),
-                    "means": r.means,
-                    "ci95": {k: list(v) for k, v in r.ci.items()},
-                    "p_vs_baseline_holm": r.p_values,
-                    "headroom": r.headroom,
-                    "gap_closed": r.gap_closed,
-                    "select_seconds_per_topic": r.select_seconds,
-                    "coverage_pairs_per_topic": r.coverage_pairs,
-                    "coverage_seconds_per_topic": r.coverage_seconds,
-                    "aspects_seconds_per_topic": r.aspects_seconds,
-                    "per_query": r.values,
-                }
-                for r in self.results
-            ],
-        }
 
 
 def default_measures(budget: Budget, excluded: bool = False) -> list[str]:
@@ -170,15 +118,16 @@ def run_bench(
     topics: Sequence[Topic],
     methods: Sequence[Method],
     budgets: Sequence[Budget],
+    settings: BenchConfig | None = None,
     *,
-    measures: Sequence[str] | None = None,
-    baseline: str | None = None,
-    exact: bool = True,
     config: PrepareConfig | None = None,
-    seed: int = 0,
-    n_resamples: int = 10_000,
     progress: Callable[[str], None] | None = None,
     aspect_sources: Mapping[str, AspectSource] | None = None,
+    measures: Sequence[str] | None = None,
+    baseline: str | None = None,
+    exact: bool | None = None,
+    seed: int | None = None,
+    n_resamples: int | None = None,
 ) -> BenchResult:
     """Run every method under every budget on every topic, then measure and compare.
 
@@ -187,105 +136,159 @@ def run_bench(
         topics: Topics with gold labels (for the measures and the oracle).
         methods: What to compare (see :func:`build_methods`).
         budgets: Budgets to run each method under.
-        measures: Measure specs; None = :func:`default_measures` per budget.
-        baseline: Method name to test the others against (default: the first method).
-        exact: Also run the exact optimum on the gold labels and report headroom.
-        config: How topics become selector inputs.
-        seed: Seed of the bootstrap and randomization tests.
-        n_resamples: Resamples for both.
+        settings: Measures, baseline, exact optimum, seed and resamples (:class:`BenchConfig`);
+            the keyword arguments of the same names override its fields.
+        config: How topics become selector inputs (default: what the selectors need).
         progress: Called with a short label after each topic's selections.
         aspect_sources: The aspect sources the methods name, by name (``gold`` is built in).
     """
+    overrides: dict[str, Any] = {
+        "measures": measures,
+        "baseline": baseline,
+        "exact": exact,
+        "seed": seed,
+        "n_resamples": n_resamples,
+    }
+    settings = dataclasses.replace(
+        settings or BenchConfig(), **{k: v for k, v in overrides.items() if v is not None}
+    )
     if not methods:
         raise ConfigError("nothing to bench: give at least one selector")
     config = config or config_for([m.selector for m in methods])
     topics = [with_token_costs(t, config.counter) for t in topics]
-    all_methods = list(methods)
-    names = [m.name for m in all_methods]
+    named = _with_oracle(methods, settings.exact)
+    chosen_baseline = settings.baseline or named[0][0]
+    if chosen_baseline not in dict(named):
+        names = ", ".join(name for name, _ in named)
+        raise ConfigError(f"baseline {chosen_baseline!r} is not one of the methods: {names}")
+    sources: dict[str, AspectSource] = {"gold": GoldAspects(), **(aspect_sources or {})}
+    for _, method in named:
+        if method.aspects not in sources:
+            raise ConfigError(f"method {method.name!r} needs the aspect source {method.aspects!r}")
+    runs = _select_all(topics, named, budgets, config, sources, progress)
+    settings = dataclasses.replace(settings, baseline=chosen_baseline)
+    judgments = Judgments.from_topics(topics)
+    measure_specs: dict[str, list[str]] = {}
+    results: list[MethodResult] = []
+    for budget in budgets:
+        specs, rows = _measure_budget(budget, named, runs, judgments, settings)
+        measure_specs[str(budget)] = specs
+        results.extend(rows)
+    return BenchResult(dataset, len(topics), chosen_baseline, measure_specs, results)
+
+
+def _measure_budget(
+    budget: Budget,
+    named: Sequence[tuple[str, Method]],
+    runs: _Runs,
+    judgments: Judgments,
+    settings: BenchConfig,
+) -> tuple[list[str], list[MethodResult]]:
+    """Every method's values under one budget, with intervals, tests and headroom."""
+    assert settings.baseline is not None
+    excludes = any(j.excluded for j in judgments.values())
+    chosen = parse_measures(list(settings.measures or default_measures(budget, excludes)))
+    specs = [repr(m) for m in chosen]
+    block = [_measure(name, method, budget, runs, judgments, chosen) for name, method in named]
+    for result, scores in block:
+        result.ci = {
+            repr(m): bootstrap_ci(
+                scores.column(m), n_resamples=settings.n_resamples, seed=settings.seed
+            )
+            for m in chosen
+        }
+    rows = [result for result, _ in block]
+    _compare(rows, settings.baseline, specs, settings.seed, settings.n_resamples)
+    if settings.exact:
+        _headroom(rows, settings.baseline, headroom_measure(budget))
+    return specs, rows
+
+
+def _with_oracle(methods: Sequence[Method], exact: bool) -> list[tuple[str, Method]]:
+    """The methods by name, and the exact optimum on the gold labels when ``exact``."""
+    named = [(m.name, m) for m in methods]
     if exact:
         # Excluded aspects are no gain to the measures, so none to the optimum either.
         oracle = ExactSelector(exclude="penalize", penalty=0.0)
-        all_methods.append(Method(oracle, GoldCoverage()))
-        names.append(ORACLE)
-    baseline = baseline or names[0]
-    if baseline not in names:
-        raise ConfigError(f"baseline {baseline!r} is not one of the methods: {', '.join(names)}")
-    sources: dict[str, AspectSource] = {"gold": GoldAspects(), **(aspect_sources or {})}
-    for method in all_methods:
-        if method.aspects not in sources:
-            raise ConfigError(f"method {method.name!r} needs the aspect source {method.aspects!r}")
+        named.append((ORACLE, Method(oracle, GoldCoverage())))
+    return named
 
-    selections: dict[tuple[str, Budget], list[Selection]] = {}
-    select_seconds: dict[tuple[str, Budget], float] = {}
-    coverage_cost: dict[tuple[str, str], list[tuple[int, float]]] = {}
-    aspect_seconds: dict[str, float] = {}
+
+@dataclass
+class _Runs:
+    """Every selection of a bench, and what selecting and estimating cost."""
+
+    selections: dict[tuple[str, Budget], list[Selection]]
+    select_seconds: dict[tuple[str, Budget], float]
+    coverage_cost: dict[tuple[str, str], list[tuple[int, float]]]
+    aspect_seconds: dict[str, float]  # aspect source -> seconds over all topics
+
+
+def _select_all(
+    topics: Sequence[Topic],
+    named: Sequence[tuple[str, Method]],
+    budgets: Sequence[Budget],
+    config: PrepareConfig,
+    sources: Mapping[str, AspectSource],
+    progress: Callable[[str], None] | None,
+) -> _Runs:
+    """Prepare each topic once per coverage source and run every method under every budget."""
+    runs = _Runs({}, {}, {}, {})
     estimators = {
         m.coverage_key: m.coverage
-        for m in all_methods
+        for _, m in named
         if m.coverage is not None and m.coverage_key is not None
     }
     for topic in topics:
-        prepared: dict[tuple[str, str] | None, Candidates] = {}
         base = prepare(topic, None, config).candidates
-        prepared[None] = base
+        prepared: dict[tuple[str, str] | None, Candidates] = {None: base}
         found = {s: sources[s].timed(topic) for s in {key[0] for key in estimators}}
-        for s, sourced in found.items():
-            aspect_seconds[s] = aspect_seconds.get(s, 0.0) + sourced.seconds
+        for name, sourced in found.items():
+            runs.aspect_seconds[name] = runs.aspect_seconds.get(name, 0.0) + sourced.seconds
         estimated = {s: sourced.topic for s, sourced in found.items()}
         for key, estimator in estimators.items():
             matrix = estimator.estimate(estimated[key[0]])
-            coverage_cost.setdefault(key, []).append((matrix.pairs_scored, matrix.seconds))
+            runs.coverage_cost.setdefault(key, []).append((matrix.pairs_scored, matrix.seconds))
             prepared[key] = attach_coverage(base, matrix, estimated[key[0]])
-        for method, name in zip(all_methods, names, strict=True):
+        for name, method in named:
             candidates = prepared[method.coverage_key]
             for budget in budgets:
                 started = time.perf_counter()
                 selection = method.selector.select(candidates, budget)
                 elapsed = time.perf_counter() - started
-                selections.setdefault((name, budget), []).append(selection)
-                select_seconds[(name, budget)] = select_seconds.get((name, budget), 0.0) + elapsed
+                runs.selections.setdefault((name, budget), []).append(selection)
+                spent = runs.select_seconds.get((name, budget), 0.0)
+                runs.select_seconds[(name, budget)] = spent + elapsed
         if progress is not None:
             progress(topic.query_id)
+    return runs
 
-    judgments = Judgments.from_topics(topics)
-    excludes = any(j.excluded for j in judgments.values())
-    measure_specs: dict[str, list[str]] = {}
-    results: list[MethodResult] = []
-    for budget in budgets:
-        chosen: tuple[Measure, ...] = parse_measures(
-            list(measures or default_measures(budget, excludes))
-        )
-        specs = [repr(m) for m in chosen]
-        measure_specs[str(budget)] = specs
-        block: list[MethodResult] = []
-        for method, name in zip(all_methods, names, strict=True):
-            picked = selections[(name, budget)]
-            run = {s.query_id: s.passage_ids for s in picked}
-            scores = evaluate(judgments, run, chosen)
-            values = {repr(m): scores[m] for m in chosen}
-            cost = coverage_cost.get(method.coverage_key, []) if method.coverage_key else []
-            block.append(
-                MethodResult(
-                    method=name,
-                    budget=budget,
-                    selections=picked,
-                    values=values,
-                    means={repr(m): scores.mean(m) for m in chosen},
-                    ci={
-                        repr(m): bootstrap_ci(scores.column(m), n_resamples=n_resamples, seed=seed)
-                        for m in chosen
-                    },
-                    select_seconds=select_seconds[(name, budget)] / max(len(topics), 1),
-                    coverage_pairs=float(np.mean([c[0] for c in cost])) if cost else 0.0,
-                    coverage_seconds=float(np.mean([c[1] for c in cost])) if cost else 0.0,
-                    aspects_seconds=aspect_seconds.get(method.aspects, 0.0) / max(len(topics), 1),
-                )
-            )
-        _compare(block, baseline, specs, seed, n_resamples)
-        if exact:
-            _headroom(block, baseline, headroom_measure(budget))
-        results.extend(block)
-    return BenchResult(dataset, len(topics), baseline, measure_specs, results)
+
+def _measure(
+    name: str,
+    method: Method,
+    budget: Budget,
+    runs: _Runs,
+    judgments: Judgments,
+    chosen: Sequence[Measure],
+) -> tuple[MethodResult, EvalResults]:
+    """One method's values and means under one budget (intervals and tests come after)."""
+    picked = runs.selections[(name, budget)]
+    scores = evaluate(judgments, {s.query_id: s.passage_ids for s in picked}, chosen)
+    cost = runs.coverage_cost.get(method.coverage_key, []) if method.coverage_key else []
+    result = MethodResult(
+        method=name,
+        budget=budget,
+        selections=picked,
+        values={repr(m): scores[m] for m in chosen},
+        means={repr(m): scores.mean(m) for m in chosen},
+        ci={},
+        select_seconds=runs.select_seconds[(name, budget)] / max(len(picked), 1),
+        coverage_pairs=float(np.mean([c[0] for c in cost])) if cost else 0.0,
+        coverage_seconds=float(np.mean([c[1] for c in cost])) if cost else 0.0,
+        aspects_seconds=runs.aspect_seconds.get(method.aspects, 0.0) / max(len(picked), 1),
+    )
+    return result, scores
 
 
 def _compare(

@@ -11,7 +11,8 @@ file that ``covrag report`` renders, and evaluated later (``covrag eval-answers`
 - **retrieve**: one search per sub-question and one for the question, fused by RRF
   (:class:`~covrag.retrieve.MultiQueryRetriever`) into the candidate pool.
 - **estimate**: the coverage matrix of pool x aspects (the shipped cross-encoder by default).
-- **select**: greedy coverage (DES) under a passage budget, with its trace.
+- **select**: expected coverage (by default; DES's greedy coverage with
+  ``selector="greedy-coverage"``) under a passage budget, with its trace.
 - **generate**: a cited answer and critique-and-rewrite passes
   (:class:`~covrag.generate.CritiqueRewriteGenerator`).
 """
@@ -31,7 +32,8 @@ from covrag.errors import ConfigError, StructuredOutputError
 from covrag.generate import CitedWriter, Critic, CritiqueContext, CritiqueRewriteGenerator
 from covrag.generate.records import GenerationResult, LLMCost
 from covrag.llm.base import LLM
-from covrag.pipeline import PrepareConfig, prepare
+from covrag.pipeline.config import AskConfig, PrepareConfig
+from covrag.pipeline.prepare import prepare
 from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
 from covrag.report.runfile import run_file_record, topic_run_record
 from covrag.retrieve import MultiQueryRetriever, Retriever
@@ -44,46 +46,6 @@ logger = logging.getLogger(__name__)
 StageCallback = Callable[[str], None]
 
 STAGES = ("plan", "retrieve", "estimate", "select", "generate")
-
-
-@dataclass
-class AskConfig:
-    """How :func:`ask` runs each stage.
-
-    Attributes:
-        subquestions: Sub-questions the LLM writes (DES: 10).
-        pool: Candidate passages retrieved.
-        k: Passages selected for the answer.
-        selector: Selector specification (``greedy-coverage``, ``expected-coverage``, ...).
-        coverage: Coverage estimator specification (``cross-encoder``, ``embedding``).
-        passes: Critique-and-rewrite passes (0 = the first answer only).
-        feedback: Critique feedback mode (``self``, ``pointers``).
-        outline: Plan a QTree and outline (QPlanner) and write along the best outline.
-        max_words: Each passage is cut to this many words in the prompts only.
-        sentences: Sentences asked for in the first answer.
-        rewrite_sentences: Sentences asked for in a rewrite.
-    """
-
-    subquestions: int = 8
-    pool: int = 50
-    k: int = 8
-    selector: str = "greedy-coverage"
-    coverage: str = "cross-encoder"
-    passes: int = 2
-    feedback: str = "pointers"
-    outline: bool = False
-    max_words: int | None = 250
-    sentences: int = 12
-    rewrite_sentences: int = 18
-
-    def __post_init__(self) -> None:
-        if self.feedback.startswith("oracle"):
-            raise ConfigError("oracle feedback modes need gold labels: use them in benchmarks")
-        for name in ("pool", "k"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.subquestions < 0 or self.passes < 0:
-            raise ConfigError("subquestions and passes must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -198,6 +160,102 @@ class _Usage:
         )
 
 
+@dataclass(frozen=True)
+class Planned:
+    """What the plan stage decided: the request, its aspects and where they came from."""
+
+    query: C2Query
+    aspects: tuple[Aspect, ...]
+    subquestions: SubQuestions | None = None
+    plan: Plan | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def plan_aspects(
+    question: str,
+    llm: LLM,
+    config: AskConfig,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    aspects: Sequence[Aspect] | None = None,
+) -> Planned:
+    """The aspects of a request: the given ones, or the LLM's sub-questions (and with
+    ``config.outline`` a QPlanner plan) followed by the request's include / exclude aspects."""
+    query = C2Query.explicit(question, include, exclude)
+    if aspects is not None:
+        planned = Planned(query, tuple(aspects))
+    else:
+        subquestions: SubQuestions | None = None
+        plan: Plan | None = None
+        warnings: list[str] = []
+        if config.outline:
+            planner = QPlanner(llm, subquestions=max(config.subquestions, 1))
+            try:
+                plan = planner.plan(question, include, exclude)
+                subquestions = plan.subquestions
+            except StructuredOutputError as exc:
+                # The outline is optional guidance: without it the answer is written from the
+                # sub-questions alone, and the run says why.
+                first = str(exc).splitlines()[0]
+                warnings.append(f"no outline ({first}); writing without one")
+                logger.warning("ask: %s", warnings[-1])
+        if subquestions is None and config.subquestions:
+            subquestions = LLMDecomposer(llm, n=config.subquestions).decompose(query.base)
+        found = subquestions.aspects if subquestions is not None else ()
+        planned = Planned(query, (*found, *query.aspects()), subquestions, plan, tuple(warnings))
+    if not planned.aspects:
+        raise ConfigError("no aspects: ask for sub-questions or give aspects")
+    return planned
+
+
+def retrieve_pool(
+    query: C2Query, aspects: Sequence[Aspect], retriever: Retriever, pool: int
+) -> tuple[tuple[str, ...], Topic]:
+    """One search per aspect and one for the question, fused: the queries and the topic."""
+    multi = MultiQueryRetriever(retriever)
+    queries = multi.queries(query.base, aspects)
+    found = multi.search(query.base, pool, aspects=aspects)
+    return queries, Topic("ask", query.base, passages=tuple(found), aspects=tuple(aspects))
+
+
+def build_generator(
+    llm: LLM,
+    config: AskConfig,
+    judge: CoverageEstimator | None,
+    exclude: Sequence[str] = (),
+) -> CritiqueRewriteGenerator:
+    """The writer and critic ``config`` asks for: ``judge`` tells the critic which aspects the
+    answer covers (``pointers`` feedback)."""
+    writer = CitedWriter(
+        llm,
+        sentences=config.sentences,
+        rewrite_sentences=config.rewrite_sentences,
+        max_words=config.max_words,
+        max_tokens=config.max_tokens,
+        exclude=exclude,
+    )
+    critic = Critic(llm, mode=config.feedback, estimator=judge, max_words=config.max_words)
+    return CritiqueRewriteGenerator(writer, critic, passes=config.passes)
+
+
+class _Clock:
+    """Times the stages of one run and tells ``notify`` when each starts."""
+
+    def __init__(self, notify: StageCallback) -> None:
+        self.notify = notify
+        self.costs: dict[str, StageCost] = {}
+        self.started = time.perf_counter()
+
+    def start(self, stage: str) -> None:
+        self.notify(stage)
+        self.started = time.perf_counter()
+
+    def stop(self, stage: str, llm: LLMCost | None = None, pairs_scored: int = 0) -> None:
+        spent = time.perf_counter() - self.started
+        self.costs[stage] = StageCost(spent, llm or LLMCost(), pairs_scored)
+
+
 def ask(
     question: str,
     llm: LLM,
@@ -216,7 +274,8 @@ def ask(
         question: The question.
         llm: Plans, writes and critiques.
         retriever: Searches the corpus (e.g. a :class:`~covrag.retrieve.BM25Retriever`).
-        config: Stage settings (defaults: 8 sub-questions, a pool of 50, k = 8, 2 passes).
+        config: Stage settings (default :class:`AskConfig`: 8 sub-questions, a pool of 50,
+            k = 8, expected coverage, 2 passes).
         include: Subtopics the answer must cover (aspects of polarity ``include``).
         exclude: Subtopics it must leave out (polarity ``exclude``: searched for never,
             penalised by the selector, named to the writer as off limits).
@@ -225,89 +284,50 @@ def ask(
         on_stage: Progress callback.
     """
     config = config or AskConfig()
-    notify = on_stage or (lambda _: None)
-    costs: dict[str, StageCost] = {}
-    query = C2Query.explicit(question, include, exclude)
+    clock = _Clock(on_stage or (lambda _: None))
 
-    notify("plan")
-    started, usage = time.perf_counter(), _Usage(llm)
-    subquestions: SubQuestions | None = None
-    plan: Plan | None = None
-    warnings: list[str] = []
-    if aspects is None:
-        if config.outline:
-            planner = QPlanner(llm, subquestions=max(config.subquestions, 1))
-            try:
-                plan = planner.plan(question, include, exclude)
-                subquestions = plan.subquestions
-            except StructuredOutputError as exc:
-                # The outline is optional guidance: without it the answer is written from the
-                # sub-questions alone, and the run says why.
-                first = str(exc).splitlines()[0]
-                warnings.append(f"no outline ({first}); writing without one")
-                logger.warning("ask: %s", warnings[-1])
-        if subquestions is None and config.subquestions:
-            subquestions = LLMDecomposer(llm, n=config.subquestions).decompose(query.base)
-        found = subquestions.aspects if subquestions is not None else ()
-        aspects = (*found, *query.aspects())
-    if not aspects:
-        raise ConfigError("no aspects: ask for sub-questions or give aspects")
-    costs["plan"] = StageCost(time.perf_counter() - started, usage.cost())
+    clock.start("plan")
+    usage = _Usage(llm)
+    planned = plan_aspects(question, llm, config, include=include, exclude=exclude, aspects=aspects)
+    query = planned.query
+    clock.stop("plan", usage.cost())
 
-    notify("retrieve")
-    started = time.perf_counter()
-    multi = MultiQueryRetriever(retriever)
-    queries = multi.queries(query.base, aspects)
-    pool = multi.search(query.base, config.pool, aspects=aspects)
-    topic = Topic(query_id="ask", query=query.base, passages=tuple(pool), aspects=tuple(aspects))
-    costs["retrieve"] = StageCost(time.perf_counter() - started)
+    clock.start("retrieve")
+    queries, topic = retrieve_pool(query, planned.aspects, retriever, config.pool)
+    clock.stop("retrieve")
 
-    notify("estimate")
-    started = time.perf_counter()
+    clock.start("estimate")
     estimator = estimator or parse_estimator(config.coverage)
-    prepared = prepare(topic, estimator, PrepareConfig(relevance="score"))
-    candidates = prepared.candidates
+    candidates = prepare(topic, estimator, PrepareConfig(relevance="score")).candidates
     coverage = candidates.coverage
     assert coverage is not None
     topic = dataclasses.replace(topic, passages=candidates.passages)
-    costs["estimate"] = StageCost(time.perf_counter() - started, pairs_scored=coverage.pairs_scored)
+    clock.stop("estimate", pairs_scored=coverage.pairs_scored)
 
-    notify("select")
-    started = time.perf_counter()
+    clock.start("select")
     selection = parse_selector(config.selector).select(candidates, Budget(max_passages=config.k))
-    costs["select"] = StageCost(time.perf_counter() - started)
+    clock.stop("select")
 
-    notify("generate")
-    started = time.perf_counter()
+    clock.start("generate")
     by_id = {p.id: p for p in topic.passages}
-    context = [by_id[p] for p in selection.passage_ids]
     judge = estimator if isinstance(estimator, CrossEncoderCoverage) else CrossEncoderCoverage()
-    writer = CitedWriter(
-        llm,
-        sentences=config.sentences,
-        rewrite_sentences=config.rewrite_sentences,
-        max_words=config.max_words,
-        exclude=query.exclude,
-    )
-    critic = Critic(llm, mode=config.feedback, estimator=judge, max_words=config.max_words)
-    generator = CritiqueRewriteGenerator(writer, critic, passes=config.passes)
-    generation = generator.generate(
+    generation = build_generator(llm, config, judge, query.exclude).generate(
         query.request,
-        context,
-        context=CritiqueContext(tuple(aspects), coverage),
-        outline=plan.best.texts if plan is not None else (),
-        on_step=notify,
+        [by_id[p] for p in selection.passage_ids],
+        context=CritiqueContext(planned.aspects, coverage),
+        outline=planned.plan.best.texts if planned.plan is not None else (),
+        on_step=clock.notify,
     )
-    costs["generate"] = StageCost(time.perf_counter() - started, generation.cost)
+    clock.stop("generate", generation.cost)
     return AskResult(
         query=query,
-        subquestions=subquestions,
-        plan=plan,
+        subquestions=planned.subquestions,
+        plan=planned.plan,
         queries=queries,
         topic=topic,
         coverage=coverage,
         selection=selection,
         generation=generation,
-        costs=costs,
-        warnings=tuple(warnings),
+        costs=clock.costs,
+        warnings=planned.warnings,
     )

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from covrag.cli._common import Subparsers
 
-def add_report_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+
+def register(sub: Subparsers) -> None:
     """Register ``covrag report`` and its options."""
     p = sub.add_parser(
         "report",
@@ -20,6 +22,7 @@ def add_report_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         help="run JSON from `covrag select --run-json`, or a bench summary.json or its folder",
     )
     p.add_argument("-o", "--out", required=True, type=Path, help="HTML file to write")
+    p.set_defaults(run_command=run_report)
 
 
 def run_report(args: argparse.Namespace, console: Console) -> int:

@@ -4,16 +4,39 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from covrag.retrieve import load_corpus, load_index, make_retriever
+from covrag.cli._common import Subparsers
 
 _SHOWN_CHARS = 160  # display only: the table shows the start of long passages
 
 
+def register(sub: Subparsers) -> None:
+    """Register ``covrag index`` and ``covrag search``."""
+    p = sub.add_parser("index", help="build and save a retrieval index over a passage corpus")
+    p.add_argument(
+        "--corpus",
+        default="bundled",
+        help="passage JSONL path, bundled name[:split], coverage JSONL path, or 'bundled' "
+        "(default: the pools of all bundled datasets)",
+    )
+    p.add_argument("--kind", choices=["bm25", "dense", "hybrid"], default="bm25")
+    p.add_argument("--out", required=True, type=Path, help="index folder to write")
+    p.set_defaults(run_command=run_index)
+
+    p = sub.add_parser("search", help="search a saved index")
+    p.add_argument("--index", required=True, type=Path, help="index folder (covrag index)")
+    p.add_argument("query", help="the query text")
+    p.add_argument("--k", type=int, default=10, help="number of results")
+    p.set_defaults(run_command=run_search)
+
+
 def run_index(args: argparse.Namespace, console: Console) -> int:
+    from covrag.retrieve import load_corpus, make_retriever
+
     started = time.perf_counter()
     passages = load_corpus(args.corpus)
     read_seconds = time.perf_counter() - started
@@ -31,6 +54,8 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
 
 
 def run_search(args: argparse.Namespace, console: Console) -> int:
+    from covrag.retrieve import load_index
+
     retriever = load_index(args.index)
     started = time.perf_counter()
     results = retriever.search(args.query, args.k)

@@ -3,21 +3,37 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
-from covrag.commands_plan import add_llm_args
+from covrag.cli._common import (
+    Subparsers,
+    add_config_options,
+    add_llm_args,
+    config_from_args,
+    progress_bar,
+)
+from covrag.pipeline.config import AskConfig
 from covrag.types import Aspect
+
+if TYPE_CHECKING:
+    from covrag.pipeline import AskResult
+    from covrag.retrieve import Retriever
 
 DEFAULT_ASK_OUT = Path("ask-run.json")
 
 
-def add_ask_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+#: The AskConfig fields that are ``covrag ask`` options (all of them).
+ASK_OPTIONS = tuple(f.name for f in dataclasses.fields(AskConfig))
+
+
+def register(sub: Subparsers) -> None:
     """Register ``covrag ask`` and ``covrag eval-answers``."""
     p = sub.add_parser(
         "ask",
@@ -33,16 +49,6 @@ def add_ask_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--index", type=Path, default=None, help="a saved index (covrag index)")
     p.add_argument("--include", nargs="+", default=[], help="subtopics the answer must cover")
     p.add_argument("--exclude", nargs="+", default=[], help="subtopics the answer must leave out")
-    p.add_argument("--passes", type=int, default=2, help="critique-and-rewrite passes")
-    p.add_argument(
-        "--feedback",
-        choices=["self", "pointers"],
-        default="pointers",
-        help="critique feedback: self = the LLM's own critique; pointers = also the passages "
-        "never cited and those covering sub-questions the answer misses",
-    )
-    p.add_argument("--outline", action="store_true", help="plan a QTree outline and follow it")
-    p.add_argument("--subquestions", type=int, default=8, help="sub-questions to plan")
     p.add_argument(
         "--aspects",
         nargs="+",
@@ -50,15 +56,12 @@ def add_ask_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="TEXT",
         help="use these sub-questions instead of asking the LLM for them",
     )
-    p.add_argument("--pool", type=int, default=50, help="candidate passages to retrieve")
-    p.add_argument("--k", type=int, default=8, help="passages in the answer's context")
-    p.add_argument("--selector", default="greedy-coverage", help="selector spec")
-    p.add_argument("--coverage", default="cross-encoder", help="coverage estimator spec")
-    p.add_argument("--max-words", type=int, default=250, help="words per passage in prompts")
+    add_config_options(p, AskConfig, ASK_OPTIONS)
     add_llm_args(p)
     p.add_argument(
         "--out", type=Path, default=DEFAULT_ASK_OUT, help="run JSON to write (covrag report)"
     )
+    p.set_defaults(run_command=run_ask)
 
     p = sub.add_parser(
         "eval-answers",
@@ -80,9 +83,10 @@ def add_ask_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--no-llm", action="store_true", help="cross-encoder judge only (cheap)")
     p.add_argument("--seed", type=int, default=0, help="seed of the randomization tests")
     p.add_argument("--out", type=Path, default=None, help="write per-topic judgments as JSON")
+    p.set_defaults(run_command=run_eval_answers)
 
 
-def _retriever(args: argparse.Namespace) -> Any:
+def _retriever(args: argparse.Namespace) -> Retriever:
     from covrag.retrieve import BM25Retriever, load_corpus, load_index
 
     if args.index is not None:
@@ -90,7 +94,7 @@ def _retriever(args: argparse.Namespace) -> Any:
     return BM25Retriever().index(load_corpus(args.corpus))
 
 
-def _given_aspects(args: argparse.Namespace) -> Any:
+def _given_aspects(args: argparse.Namespace) -> tuple[Aspect, ...] | None:
     from covrag.plan import C2Query
 
     if not args.aspects:
@@ -100,22 +104,11 @@ def _given_aspects(args: argparse.Namespace) -> Any:
 
 
 def run_ask(args: argparse.Namespace, console: Console) -> int:
-    from covrag.ask import STAGES, AskConfig, ask
-    from covrag.commands import progress_bar
     from covrag.files import atomic_write_text
     from covrag.llm import parse_llm
+    from covrag.pipeline import STAGES, ask
 
-    config = AskConfig(
-        subquestions=args.subquestions,
-        pool=args.pool,
-        k=args.k,
-        selector=args.selector,
-        coverage=args.coverage,
-        passes=args.passes,
-        feedback=args.feedback,
-        outline=args.outline,
-        max_words=args.max_words,
-    )
+    config = config_from_args(AskConfig, args, ASK_OPTIONS)
     llm = parse_llm(args.llm, cache=not args.no_llm_cache)
     steps = len(STAGES) + 1 + 2 * args.passes
     started = time.perf_counter()
@@ -150,10 +143,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _print_ask(result: Any, console: Console) -> None:
-    from covrag.ask import AskResult
-
-    assert isinstance(result, AskResult)
+def _print_ask(result: AskResult, console: Console) -> None:
     topic = result.topic
     aspect_text = {a.id: a.text for a in topic.aspects}
     console.rule(f"[bold]{result.query.request}[/]")
@@ -215,7 +205,6 @@ def _print_ask(result: Any, console: Console) -> None:
 
 
 def run_eval_answers(args: argparse.Namespace, console: Console) -> int:
-    from covrag.commands import progress_bar
     from covrag.evaluate.answer_stats import ANSWER_MEASURES, compare_variants
     from covrag.evaluate.answers import LLMAnswerJudge, agreement, evaluation_record
     from covrag.evaluate.answers_io import evaluate_variants, load_variants

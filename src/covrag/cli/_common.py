@@ -1,0 +1,287 @@
+"""What the command modules share: the consoles, progress bars, options and their parsing.
+
+Options that set a field of a config dataclass are generated from the field
+(:func:`add_config_options`): its default, type, choices and ``metadata["help"]`` are written once,
+in the dataclass, and read back with :func:`config_from_args`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import types
+import typing
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from covrag.errors import ConfigError
+from covrag.types import Budget, Topic
+
+if typing.TYPE_CHECKING:
+    from covrag.llm.base import LLM
+    from covrag.plan.sources import AspectSource
+
+T = TypeVar("T")
+C = TypeVar("C")
+
+#: ``sub.add_parser(...)`` of the top-level parser, handed to each command module's ``register``.
+if typing.TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    Subparsers = argparse._SubParsersAction
+
+# Wide enough for bench tables when output goes to a file or a pipe.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True)
+
+DEFAULT_LLM = "local"
+
+
+# --- options generated from config dataclasses ---------------------------------------------------
+
+
+def _option(kind: Any) -> dict[str, Any]:
+    """The argparse ``type``, ``choices`` and ``nargs`` of a field type: ``X | None`` reads as
+    ``X``, a ``Literal`` gives the choices, ``tuple[X, ...]`` takes one or more values."""
+    origin = typing.get_origin(kind)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        if len(args) != 1:
+            raise TypeError(f"no CLI option for the union {kind}")
+        return _option(args[0])
+    if origin is Literal:
+        values = typing.get_args(kind)
+        return {"type": type(values[0]), "choices": values}
+    if origin is tuple:
+        return {**_option(typing.get_args(kind)[0]), "nargs": "+"}
+    return {"type": kind}
+
+
+def add_config_options(
+    parser: argparse.ArgumentParser,
+    config: type[Any],
+    names: Sequence[str],
+    *,
+    flags: Mapping[str, str] | None = None,
+) -> None:
+    """Add one ``--field-name`` option per named field of the dataclass ``config``.
+
+    The default, the type, the choices (a ``Literal`` type or ``metadata["choices"]``) and the
+    help (``metadata["help"]``) come from the field; a ``tuple[X, ...]`` field takes one or more
+    values. A bool field that defaults to False becomes
+    a switch ``--name``; one that defaults to True becomes ``--no-name``. ``flags`` renames an
+    option (field -> flag).
+    """
+    hints = typing.get_type_hints(config)
+    fields = {f.name: f for f in dataclasses.fields(config)}
+    for name in names:
+        spec = fields[name]
+        help_text = str(spec.metadata.get("help", ""))
+        flag = (flags or {}).get(name, "--" + name.replace("_", "-"))
+        if hints[name] is bool:
+            if spec.default is True and name not in (flags or {}):
+                flag = "--no-" + name.replace("_", "-")
+            action = "store_false" if spec.default is True else "store_true"
+            parser.add_argument(flag, dest=name, action=action, help=help_text)
+            continue
+        option = _option(hints[name])
+        if "choices" in spec.metadata:
+            option["choices"] = spec.metadata["choices"]
+        default = spec.default if spec.default is not dataclasses.MISSING else None
+        shown = f"{help_text} (default: %(default)s)" if default is not None else help_text
+        parser.add_argument(flag, dest=name, default=default, help=shown, **option)
+
+
+def config_from_args(
+    config: type[C], args: argparse.Namespace, names: Sequence[str], **values: Any
+) -> C:
+    """An instance of the dataclass ``config`` from the options of ``names`` (and ``values``)."""
+    return config(**{name: getattr(args, name) for name in names}, **values)
+
+
+def field_default(config: type[Any], name: str) -> Any:
+    """The default of one field of a dataclass (for options that are not generated)."""
+    (spec,) = [f for f in dataclasses.fields(config) if f.name == name]
+    return spec.default
+
+
+# --- progress ------------------------------------------------------------------------------------
+
+
+def progress_bar(console: Console) -> Progress:
+    """The CLI's progress bar: transient, and hidden when output is not a terminal."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+
+
+def progress_iter(items: Iterable[T], total: int, label: str, console: Console) -> Iterator[T]:
+    """Iterate with a progress bar on the console (hidden when output is not a terminal)."""
+    with progress_bar(console) as progress:
+        task = progress.add_task(label, total=total)
+        for item in items:
+            yield item
+            progress.advance(task)
+
+
+# --- budgets -------------------------------------------------------------------------------------
+
+
+def add_budget_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--k", type=int, default=None, help="at most K passages")
+    parser.add_argument(
+        "--budget-tokens", type=int, default=None, help="at most T tokens (MiniLM WordPiece)"
+    )
+
+
+def budget_from_args(k: int | None, tokens: int | None, default_k: int | None = 10) -> Budget:
+    if k is None and tokens is None:
+        return Budget(max_passages=default_k)
+    try:
+        return Budget(max_passages=k, max_tokens=tokens)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def parse_budget(spec: str) -> Budget:
+    """``k=10``, ``tokens=1024``, ``k=10,tokens=1024`` or ``all``."""
+    if spec.strip() in ("all", "unlimited"):
+        return Budget()
+    values: dict[str, int] = {}
+    for part in spec.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in ("k", "tokens") or not value.strip().isdigit():
+            raise ConfigError(f"budget {spec!r}: use k=N, tokens=N or k=N,tokens=N")
+        values[key] = int(value)
+    try:
+        return Budget(max_passages=values.get("k"), max_tokens=values.get("tokens"))
+    except ValueError as exc:
+        raise ConfigError(f"budget {spec!r}: {exc}") from None
+
+
+# --- datasets and exclusions ---------------------------------------------------------------------
+
+
+def add_exclude_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--exclude-aspects",
+        nargs="+",
+        default=[],
+        metavar="SPEC",
+        help="gold aspects the request asks to leave out: aspect ids, or random:N (N per topic, "
+        "drawn with --exclude-seed); selectors avoid them by their exclude= mode, measures "
+        "count no gain for them, and Excl@k reports how much of a ranking supports them",
+    )
+    parser.add_argument(
+        "--exclude-seed", type=int, default=0, help="seed of --exclude-aspects random:N"
+    )
+
+
+def load_topics(args: argparse.Namespace) -> list[Topic]:
+    """The dataset ``--dataset`` names, with ``--exclude-aspects`` applied."""
+    from covrag.data import load_dataset
+    from covrag.data.exclusion import exclude_aspects
+
+    topics = load_dataset(args.dataset)
+    return exclude_aspects(topics, args.exclude_aspects, args.exclude_seed)
+
+
+# --- LLMs and aspect sources ---------------------------------------------------------------------
+
+
+def add_llm_args(parser: argparse.ArgumentParser) -> None:
+    """``--llm`` and the response cache switch, shared by every command that calls an LLM."""
+    parser.add_argument(
+        "--llm",
+        default=DEFAULT_LLM,
+        help="LLM spec: local (embedded Qwen2.5-Coder-1.5B, offline), "
+        "\"local(model='smollm2')\", \"local(model='/path/model.gguf')\", "
+        "\"openai(model='gpt-4o-mini')\", \"openai(model='m', base_url='http://host:8000/v1')\"",
+    )
+    parser.add_argument(
+        "--no-llm-cache",
+        action="store_true",
+        help="call the LLM even for requests answered before (default: the response cache)",
+    )
+
+
+def build_llm(spec: str, no_cache: bool) -> LLM:
+    from covrag.llm import parse_llm
+
+    return parse_llm(spec, cache=not no_cache)
+
+
+def add_prepare_args(parser: argparse.ArgumentParser, multiple: bool = False) -> None:
+    """``--aspects`` and its sources' options, ``--exclude-aspects`` and ``--relevance``."""
+    from covrag.pipeline.config import PrepareConfig
+    from covrag.plan import ASPECT_SOURCES, AspectOptions
+
+    parser.add_argument(
+        "--aspects",
+        choices=ASPECT_SOURCES.names(),
+        nargs="+" if multiple else None,
+        default=["gold"] if multiple else "gold",
+        help="the sub-questions coverage is estimated against: gold = the dataset's aspect "
+        "texts (DES's human-nugget setting); llm = sub-questions the --llm writes for each "
+        "query; pool = representative passages of each pool (facility location); measures "
+        "always use the gold labels" + ("; several are compared side by side" if multiple else ""),
+    )
+    add_llm_args(parser)
+    parser.add_argument(
+        "--subquestions",
+        type=int,
+        default=field_default(AspectOptions, "subquestions"),
+        help="sub-questions per query for --aspects llm",
+    )
+    parser.add_argument(
+        "--pool-k",
+        type=int,
+        default=field_default(AspectOptions, "pool_k"),
+        help="aspects per topic for --aspects pool",
+    )
+    parser.add_argument(
+        "--pool-rewrite",
+        action="store_true",
+        help="--aspects pool: have the LLM rewrite each representative passage as a question",
+    )
+    add_exclude_args(parser)
+    add_config_options(parser, PrepareConfig, ["relevance"])
+
+
+def aspect_sources(args: argparse.Namespace, names: Iterable[str]) -> dict[str, AspectSource]:
+    """The aspect sources ``names`` asks for (registered in ``covrag.plan.ASPECT_SOURCES``),
+    built from the command's options; the LLM is built once, only when a source needs it."""
+    from covrag.plan import AspectOptions, build_aspect_sources
+
+    options = AspectOptions(
+        subquestions=args.subquestions, pool_k=args.pool_k, pool_rewrite=args.pool_rewrite
+    )
+    return build_aspect_sources(names, options, lambda: build_llm(args.llm, args.no_llm_cache))
+
+
+def write_files(files: Mapping[Path, str]) -> None:
+    """Write every file (each atomically) once all are rendered: no half a result folder."""
+    from covrag.files import atomic_write_text
+
+    for path, text in files.items():
+        atomic_write_text(path, text)

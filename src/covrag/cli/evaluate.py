@@ -1,0 +1,63 @@
+"""``covrag eval``: score a TREC run against a dataset's labels."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from covrag.cli._common import Subparsers, add_exclude_args, load_topics
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("eval", help="score a TREC run against a dataset's labels")
+    p.add_argument("--dataset", required=True, help="bundled name:split or coverage JSONL path")
+    p.add_argument("--run", required=True, type=Path, help="TREC run file")
+    p.add_argument(
+        "--measures",
+        nargs="+",
+        default=["alpha-nDCG@10", "StRecall@10", "P@10", "nDCG@10"],
+        help="measure specs, e.g. alpha-nDCG@10 'alpha-nDCG(alpha=0.7)@20' RVC@1024",
+    )
+    add_exclude_args(p)
+    p.add_argument("--per-query", action="store_true", help="show per-query values")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(run_command=run_eval)
+
+
+def run_eval(args: argparse.Namespace, console: Console) -> int:
+    from covrag.data import read_run
+    from covrag.evaluate import Judgments, evaluate
+    from covrag.tokens import with_token_costs
+
+    topics = load_topics(args)
+    measures = list(args.measures)
+    if args.exclude_aspects and not any(m.lower().startswith("excl") for m in measures):
+        ranked = [m for m in measures if not m.upper().startswith("RVC") and "@" in m]
+        measures.append("Excl@" + (ranked[0].rsplit("@", 1)[1] if ranked else "10"))
+    if any(m.upper().startswith("RVC") for m in measures):
+        topics = [with_token_costs(t) for t in topics]
+    run = read_run(args.run)
+    results = evaluate(Judgments.from_topics(topics), run, measures)
+    if args.json:
+        payload: dict[str, object] = {
+            "dataset": args.dataset,
+            "run": str(args.run),
+            "means": {repr(m): v for m, v in results.means().items()},
+        }
+        if args.per_query:
+            payload["per_query"] = {repr(m): results[m] for m in results.measures}
+        console.print_json(data=payload)
+        return 0
+    table = Table(title=f"{args.run} on {args.dataset} ({len(results.query_ids)} topics)")
+    table.add_column("topic")
+    for measure in results.measures:
+        table.add_column(repr(measure), justify="right")
+    if args.per_query:
+        for i, query_id in enumerate(results.query_ids):
+            table.add_row(query_id, *(f"{v:.4f}" for v in results.values[i]))
+    table.add_row("[bold]mean[/]", *(f"[bold]{v:.4f}[/]" for v in results.means().values()))
+    console.print(table)
+    return 0

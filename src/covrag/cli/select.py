@@ -1,0 +1,109 @@
+"""``covrag select``: select passages per topic and write a TREC run (and a trace, a run file)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from covrag.cli._common import (
+    Subparsers,
+    add_budget_args,
+    add_prepare_args,
+    aspect_sources,
+    budget_from_args,
+    load_topics,
+    progress_iter,
+    write_files,
+)
+from covrag.types import Selection
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("select", help="select passages per topic and write a TREC run")
+    p.add_argument("--dataset", required=True, help="bundled name:split or coverage JSONL path")
+    p.add_argument("--selector", required=True, help="e.g. greedy-coverage, 'mmr(lam=0.7)'")
+    p.add_argument("--coverage", default=None, help="gold, embedding, 'embedding(threshold=.6)'")
+    add_budget_args(p)
+    add_prepare_args(p)
+    p.add_argument("--out", required=True, type=Path, help="TREC run to write")
+    p.add_argument("--trace", type=Path, default=None, help="also write each selection as JSONL")
+    p.add_argument(
+        "--run-json",
+        type=Path,
+        default=None,
+        help="also write the run file `covrag report` reads: per topic the aspects, passages, "
+        "coverage matrix, selection and trace",
+    )
+    p.set_defaults(run_command=run_select)
+
+
+def trace_record(selection: Selection) -> dict[str, object]:
+    """One line of ``select --trace``: the topic id and its selection's steps."""
+    from covrag.report.runfile import selection_record
+
+    return {"query_id": selection.query_id, **selection_record(selection)}
+
+
+def run_select(args: argparse.Namespace, console: Console) -> int:
+    from covrag.coverage import parse_estimator
+    from covrag.data.trec import format_run
+    from covrag.pipeline import config_for, prepare
+    from covrag.report.runfile import run_file_record, topic_run_record
+    from covrag.select import parse_selector
+
+    topics = load_topics(args)
+    selector = parse_selector(args.selector)
+    estimator = parse_estimator(args.coverage) if args.coverage else None
+    budget = budget_from_args(args.k, args.budget_tokens)
+    config = config_for([selector], args.relevance)
+    source = aspect_sources(args, [args.aspects])[args.aspects] if args.aspects != "gold" else None
+    selections = []
+    records: list[dict[str, Any]] = []
+    for topic in progress_iter(topics, len(topics), f"select {selector!r}", console):
+        # Coverage is estimated against the chosen aspects; the run is judged on the gold labels.
+        estimated = source.apply(topic) if source is not None else topic
+        candidates = prepare(estimated, estimator, config).candidates
+        selection = selector.select(candidates, budget)
+        selections.append(selection)
+        if args.run_json:
+            costed = dataclasses.replace(topic, passages=candidates.passages)
+            records.append(topic_run_record(costed, selection, candidates.coverage))
+    # Outputs are written only once every topic succeeded: no partial files.
+    run = {s.query_id: s.passage_ids for s in selections}
+    files = {args.out: format_run(run, tag=repr(selector))}
+    if args.trace:
+        files[args.trace] = "".join(json.dumps(trace_record(s)) + "\n" for s in selections)
+    if args.run_json:
+        run_file = run_file_record(
+            records,
+            dataset=args.dataset,
+            selector=repr(selector),
+            coverage=repr(estimator) if estimator else "",
+            budget=str(budget),
+        )
+        files[args.run_json] = json.dumps(run_file) + "\n"
+    write_files(files)
+    console.print(_summary(selections, f"{selector!r} on {args.dataset} ({budget})", estimator))
+    extra = [str(p) for p in (args.trace, args.run_json) if p]
+    console.print(f"wrote {args.out}" + "".join(f" and {p}" for p in extra))
+    return 0
+
+
+def _summary(selections: list[Selection], title: str, estimator: object) -> Table:
+    table = Table(title=title)
+    for column in ("topics", "passages/topic", "tokens/topic", "aspects newly covered/topic"):
+        table.add_column(column, justify="right")
+    n = max(len(selections), 1)
+    table.add_row(
+        str(len(selections)),
+        f"{sum(len(s) for s in selections) / n:.1f}",
+        f"{sum(s.tokens_used for s in selections) / n:.0f}",
+        f"{sum(len(s.covered) for s in selections) / n:.2f}" if estimator else "-",
+    )
+    return table

@@ -1,0 +1,245 @@
+"""``covrag fit lmvu``, ``covrag train coverage`` and ``covrag qrels``.
+
+The work itself is in :mod:`covrag.train.lmvu_run` and :mod:`covrag.train.coverage_run`; these
+commands parse the options, show progress and print what was fitted.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from covrag.cli._common import Subparsers, field_default, progress_bar, progress_iter
+from covrag.errors import ConfigError
+
+FEATURE_SET_NAMES = ("full", "m0", "no-atomic", "static")
+
+
+def register(sub: Subparsers) -> None:
+    """Register ``covrag fit``, ``covrag train`` and ``covrag qrels``."""
+    p = sub.add_parser("fit", help="fit a learned selector")
+    fit = p.add_subparsers(dest="what", required=True, metavar="what")
+    _add_fit_lmvu(fit)
+    p = sub.add_parser("train", help="train a model")
+    train = p.add_subparsers(dest="what", required=True, metavar="what")
+    _add_train_coverage(train)
+
+    p = sub.add_parser("qrels", help="export diversity qrels (gold labels or a coverage matrix)")
+    p.add_argument("--dataset", required=True, help="bundled name:split or coverage JSONL path")
+    p.add_argument("--coverage", default="gold", help="gold (default) or an estimator spec")
+    p.add_argument("--out", required=True, type=Path, help="qrels file to write")
+    p.set_defaults(run_command=run_qrels)
+
+
+def _add_fit_lmvu(fit: Subparsers) -> None:
+    from covrag.train.lmvu import StateConfig
+
+    p = fit.add_parser("lmvu", help="fit LMVU's linear scorer on labelled datasets")
+    p.add_argument("--dataset", nargs="+", required=True, help="bundled name:split or JSONL paths")
+    p.add_argument("--out", required=True, type=Path, help="model JSON to write")
+    p.add_argument(
+        "--budgets",
+        nargs="+",
+        type=int,
+        default=list(field_default(StateConfig, "budgets")),
+        help="token budgets to generate training states under (default: %(default)s)",
+    )
+    p.add_argument(
+        "--features",
+        choices=FEATURE_SET_NAMES,
+        default="full",
+        help="feature set (m0 and no-atomic are the paper's controls)",
+    )
+    p.add_argument(
+        "--shuffle-state",
+        action="store_true",
+        help="control: permute the 14 state features within each state",
+    )
+    p.add_argument("--l2", type=float, default=1.0, help="L2 regularisation")
+    p.add_argument(
+        "--dataset-weight",
+        nargs="+",
+        default=[],
+        metavar="NAME=W",
+        help="weigh a dataset's states by W (others weigh 1), e.g. argkp2021:train=3",
+    )
+    p.add_argument(
+        "--states-cache",
+        type=Path,
+        default=None,
+        help="folder to keep each dataset's training states in (rebuilt if settings differ)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run_command=run_fit_lmvu)
+
+
+def _add_train_coverage(train: Subparsers) -> None:
+    from covrag.train.coverage import TrainConfig
+
+    p = train.add_parser("coverage", help="fine-tune a coverage cross-encoder from MiniLM")
+    p.add_argument(
+        "--datasets",
+        nargs="+",
+        default=["argkp2021:train", "perspectrum:train", "perspectrum-evidence:train"],
+        help="labelled training data (bundled names or JSONL paths)",
+    )
+    p.add_argument(
+        "--dev",
+        nargs="+",
+        default=["argkp2021:dev", "perspectrum:dev", "perspectrum-evidence:dev"],
+        help="labelled dev data for ROC-AUC and the threshold",
+    )
+    p.add_argument("--out", required=True, type=Path, help="model folder to write")
+    p.add_argument(
+        "--base-model",
+        default=field_default(TrainConfig, "base_model"),
+        help="model to start from (default: the packaged MiniLM encoder)",
+    )
+    p.add_argument("--epochs", type=float, default=field_default(TrainConfig, "epochs"))
+    p.add_argument("--batch-size", type=int, default=field_default(TrainConfig, "batch_size"))
+    p.add_argument("--lr", type=float, default=field_default(TrainConfig, "learning_rate"))
+    p.add_argument("--max-length", type=int, default=field_default(TrainConfig, "max_length"))
+    p.add_argument(
+        "--neg-ratio",
+        type=float,
+        default=3.0,
+        help="at most this many negatives per positive per topic (0 = all)",
+    )
+    p.add_argument(
+        "--limit-topics",
+        type=int,
+        default=None,
+        help="use only the first N topics of each dataset (quick runs)",
+    )
+    p.add_argument(
+        "--onnx-out",
+        type=Path,
+        default=None,
+        help="also export an int8 ONNX copy (what covrag ships) to this folder",
+    )
+    p.add_argument("--seed", type=int, default=field_default(TrainConfig, "seed"))
+    p.set_defaults(run_command=run_train_coverage)
+
+
+def parse_dataset_weights(items: list[str]) -> dict[str, float]:
+    """``["argkp2021:train=3"]`` -> ``{"argkp2021:train": 3.0}``."""
+    weights: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.rpartition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = float("nan")
+        if not sep or not name or not weight >= 0:
+            raise ConfigError(f"--dataset-weight: expected NAME=W with W >= 0, got {item!r}")
+        weights[name] = weight
+    return weights
+
+
+def run_fit_lmvu(args: argparse.Namespace, console: Console) -> int:
+    from covrag.data import load_dataset
+    from covrag.select.lmvu import FEATURES, LMVUModel
+    from covrag.train.lmvu import StateConfig
+    from covrag.train.lmvu_run import FEATURE_SETS, check_weights, fit_lmvu_datasets
+
+    weights = parse_dataset_weights(args.dataset_weight)
+    check_weights(weights, args.dataset)
+    datasets = {name: load_dataset(name) for name in args.dataset}
+    model = LMVUModel(
+        l2=args.l2,
+        features=FEATURE_SETS[args.features],
+        shuffle_state=args.shuffle_state,
+        random_state=args.seed,
+    )
+    config = StateConfig(budgets=tuple(args.budgets), seed=args.seed)
+    with progress_bar(console) as progress:
+        task = progress.add_task("training states", total=sum(map(len, datasets.values())))
+        fitted = fit_lmvu_datasets(
+            datasets,
+            args.out,
+            model,
+            config,
+            weights=weights,
+            states_cache=args.states_cache,
+            on_topic=lambda _: progress.advance(task),
+        )
+    table = Table(title=f"LMVU fitted on {', '.join(args.dataset)} -> {args.out}")
+    table.add_column("feature")
+    table.add_column("weight (standardised)", justify="right")
+    for name, weight in zip(FEATURES, fitted.model.coef_, strict=True):
+        table.add_row(name, f"{weight:+.3f}")
+    console.print(table)
+    training = fitted.training
+    console.print(
+        f"{training.n_states} states, {len(training.y)} candidates, {model.n_pairs_} pairs; "
+        f"states built in {fitted.states_seconds:.1f} s, fitted in {fitted.fit_seconds:.2f} s"
+    )
+    return 0
+
+
+def run_qrels(args: argparse.Namespace, console: Console) -> int:
+    from covrag.coverage import parse_estimator
+    from covrag.data import load_dataset
+    from covrag.evaluate.qrels import coverage_qrels, topic_qrels, write_qrels
+
+    topics = load_dataset(args.dataset)
+    if args.coverage in (None, "gold"):
+        qrels = topic_qrels(topics)
+    else:
+        estimator = parse_estimator(args.coverage)
+        matrices = {
+            t.query_id: estimator.estimate(t)
+            for t in progress_iter(topics, len(topics), f"estimate {estimator!r}", console)
+        }
+        qrels = coverage_qrels(matrices)
+    write_qrels(args.out, qrels)
+    console.print(
+        f"wrote {len(qrels)} diversity qrels (query iteration doc relevance) to {args.out}"
+    )
+    return 0
+
+
+def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
+    from covrag.train.coverage import TrainConfig
+    from covrag.train.coverage_run import train_coverage, training_pairs
+
+    ratio = args.neg_ratio if args.neg_ratio > 0 else None
+    options = {"neg_ratio": ratio, "limit_topics": args.limit_topics, "seed": args.seed}
+    train = training_pairs(args.datasets, **options)
+    dev = training_pairs(args.dev, **options)
+    config = TrainConfig(
+        base_model=args.base_model,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        max_length=args.max_length,
+        seed=args.seed,
+    )
+    for name, pairs in train.items():
+        console.print(f"train {name}: {len(pairs)} pairs, {sum(p.label for p in pairs)} positive")
+    with progress_bar(console) as progress:
+        task = progress.add_task("training", total=None)
+
+        def report(step: int, total: int, loss: float) -> None:
+            progress.update(task, completed=step, total=total, description=f"loss {loss:.3f}")
+
+        run = train_coverage(train, dev, args.out, config, onnx_out=args.onnx_out, progress=report)
+    if run.onnx is not None:
+        console.print(f"int8 ONNX model: {run.onnx} ({run.onnx.stat().st_size / 1e6:.1f} MB)")
+    table = Table(title=f"coverage cross-encoder -> {args.out}")
+    for column in ("dev set", "pairs", "ROC-AUC", "F1 @ threshold"):
+        table.add_column(column, justify="right")
+    for name, figures in run.calibration.per_dataset.items():
+        table.add_row(
+            name, f"{figures['pairs']:.0f}", f"{figures['roc_auc']:.3f}", f"{figures['f1']:.3f}"
+        )
+    console.print(table)
+    card = run.card
+    console.print(
+        f"{card.steps} steps in {card.seconds:.0f} s; threshold {run.calibration.threshold:.2f} "
+        f"(chosen on dev); {card.truncated_pairs} training pairs reached {args.max_length} tokens"
+    )
+    return 0

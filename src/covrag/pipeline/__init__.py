@@ -1,0 +1,83 @@
+"""The one place that composes the stages: prepare a topic, answer a question, run a bench.
+
+The CLI, the HTTP server and the framework integrations all call these functions; the stages
+(plan, retrieve, coverage, select, generate, evaluate) never import this package.
+
+- :func:`prepare`: a topic -> the selector's input (token costs, coverage, relevance, embeddings).
+- :func:`ask`: question -> plan -> pool -> coverage -> selection -> cited, critiqued answer.
+- :func:`run_bench`: selectors x coverage sources x budgets on a dataset, measured and compared.
+"""
+
+from covrag.evaluate.bench_results import ORACLE, BenchResult, MethodResult
+from covrag.pipeline.ask import (
+    STAGES,
+    AskResult,
+    Planned,
+    StageCallback,
+    StageCost,
+    ask,
+    build_generator,
+    plan_aspects,
+    retrieve_pool,
+)
+from covrag.pipeline.bench import (
+    Method,
+    build_methods,
+    default_measures,
+    headroom_measure,
+    run_bench,
+    uses_coverage,
+)
+from covrag.pipeline.config import (
+    DEFAULT_COVERAGE,
+    DEFAULT_SELECTOR,
+    RELEVANCE_SOURCES,
+    AskConfig,
+    BenchConfig,
+    PrepareConfig,
+    RelevanceSource,
+)
+from covrag.pipeline.prepare import (
+    Prepared,
+    attach_coverage,
+    config_for,
+    embed_pieces,
+    prepare,
+    prepare_for,
+    select_topic,
+)
+
+__all__ = [
+    "DEFAULT_COVERAGE",
+    "DEFAULT_SELECTOR",
+    "ORACLE",
+    "RELEVANCE_SOURCES",
+    "STAGES",
+    "AskConfig",
+    "AskResult",
+    "BenchConfig",
+    "BenchResult",
+    "Method",
+    "MethodResult",
+    "Planned",
+    "PrepareConfig",
+    "Prepared",
+    "RelevanceSource",
+    "StageCallback",
+    "StageCost",
+    "ask",
+    "attach_coverage",
+    "build_generator",
+    "build_methods",
+    "config_for",
+    "default_measures",
+    "embed_pieces",
+    "headroom_measure",
+    "plan_aspects",
+    "prepare",
+    "prepare_for",
+    "retrieve_pool",
+    "run_bench",
+    "select_topic",
+    "uses_coverage",
+]

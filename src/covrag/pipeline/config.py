@@ -1,0 +1,155 @@
+"""The run configurations of the pipeline: how a topic is prepared and how ``ask`` runs.
+
+Every field carries its help text in ``metadata["help"]`` (and its allowed values in
+``metadata["choices"]`` where the type does not say them): the CLI builds its options from these
+fields (:func:`covrag.cli._common.add_config_options`), so each default and each help text is
+written once, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from covrag.embed import Encoder, default_encoder
+from covrag.errors import ConfigError
+from covrag.tokens import TokenCounter
+
+RelevanceSource = Literal["dense", "score", "order"]
+FeedbackMode = Literal["self", "pointers"]
+RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "score", "order")
+
+#: The selector used wherever a caller names none (ask, the server, the integrations): the best
+#: measured selector on estimated coverage (BENCHMARKS.md).
+DEFAULT_SELECTOR = "expected-coverage"
+#: The coverage estimator used wherever a caller names none: the shipped cross-encoder.
+DEFAULT_COVERAGE = "cross-encoder"
+
+
+def _help(text: str, **extra: object) -> dict[str, object]:
+    return {"help": text, **extra}
+
+
+@dataclass(frozen=True)
+class PrepareConfig:
+    """How a topic becomes a selector's input (see :func:`covrag.pipeline.prepare`).
+
+    The encoder is resolved without changing the config: None means the packaged MiniLM,
+    loaded once per process (:func:`covrag.embed.default_encoder`).
+    """
+
+    relevance: RelevanceSource = field(
+        default="dense",
+        metadata=_help(
+            "relevance signal: dense = MiniLM cosine to the query (the DES bi-encoder score), "
+            "score = the passages' own retriever scores, order = pool order (first = most "
+            "relevant)"
+        ),
+    )
+    embeddings: bool = field(
+        default=False,
+        metadata=_help(
+            "compute passage embeddings even when relevance is not dense (MMR, clustering, "
+            "facility location and LMVU need them)"
+        ),
+    )
+    pieces: bool = field(
+        default=False, metadata=_help("also embed each passage's sentences (for LMVU)")
+    )
+    counter: TokenCounter | None = field(
+        default=None, metadata=_help("token counter for budgets (None = MiniLM WordPiece)")
+    )
+    encoder: Encoder | None = field(
+        default=None, repr=False, compare=False, metadata=_help("None = the packaged MiniLM")
+    )
+
+    def __post_init__(self) -> None:
+        if self.relevance not in RELEVANCE_SOURCES:
+            raise ConfigError(
+                f"relevance must be one of {RELEVANCE_SOURCES}, got {self.relevance!r}"
+            )
+
+    def resolved_encoder(self) -> Encoder:
+        """The encoder to use: the given one, or the process-wide default (never stored)."""
+        return self.encoder if self.encoder is not None else default_encoder()
+
+
+@dataclass(frozen=True)
+class AskConfig:
+    """How :func:`covrag.pipeline.ask` runs each stage (help texts in the field metadata)."""
+
+    subquestions: int = field(default=8, metadata=_help("sub-questions the LLM writes (DES: 10)"))
+    pool: int = field(default=50, metadata=_help("candidate passages to retrieve"))
+    k: int = field(default=8, metadata=_help("passages in the answer's context"))
+    selector: str = field(
+        default=DEFAULT_SELECTOR,
+        metadata=_help("selector spec (greedy-coverage, expected-coverage, 'mmr(lam=0.7)', ...)"),
+    )
+    coverage: str = field(
+        default=DEFAULT_COVERAGE,
+        metadata=_help("coverage estimator spec (cross-encoder, embedding, ...)"),
+    )
+    passes: int = field(
+        default=2, metadata=_help("critique-and-rewrite passes (0 = the first answer only)")
+    )
+    feedback: FeedbackMode = field(
+        default="pointers",
+        metadata=_help(
+            "critique feedback: self = the LLM's own critique; pointers = also the passages "
+            "never cited and those covering sub-questions the answer misses"
+        ),
+    )
+    outline: bool = field(
+        default=False,
+        metadata=_help("plan a QTree outline (QPlanner) and write along the best one"),
+    )
+    max_words: int | None = field(
+        default=250, metadata=_help("words per passage in the prompts (passages are cut there)")
+    )
+    sentences: int = field(default=12, metadata=_help("sentences asked for in the first answer"))
+    rewrite_sentences: int = field(default=18, metadata=_help("sentences asked for in a rewrite"))
+    max_tokens: int = field(
+        default=800, metadata=_help("most tokens per first answer (rewrites: 1.5x)")
+    )
+
+    def __post_init__(self) -> None:
+        if self.feedback.startswith("oracle"):
+            raise ConfigError("oracle feedback modes need gold labels: use them in benchmarks")
+        for name in ("pool", "k"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.subquestions < 0 or self.passes < 0:
+            raise ConfigError("subquestions and passes must be >= 0")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """How :func:`covrag.pipeline.run_bench` measures and compares (help in the field metadata)."""
+
+    measures: tuple[str, ...] | None = field(
+        default=None, metadata=_help("measure specs (default: by budget)")
+    )
+    baseline: str | None = field(
+        default=None, metadata=_help("method to test the others against (default: the first)")
+    )
+    exact: bool = field(
+        default=True,
+        metadata=_help(
+            "run the exact optimum on the gold labels and report headroom (--no-exact: skip it)"
+        ),
+    )
+    seed: int = field(default=0, metadata=_help("seed for bootstrap and permutation tests"))
+    n_resamples: int = field(
+        default=10_000, metadata=_help("resamples of the bootstrap and of the permutation tests")
+    )
+
+    def __post_init__(self) -> None:
+        if self.measures is not None:
+            object.__setattr__(self, "measures", tuple(_as_list(self.measures)))
+        if self.n_resamples < 1:
+            raise ConfigError(f"n_resamples must be >= 1, got {self.n_resamples}")
+
+
+def _as_list(values: Sequence[str]) -> list[str]:
+    return [values] if isinstance(values, str) else list(values)

@@ -1,0 +1,76 @@
+"""Train, calibrate and export a coverage cross-encoder: what ``covrag train coverage`` runs.
+
+:func:`training_pairs` turns labelled datasets into (passage, aspect) pairs;
+:func:`train_coverage` fine-tunes the model on them
+(:func:`~covrag.train.coverage.train_cross_encoder`), picks the F1-best threshold on the dev
+pairs, writes it into the training card and, when asked, exports the int8 ONNX copy that covrag
+ships.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from covrag.data import load_dataset
+from covrag.train.calibrate import Calibration, calibrate_pairs
+from covrag.train.coverage import TrainConfig, TrainingCard, train_cross_encoder
+from covrag.train.pairs import Pair, dataset_pairs
+
+#: Called as ``progress(step, total_steps, running_loss)``.
+Progress = Callable[[int, int, float], None]
+
+THRESHOLD_NOTE = "threshold: maximises F1 over all dev pairs together (dev splits only; never test)"
+
+
+@dataclass(frozen=True)
+class CoverageRun:
+    """What training produced: the card (threshold included), the dev figures and the ONNX
+    copy (None when none was asked for)."""
+
+    card: TrainingCard
+    calibration: Calibration
+    onnx: Path | None = None
+
+
+def training_pairs(
+    datasets: Sequence[str],
+    *,
+    neg_ratio: float | None = None,
+    limit_topics: int | None = None,
+    seed: int = 0,
+) -> dict[str, list[Pair]]:
+    """Labelled pairs of each dataset (bundled names or JSONL paths), at most ``neg_ratio``
+    negatives per positive per topic (None = all), from the first ``limit_topics`` topics."""
+    return {
+        name: dataset_pairs(
+            load_dataset(name)[:limit_topics], max_negatives_per_positive=neg_ratio, seed=seed
+        )
+        for name in datasets
+    }
+
+
+def train_coverage(
+    train: Mapping[str, Sequence[Pair]],
+    dev: Mapping[str, Sequence[Pair]],
+    out: Path,
+    config: TrainConfig,
+    *,
+    onnx_out: Path | None = None,
+    progress: Progress | None = None,
+) -> CoverageRun:
+    """Fine-tune on ``train``, calibrate the threshold on ``dev``, save the card in ``out`` and
+    export the int8 ONNX model to ``onnx_out`` when given."""
+    card = train_cross_encoder(train, out, config, progress=progress)
+    calibration = calibrate_pairs(out, dev, max_length=config.max_length)
+    card.dev = calibration.per_dataset
+    card.threshold = calibration.threshold
+    card.notes.append(THRESHOLD_NOTE)
+    card.save(out)
+    exported = None
+    if onnx_out is not None:
+        from covrag.coverage.onnx_model import export_onnx
+
+        exported = export_onnx(out, onnx_out)
+    return CoverageRun(card, calibration, exported)

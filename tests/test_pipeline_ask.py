@@ -1,0 +1,116 @@
+"""The pipeline's ask layer: one set of defaults, the stages as functions, the CLI's options."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from covrag.cli import build_parser
+from covrag.cli._common import config_from_args
+from covrag.cli.ask import ASK_OPTIONS
+from covrag.cli.serve import SERVER_OPTIONS
+from covrag.errors import ConfigError
+from covrag.generate.critique import Critic
+from covrag.integrations._engine import CoverageChoice
+from covrag.pipeline import (
+    DEFAULT_COVERAGE,
+    DEFAULT_SELECTOR,
+    AskConfig,
+    ask,
+    build_generator,
+    plan_aspects,
+    retrieve_pool,
+)
+from covrag.retrieve import BM25Retriever
+from covrag.server.config import ServerConfig
+from covrag.types import Aspect, Passage
+from generate_support import KeywordCoverage
+from llm_support import ScriptedLLM
+
+CORPUS = (
+    Passage("c1", "School uniforms reduce bullying between pupils."),
+    Passage("c2", "Uniforms cost parents a lot of money each year."),
+    Passage("c3", "School uniforms stop pupils who want to express their identity."),
+    Passage("c4", "Uniforms make religion visible or invisible in school."),
+)
+ASPECTS = (Aspect("sq1", "bullying at school"), Aspect("sq2", "cost of uniforms"))
+
+
+def test_one_default_selector_and_estimator_everywhere() -> None:
+    assert DEFAULT_SELECTOR == "expected-coverage" and DEFAULT_COVERAGE == "cross-encoder"
+    assert AskConfig().selector == DEFAULT_SELECTOR == ServerConfig().default_selector
+    assert AskConfig().coverage == DEFAULT_COVERAGE == ServerConfig().default_coverage
+    assert repr(CoverageChoice(coverage="gold").selector).startswith(DEFAULT_SELECTOR)
+
+
+def test_cli_options_carry_the_config_defaults_and_help() -> None:
+    args = build_parser().parse_args(["ask", "a question"])
+    assert config_from_args(AskConfig, args, ASK_OPTIONS) == AskConfig()
+    assert set(ASK_OPTIONS) == {f.name for f in dataclasses.fields(AskConfig)}
+    args = build_parser().parse_args(["ask", "q", "--selector", "greedy-coverage", "--outline"])
+    config = config_from_args(AskConfig, args, ASK_OPTIONS)
+    assert config.selector == "greedy-coverage" and config.outline is True
+    serve = build_parser().parse_args(["serve"])
+    assert config_from_args(ServerConfig, serve, SERVER_OPTIONS) == ServerConfig()
+    serve = build_parser().parse_args(["serve", "--no-preload", "--timeout", "5"])
+    assert config_from_args(ServerConfig, serve, SERVER_OPTIONS).preload is False
+    assert config_from_args(ServerConfig, serve, SERVER_OPTIONS).timeout_s == 5.0
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["ask", "q", "--feedback", "oracle"])  # a Literal's choices
+
+
+def test_config_checks() -> None:
+    for bad in ({"k": 0}, {"pool": 0}, {"passes": -1}, {"feedback": "oracle-pointers"}):
+        with pytest.raises(ConfigError):
+            AskConfig(**bad)  # type: ignore[arg-type]
+
+
+def test_plan_uses_given_aspects_without_the_llm() -> None:
+    llm = ScriptedLLM([])
+    planned = plan_aspects("Uniforms?", llm, AskConfig(), exclude=["religion"], aspects=ASPECTS)
+    assert planned.aspects == ASPECTS and planned.subquestions is None and planned.plan is None
+    assert planned.query.exclude == ("religion",) and llm.requests == []
+    with pytest.raises(ConfigError, match="no aspects"):
+        plan_aspects("Uniforms?", llm, AskConfig(subquestions=0))
+
+
+def test_retrieve_pool_searches_the_wanted_aspects_only() -> None:
+    planned = plan_aspects(
+        "Should schools require uniforms?",
+        ScriptedLLM([]),
+        AskConfig(),
+        exclude=["religion"],
+        aspects=(*ASPECTS, Aspect("exc1", "religion", polarity="exclude")),
+    )
+    queries, topic = retrieve_pool(planned.query, planned.aspects, BM25Retriever().index(CORPUS), 3)
+    assert "religion" not in queries and "bullying at school" in queries
+    assert len(topic.passages) == 3 and topic.aspects == planned.aspects
+
+
+def test_build_generator_follows_the_config() -> None:
+    llm = ScriptedLLM([])
+    config = AskConfig(passes=1, feedback="self", max_words=40, sentences=3, max_tokens=200)
+    generator = build_generator(llm, config, KeywordCoverage(), exclude=["religion"])
+    assert generator.passes == 1
+    writer, critic = generator.writer, generator.critic
+    assert (writer.sentences, writer.max_words, writer.max_tokens) == (3, 40, 200)
+    assert writer.exclude == ("religion",)
+    assert isinstance(critic, Critic) and critic.mode == "self" and critic.max_words == 40
+
+
+def test_ask_selects_with_the_default_selector() -> None:
+    llm = ScriptedLLM(["Uniforms reduce bullying [1]."])
+    result = ask(
+        "Should schools require uniforms?",
+        llm,
+        BM25Retriever().index(CORPUS),
+        AskConfig(pool=4, k=2, passes=0),
+        aspects=ASPECTS,
+        estimator=KeywordCoverage(),
+    )
+    assert result.selection.selector.startswith(DEFAULT_SELECTOR)
+    assert len(result.selection) == 2 and set(result.costs) == {
+        "plan", "retrieve", "estimate", "select", "generate",
+    }  # fmt: skip
+    assert result.costs["generate"].llm.calls == 1
