@@ -120,6 +120,16 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
 
         add_llm_routes(api, config, executor, parse_llm(config.llm), _ERRORS)
 
+    _add_info_routes(api, config)
+    _install_error_handlers(api)
+    _document_auth(api, config)
+    api.add_middleware(RequestGuard, api_key=config.api_key, max_body_bytes=config.max_body_bytes)
+    return api
+
+
+def _add_info_routes(api: FastAPI, config: ServerConfig) -> None:
+    """``/healthz`` and the HTML reports (``/reports``, ``/reports/{name}``)."""
+
     @api.get("/healthz", response_model=HealthOut, summary="Liveness and what the server offers")
     async def healthz() -> HealthOut:
         from covrag.coverage import ESTIMATORS
@@ -163,11 +173,6 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             media_type="text/html; charset=utf-8",
             headers={"X-Content-Type-Options": "nosniff"},
         )
-
-    _install_error_handlers(api)
-    _document_auth(api, config)
-    api.add_middleware(RequestGuard, api_key=config.api_key, max_body_bytes=config.max_body_bytes)
-    return api
 
 
 def _reports_dir(config: ServerConfig) -> Path:
