@@ -1,0 +1,20 @@
+"""One schema per record for every file and wire format covrag reads or writes.
+
+Each module holds the pydantic models of one format and converts them to and from the frozen
+records of :mod:`covrag.types` (the records import nothing of this package):
+
+- :mod:`~covrag.schema.dataset`: a line of coverage JSONL (a topic with its pool and labels);
+- :mod:`~covrag.schema.runfile`: the run file of ``covrag select --run-json`` and ``covrag ask``;
+- :mod:`~covrag.schema.bench`: the ``summary.json`` of ``covrag bench``;
+- :mod:`~covrag.schema.plan`: what ``covrag plan --json`` prints;
+- :mod:`~covrag.schema.llm`: the structured replies asked of an LLM.
+
+A bad value raises :class:`~covrag.errors.DataError` naming file, line and field
+(:func:`read_model`).
+"""
+
+from __future__ import annotations
+
+from covrag.schema._base import RecordError, field_path, read_model
+
+__all__ = ["RecordError", "field_path", "read_model"]
