@@ -11,10 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from covrag.errors import DataError
 from covrag.evaluate.headroom import ORACLE
 from covrag.report.page import page
 from covrag.report.svg import ORACLE_COLOR, PALETTE, Series, esc, line_chart_svg
+from covrag.schema._base import read_model
+from covrag.schema.bench import BenchSummary
 
 
 @dataclass(frozen=True)
@@ -46,50 +47,22 @@ def budget_axis(budget: str) -> tuple[str, float]:
     return "k", math.inf
 
 
-def _numbers(value: Any, field: str) -> dict[str, float]:
-    if not isinstance(value, Mapping):
-        raise DataError("expected an object of numbers", field=field)
-    out: dict[str, float] = {}
-    for key, number in value.items():
-        if number is None:
-            out[str(key)] = math.nan
-        elif isinstance(number, int | float) and not isinstance(number, bool):
-            out[str(key)] = float(number)
-        else:
-            raise DataError("expected a number", field=f"{field}.{key}")
-    return out
-
-
 def parse_bench(data: Mapping[str, Any]) -> list[BenchRow]:
-    """Validate the ``results`` of a bench summary into rows."""
-    results = data.get("results")
-    if not isinstance(results, list):
-        raise DataError("expected an array", field="results")
+    """Validate the ``results`` of a bench summary (:class:`covrag.schema.bench.BenchSummary`)
+    into rows."""
+    summary = read_model(BenchSummary, data)
     rows = []
-    for i, item in enumerate(results):
-        where = f"results[{i}]"
-        if not isinstance(item, Mapping):
-            raise DataError("expected an object", field=where)
-        method, budget = item.get("method"), item.get("budget")
-        if not isinstance(method, str) or not isinstance(budget, str):
-            raise DataError("needs string 'method' and 'budget'", field=where)
-        ci_raw = item.get("ci95", {})
-        ci: dict[str, tuple[float, float]] = {}
-        if isinstance(ci_raw, Mapping):
-            for key, pair in ci_raw.items():
-                if isinstance(pair, list) and len(pair) == 2:
-                    bounds = _numbers({"low": pair[0], "high": pair[1]}, f"{where}.ci95.{key}")
-                    ci[str(key)] = (bounds["low"], bounds["high"])
-        x_kind, x = budget_axis(budget)
+    for item in summary.results:
+        x_kind, x = budget_axis(item.budget)
         rows.append(
             BenchRow(
-                method=method,
-                budget=budget,
+                method=item.method,
+                budget=item.budget,
                 x_kind=x_kind,
                 x=x,
-                means=_numbers(item.get("means", {}), f"{where}.means"),
-                ci=ci,
-                headroom=_numbers(item.get("headroom", {}), f"{where}.headroom"),
+                means=item.means,
+                ci=item.ci95,
+                headroom=item.headroom,
             )
         )
     return rows
