@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -94,7 +94,7 @@ class RunAspect(_Record):
         return Aspect(self.id, self.text, weight, self.vital, self.polarity)
 
     @classmethod
-    def of(cls, a: Aspect) -> RunAspect:
+    def of(cls, a: Aspect) -> Self:
         return cls.model_construct(
             id=a.id, text=a.text, weight=a.weight, vital=a.vital, polarity=a.polarity
         )
@@ -110,7 +110,7 @@ class RunPassage(_Record):
         return Passage(self.id, self.text, tokens=self.tokens, score=self.score)
 
     @classmethod
-    def of(cls, p: Passage) -> RunPassage:
+    def of(cls, p: Passage) -> Self:
         return cls.model_construct(id=p.id, text=p.text, tokens=p.tokens, score=p.score)
 
 
@@ -140,7 +140,7 @@ class RunCoverage(_Record):
         )
 
     @classmethod
-    def of(cls, m: CoverageMatrix) -> RunCoverage:
+    def of(cls, m: CoverageMatrix) -> Self:
         return cls.model_construct(
             passage_ids=list(m.passage_ids),
             aspect_ids=list(m.aspect_ids),
@@ -170,7 +170,7 @@ class RunStep(_Record):
         return SelectionStep(self.passage_id, score, tuple(self.newly_covered), self.tokens or 0)
 
     @classmethod
-    def of(cls, s: SelectionStep) -> RunStep:
+    def of(cls, s: SelectionStep) -> Self:
         return cls.model_construct(
             passage_id=s.passage_id,
             score=_finite(s.score),
@@ -194,7 +194,7 @@ class RunSelection(_Record):
         return Selection(query_id, self.selector, budget, steps, seconds=self.seconds)
 
     @classmethod
-    def of(cls, s: Selection) -> RunSelection:
+    def of(cls, s: Selection) -> Self:
         return cls.model_construct(
             selector=s.selector,
             budget=str(s.budget),
@@ -216,7 +216,7 @@ class RunAnswer(_Record):
         return Answer(tuple(Citation(s.text, tuple(s.passage_ids)) for s in self.sentences))
 
     @classmethod
-    def of(cls, answer: Answer) -> RunAnswer:
+    def of(cls, answer: Answer) -> Self:
         sentences = [
             RunSentence.model_construct(text=s.text, passage_ids=list(s.passage_ids))
             for s in answer.sentences
@@ -280,7 +280,7 @@ class RunTopic(_Record):
         selection: Selection,
         coverage: CoverageMatrix | None,
         answer: Answer | None = None,
-    ) -> RunTopic:
+    ) -> Self:
         values: dict[str, Any] = {
             "query_id": topic.query_id,
             "query": topic.query,

@@ -1,8 +1,10 @@
 """The JSON bodies of the HTTP API, as pydantic models (they also make the OpenAPI schema).
 
-These models exist only at the HTTP boundary: :mod:`covrag.server.service` turns a request into
-covrag's frozen records (:class:`~covrag.types.Topic`, :class:`~covrag.types.Budget`) and a
-result back into a response, so no other module sees a pydantic object.
+The requests add the HTTP limits (strict types, sizes) and convert to covrag's frozen records
+(:meth:`PassageIn.to_passage`, :meth:`AspectIn.to_aspect`); the trace and the coverage matrix of a
+response are the run file's models (:mod:`covrag.schema.runfile`), so the API and run files
+describe a selection in one way. No module past :mod:`covrag.server.service` sees a pydantic
+object.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from covrag.schema.runfile import RunCoverage, RunStep
+from covrag.types import Aspect, Passage
 
 MAX_PASSAGES = 2000
 MAX_ASPECTS = 200
@@ -39,6 +44,9 @@ class PassageIn(_Strict):
         description="ids of the aspects this passage is known to cover (read by coverage=gold)",
     )
 
+    def to_passage(self) -> Passage:
+        return Passage(id=self.id, text=self.text, tokens=self.tokens, score=self.score)
+
 
 class AspectIn(_Strict):
     """One sub-question, key point or viewpoint a complete answer covers."""
@@ -50,6 +58,9 @@ class AspectIn(_Strict):
     polarity: Literal["include", "exclude", "neutral"] = Field(
         default="neutral", description="exclude: an aspect the context must avoid"
     )
+
+    def to_aspect(self) -> Aspect:
+        return Aspect(self.id, self.text, self.weight, self.vital, self.polarity)
 
 
 class SelectRequest(_Strict):
@@ -88,26 +99,16 @@ class SelectRequest(_Strict):
     include_matrix: bool = Field(default=True, description="return the coverage matrix")
 
 
-class StepOut(BaseModel):
-    """One pick of the selector."""
+class StepOut(RunStep):
+    """One pick of the selector (as in a run file's trace)."""
 
-    passage_id: str
-    score: float | None = Field(description="the value that chose it (null when not finite)")
-    newly_covered: list[str] = Field(description="aspect ids this pick covered first")
-    tokens: int
+    model_config = ConfigDict(extra="ignore")
 
 
-class CoverageOut(BaseModel):
-    """P[passage, aspect] with the threshold that turns it into coverage."""
+class CoverageOut(RunCoverage):
+    """P[passage, aspect] with the threshold that turns it into coverage (as in a run file)."""
 
-    passage_ids: list[str]
-    aspect_ids: list[str]
-    probs: list[list[float]] = Field(description="rows: passages, columns: aspects, in [0, 1]")
-    threshold: float
-    source: str = Field(description="the estimator that produced it")
-    pairs_scored: int
-    truncated_pairs: int = Field(description="pairs cut to the model's token limit")
-    seconds: float
+    model_config = ConfigDict(extra="ignore")
 
 
 class TimingsOut(BaseModel):
