@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import pytest
+from pydantic import Field
 
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.llm import ChatParams, chat_json, user
 from covrag.llm.models import resolve_model, smollm2_path
+from covrag.schema.llm import Reply, sized
 from llm_support import tiny_llm
 
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "questions": {
-            "type": "array",
-            "items": {"type": "string", "minLength": 5},
-            "minItems": 2,
-            "maxItems": 2,
-        }
-    },
-    "required": ["questions"],
-}
+
+class Questions(Reply):
+    questions: sized(Annotated[str, Field(min_length=5)], 2, 2)
 
 
 def test_chat_is_deterministic_and_counted() -> None:
@@ -42,13 +36,13 @@ def test_schema_constrained_decoding_returns_valid_json() -> None:
     result = chat_json(
         llm,
         [user("Write two questions about bicycles as JSON.")],
-        SCHEMA,
+        Questions,
         task="questions",
         retries=0,
         params=ChatParams(max_tokens=120),
     )
     assert result.attempts == 1
-    assert len(result.value["questions"]) == 2
+    assert len(result.value.questions) == 2
 
 
 def test_model_names_resolve_and_bad_ones_fail_clearly(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ pytest.importorskip("openai")
 from covrag.errors import ConfigError, LLMError  # noqa: E402
 from covrag.llm import chat_json, user  # noqa: E402
 from covrag.llm.openai_backend import OpenAIChat  # noqa: E402
+from covrag.schema.llm import one_of, reply_model, reply_schema  # noqa: E402
 from llm_support import tiny_llm  # noqa: E402
 
 
@@ -144,16 +145,21 @@ def test_connection_refused_fails_clearly() -> None:
 
 def test_schema_goes_out_as_response_format(server: tuple[str, Script]) -> None:
     url, script = server
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    schema = reply_model("Number", n=int)
     script.replies = [(200, completion("n = 3"), {}, 0.0), (200, completion('{"n": 3}'), {}, 0.0)]
     llm = OpenAIChat("m", base_url=url, backoff=0.01)
     result = chat_json(llm, [user("a number")], schema, task="number", retries=1)
-    assert result.value == {"n": 3} and result.attempts == 2
+    assert result.value.model_dump() == {"n": 3} and result.attempts == 2
     sent = script.requests[0]["response_format"]
-    assert sent["type"] == "json_schema" and sent["json_schema"]["schema"] == schema
+    assert sent["type"] == "json_schema" and sent["json_schema"]["schema"] == {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": False,
+    }
     plain = OpenAIChat("m", base_url=url, json_schema=False)
     script.replies = [(200, completion('{"n": 1}'), {}, 0.0)]
-    plain.chat([user("x")], schema=schema)
+    plain.chat([user("x")], schema=reply_schema(schema))
     assert "response_format" not in script.requests[-1]
 
 
@@ -177,11 +183,7 @@ def test_against_xllamacpp_openai_server_running_smollm2() -> None:
     local = tiny_llm()
     address = local.address  # type: ignore[attr-defined]
     llm = OpenAIChat("smollm2", base_url=address.rstrip("/") + "/v1", timeout=120)
-    schema = {
-        "type": "object",
-        "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]}},
-        "required": ["colour"],
-    }
+    schema = reply_model("Colour", colour=one_of(str, ["red", "green", "blue"]))
     result = chat_json(llm, [user("Name a colour as JSON.")], schema, task="colour", retries=0)
-    assert result.value["colour"] in ("red", "green", "blue")
+    assert result.value.colour in ("red", "green", "blue")  # type: ignore[attr-defined]
     assert llm.usage.completion_tokens > 0 and llm.usage.prompt_tokens > 0

@@ -1,14 +1,23 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from pydantic import Field
 
 from covrag.errors import StructuredOutputError
-from covrag.llm import chat_json, extract_json, user, validate
+from covrag.llm import chat_json, extract_json, user
+from covrag.schema.llm import Reply, one_of, parse_reply, reply_schema, sized
 from llm_support import ScriptedLLM
 
+
+class Listing(Reply):
+    items: sized(Annotated[str, Field(min_length=3)], 2, 2)
+    score: one_of(int, [1, 2, 3, 4, 5]) = None
+
+
+# The JSON schema the model generates (what the backend is sent).
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -49,19 +58,20 @@ def test_extract_json_finds_fenced_and_embedded_values() -> None:
 )
 def test_validate_names_the_first_mismatch(value: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        validate(value, SCHEMA)
+        parse_reply(Listing, value)
 
 
 def test_validate_accepts_a_matching_value() -> None:
-    validate({"items": ["abc", "def"], "score": 3}, SCHEMA)
+    assert parse_reply(Listing, {"items": ["abc", "def"], "score": 3}).score == 3
+    assert reply_schema(Listing) == SCHEMA
 
 
 def test_chat_json_retries_with_feedback_then_succeeds() -> None:
     llm = ScriptedLLM(
         ["I think the answer is...", '{"items": ["one"]}', '{"items": ["one", "two"]}']
     )
-    result = chat_json(llm, [user("list two")], SCHEMA, task="listing", retries=2)
-    assert result.value == {"items": ["one", "two"]}
+    result = chat_json(llm, [user("list two")], Listing, task="listing", retries=2)
+    assert result.value == Listing(items=["one", "two"])
     assert result.attempts == 3
     assert llm.usage.calls == 3 and llm.usage.retries == 2
     # The retries repeat the request with a note on what was wrong (not the bad reply itself).
@@ -74,14 +84,14 @@ def test_chat_json_retries_with_feedback_then_succeeds() -> None:
 
 
 def test_chat_json_runs_the_task_check() -> None:
-    def check(value: Any) -> list[str]:
-        items = [s.lower() for s in value["items"]]
+    def check(value: Listing) -> list[str]:
+        items = [s.lower() for s in value.items]
         if len(set(items)) < len(items):
             raise ValueError("the items overlap")
         return items
 
     llm = ScriptedLLM(['{"items": ["Same", "same"]}', '{"items": ["One", "Two"]}'])
-    result = chat_json(llm, [user("x")], SCHEMA, task="t", check=check, retries=1)
+    result = chat_json(llm, [user("x")], Listing, task="t", check=check, retries=1)
     assert result.value == ["one", "two"]
     assert "overlap" in llm.requests[1][0][-1].content
 
@@ -89,7 +99,7 @@ def test_chat_json_runs_the_task_check() -> None:
 def test_chat_json_gives_up_with_every_reply_shown() -> None:
     llm = ScriptedLLM(["nope", '{"items": 3}', '{"items": ["a"]}'])
     with pytest.raises(StructuredOutputError) as info:
-        chat_json(llm, [user("x")], SCHEMA, task="sub-questions", retries=2)
+        chat_json(llm, [user("x")], Listing, task="sub-questions", retries=2)
     error = info.value
     assert len(error.attempts) == 3 and llm.usage.calls == 3
     text = str(error)
@@ -109,13 +119,13 @@ def test_chat_json_treats_a_cut_off_reply_as_invalid() -> None:
 
     llm = CutOff(['{"items": ["abc", "de'])
     with pytest.raises(StructuredOutputError, match="cut off at the token limit"):
-        chat_json(llm, [user("x")], SCHEMA, task="t", retries=0)
+        chat_json(llm, [user("x")], Listing, task="t", retries=0)
     # A whole value padded with whitespace up to the limit (as grammar-constrained decoders
     # do) is complete.
     padded = CutOff([json.dumps({"items": ["abc", "def"]}) + "\n" * 20])
-    result = chat_json(padded, [user("x")], SCHEMA, task="t", retries=0)
-    assert result.value == {"items": ["abc", "def"]}
+    result = chat_json(padded, [user("x")], Listing, task="t", retries=0)
+    assert result.value.items == ["abc", "def"]
     # Prose after a whole value that then hits the limit is still a cut-off reply.
     trailing = CutOff([json.dumps({"items": ["abc", "def"]}) + " and then some"])
     with pytest.raises(StructuredOutputError, match="cut off at the token limit"):
-        chat_json(trailing, [user("x")], SCHEMA, task="t", retries=0)
+        chat_json(trailing, [user("x")], Listing, task="t", retries=0)

@@ -20,6 +20,7 @@ on nugget support is reported as the raw agreement and Cohen's kappa.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,7 @@ from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.cost import LLMCost
 from covrag.llm.prompts import passages_block
 from covrag.llm.structured import chat_json
+from covrag.schema.llm import Reply, int_in, one_of, sized, with_fields
 from covrag.types import Answer, Aspect, BoolArray, Passage, Topic
 
 logger = logging.getLogger(__name__)
@@ -197,56 +199,48 @@ def agreement(evaluations: Sequence[AnswerEvaluation]) -> dict[str, float]:
     return {"nuggets": len(pairs), "agreement": observed, "kappa": kappa}
 
 
-def _nugget_schema(m: int) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "judgments": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "point": {"type": "integer", "minimum": 1, "maximum": m},
-                        "label": {"type": "string", "enum": list(SUPPORT_LABELS)},
-                    },
-                    "required": ["point", "label"],
-                    "additionalProperties": False,
-                },
-                "minItems": m,
-                "maxItems": m,
-            }
-        },
-        "required": ["judgments"],
-        "additionalProperties": False,
-    }
+class PointJudgment(Reply):
+    point: int
+    label: SupportLabel
 
 
-def _sentence_schema(m: int) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "verdicts": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "sentence": {"type": "integer", "minimum": 1, "maximum": m},
-                        "supported": {"type": "boolean"},
-                    },
-                    "required": ["sentence", "supported"],
-                    "additionalProperties": False,
-                },
-                "minItems": m,
-                "maxItems": m,
-            }
-        },
-        "required": ["verdicts"],
-        "additionalProperties": False,
-    }
+class NuggetReply(Reply):
+    """``{"judgments": [{"point": i, "label": "support" | "partial" | "not"}, ...]}``."""
+
+    judgments: list[PointJudgment]
 
 
-def _one_each(items: list[Any], key: str, m: int) -> dict[int, Any]:
-    found = {int(item[key]): item for item in items}
+class SentenceVerdict(Reply):
+    sentence: int
+    supported: bool
+
+
+class CitationReply(Reply):
+    """``{"verdicts": [{"sentence": i, "supported": true | false}, ...]}``."""
+
+    verdicts: list[SentenceVerdict]
+
+
+@functools.lru_cache(maxsize=64)
+def nugget_reply(m: int) -> type[NuggetReply]:
+    """One judgment per point 1..``m``."""
+    item = with_fields(
+        PointJudgment,
+        point=int_in(1, m),
+        label=one_of(str, SUPPORT_LABELS),
+    )
+    return with_fields(NuggetReply, judgments=sized(item, m, m))
+
+
+@functools.lru_cache(maxsize=64)
+def citation_reply(m: int) -> type[CitationReply]:
+    """One verdict per sentence 1..``m``."""
+    item = with_fields(SentenceVerdict, sentence=int_in(1, m))
+    return with_fields(CitationReply, verdicts=sized(item, m, m))
+
+
+def _one_each(items: Sequence[Reply], key: str, m: int) -> dict[int, Any]:
+    found = {int(getattr(item, key)): item for item in items}
     if sorted(found) != list(range(1, m + 1)):
         raise ValueError(f"give exactly one entry for each {key} 1 to {m}, in order")
     return found
@@ -294,16 +288,16 @@ class LLMAnswerJudge:
             reply = chat_json(
                 self.llm,
                 [system("You judge answers strictly and fairly."), user(request)],
-                _nugget_schema(m),
+                nugget_reply(m),
                 task="nugget judgment",
-                check=lambda v: _one_each(v["judgments"], "point", m),
+                check=lambda v: _one_each(v.judgments, "point", m),
                 retries=self.retries,
                 params=self._params(24 * m + 40),
             )
         except StructuredOutputError as exc:
             logger.warning("nugget judgment failed: %s", exc)
             return [None] * m, LLMCost()
-        labels: list[SupportLabel | None] = [reply.value[i]["label"] for i in range(1, m + 1)]
+        labels: list[SupportLabel | None] = [reply.value[i].label for i in range(1, m + 1)]
         return labels, LLMCost.of(reply.results)
 
     def citations(
@@ -334,9 +328,9 @@ class LLMAnswerJudge:
             reply = chat_json(
                 self.llm,
                 [system("You check citations strictly and fairly."), user(request)],
-                _sentence_schema(m),
+                citation_reply(m),
                 task="citation judgment",
-                check=lambda v: _one_each(v["verdicts"], "sentence", m),
+                check=lambda v: _one_each(v.verdicts, "sentence", m),
                 retries=self.retries,
                 params=self._params(20 * m + 40),
             )
@@ -344,7 +338,7 @@ class LLMAnswerJudge:
             logger.warning("citation judgment failed: %s", exc)
             return [(i, None) for i, _ in cited], LLMCost()
         verdicts: list[tuple[int, bool | None]] = [
-            (i, bool(reply.value[k]["supported"])) for k, (i, _) in enumerate(cited, 1)
+            (i, bool(reply.value[k].supported)) for k, (i, _) in enumerate(cited, 1)
         ]
         return verdicts, LLMCost.of(reply.results)
 

@@ -22,10 +22,10 @@ The feedback given to the rewrite depends on the mode (:data:`FEEDBACK_MODES`):
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from covrag.generate.records import Critique, Draft, LLMCost, ids
 from covrag.generate.writer import passages_block
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
+from covrag.schema.llm import Reply, int_in, sized, with_fields
 from covrag.types import Answer, Aspect, BoolArray, CoverageMatrix, Passage
 
 logger = logging.getLogger(__name__)
@@ -98,20 +99,17 @@ def _present(
     return {a: tuple(p) for a, p in found.items() if p}
 
 
-def _critique_schema(k: int) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "underused": {
-                "type": "array",
-                "items": {"type": "integer", "minimum": 1, "maximum": k},
-                "maxItems": k,
-            },
-            "missing": {"type": "string"},
-        },
-        "required": ["underused", "missing"],
-        "additionalProperties": False,
-    }
+class CritiqueReply(Reply):
+    """``{"underused": [passage numbers], "missing": "..."}``."""
+
+    underused: list[int]
+    missing: str
+
+
+@functools.lru_cache(maxsize=64)
+def critique_reply(k: int) -> type[CritiqueReply]:
+    """At most ``k`` passage numbers, each 1..``k``."""
+    return with_fields(CritiqueReply, underused=sized(int_in(1, k), None, k))
 
 
 class Critic:
@@ -171,7 +169,7 @@ class Critic:
             reply = chat_json(
                 self.llm,
                 messages,
-                _critique_schema(len(passages)),
+                critique_reply(len(passages)),
                 task="critique",
                 retries=self.retries,
                 params=params,
@@ -179,9 +177,9 @@ class Critic:
         except StructuredOutputError as exc:
             logger.warning("the LLM critique failed; going on without it: %s", exc)
             return (), "", LLMCost()
-        numbers = dict.fromkeys(int(n) for n in reply.value["underused"])
+        numbers = dict.fromkeys(reply.value.underused)
         named = tuple(passage_ids[n - 1] for n in numbers if 1 <= n <= len(passage_ids))
-        return named, str(reply.value["missing"]).strip(), LLMCost.of(reply.results)
+        return named, reply.value.missing.strip(), LLMCost.of(reply.results)
 
     def critique(
         self,

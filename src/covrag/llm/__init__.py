@@ -16,7 +16,7 @@ from covrag.llm.base import (
 )
 from covrag.llm.cache import CachedLLM, ResponseCache
 from covrag.llm.factory import BACKENDS, parse_llm
-from covrag.llm.structured import Structured, chat_json, extract_json, validate
+from covrag.llm.structured import Structured, chat_json, extract_json
 
 __all__ = [
     "BACKENDS",
@@ -34,5 +34,4 @@ __all__ = [
     "parse_llm",
     "system",
     "user",
-    "validate",
 ]

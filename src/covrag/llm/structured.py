@@ -1,10 +1,11 @@
-"""Structured output: ask for JSON that follows a schema, and get it or a clear error.
+"""Structured output: ask for JSON that follows a reply model, and get it or a clear error.
 
-Backends that support it decode under the schema (llama.cpp turns it into a grammar; OpenAI's
-structured outputs). Whatever the backend, the reply is then parsed, validated against the schema
-(the subset of JSON Schema covrag's prompts use) and against a task-specific check (exact counts,
-no overlap, ...). An invalid reply is shown back to the model with what was wrong, a bounded
-number of times (sampling retries at a higher temperature with fixed seeds); after that a
+Each step declares a pydantic model of its reply (:class:`covrag.schema.llm.Reply`); the JSON
+schema generated from it goes to the backend, which decodes under it when it can (llama.cpp turns
+it into a grammar; OpenAI's structured outputs). Whatever the backend, the reply is then parsed,
+validated with the same model and with a task-specific check (no overlap, ...). An invalid
+reply is shown back to the model with what was wrong, a bounded number of times (sampling
+retries at a higher temperature with fixed seeds); after that a
 :class:`~covrag.errors.StructuredOutputError` lists every attempt.
 """
 
@@ -14,16 +15,18 @@ import dataclasses
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from covrag.errors import ConfigError, StructuredOutputError
-from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message
+from covrag.llm.base import LLM, ChatParams, ChatResult, Message
+from covrag.schema.llm import Reply, parse_reply, reply_schema
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Reply)
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
@@ -51,68 +54,6 @@ def extract_json(text: str) -> Any:
     raise ValueError("the reply is not JSON")
 
 
-def validate(value: Any, schema: JsonSchema, path: str = "$") -> None:
-    """Check ``value`` against ``schema`` (type, properties, required, items, min/maxItems,
-    enum, minLength, pattern, minimum/maximum, additionalProperties=false).
-
-    Raises:
-        ValueError: naming the first place that does not match.
-    """
-    kind = schema.get("type")
-    if kind is not None and not _is_type(value, kind):
-        raise ValueError(f"{path} should be {kind}, got {type(value).__name__}")
-    if "enum" in schema and value not in schema["enum"]:
-        raise ValueError(f"{path} should be one of {list(schema['enum'])}, got {value!r}")
-    if isinstance(value, str):
-        if len(value.strip()) < int(schema.get("minLength", 0)):
-            raise ValueError(f"{path} is too short")
-        pattern = schema.get("pattern")
-        if pattern and not re.search(pattern, value):
-            raise ValueError(f"{path} = {value!r} does not match {pattern}")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            raise ValueError(f"{path} should be >= {schema['minimum']}, got {value}")
-        if "maximum" in schema and value > schema["maximum"]:
-            raise ValueError(f"{path} should be <= {schema['maximum']}, got {value}")
-    if isinstance(value, list):
-        low, high = schema.get("minItems"), schema.get("maxItems")
-        if low is not None and len(value) < low or high is not None and len(value) > high:
-            wanted = f"exactly {low}" if low == high else f"between {low} and {high}"
-            raise ValueError(f"{path} should have {wanted} items, got {len(value)}")
-        if "items" in schema:
-            for i, item in enumerate(value):
-                validate(item, schema["items"], f"{path}[{i}]")
-    if isinstance(value, dict):
-        properties: Mapping[str, Any] = schema.get("properties", {})
-        for name in schema.get("required", ()):
-            if name not in value:
-                raise ValueError(f"{path} is missing {name!r}")
-        if schema.get("additionalProperties") is False:
-            extra = sorted(set(value) - set(properties))
-            if extra:
-                raise ValueError(f"{path} has unexpected keys {extra}")
-        for name, sub in properties.items():
-            if name in value:
-                validate(value[name], sub, f"{path}.{name}")
-
-
-def _is_type(value: Any, kind: str | Sequence[str]) -> bool:
-    if not isinstance(kind, str):
-        return any(_is_type(value, k) for k in kind)
-    checks: dict[str, Callable[[Any], bool]] = {
-        "object": lambda v: isinstance(v, dict),
-        "array": lambda v: isinstance(v, list),
-        "string": lambda v: isinstance(v, str),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-        "boolean": lambda v: isinstance(v, bool),
-        "null": lambda v: v is None,
-    }
-    if kind not in checks:
-        raise ConfigError(f"unsupported JSON schema type {kind!r}")
-    return checks[kind](value)
-
-
 def with_feedback(messages: Sequence[Message], problem: str) -> list[Message]:
     """The request again, its last message noting why the previous answer was rejected.
 
@@ -131,7 +72,7 @@ class Structured:
     """A validated structured answer and what it took.
 
     Attributes:
-        value: The parsed value after the task's check.
+        value: The reply model, or what the task's check made of it.
         attempts: How many calls were made (1 = first reply was valid).
         results: The raw results of every call, in order.
     """
@@ -144,23 +85,23 @@ class Structured:
 def chat_json(
     llm: LLM,
     messages: Sequence[Message],
-    schema: JsonSchema,
+    reply: type[R],
     *,
     task: str,
-    check: Callable[[Any], T] | None = None,
+    check: Callable[[R], T] | None = None,
     retries: int = 2,
     params: ChatParams | None = None,
     retry_temperature: float | None = 0.7,
 ) -> Structured:
-    """Ask ``llm`` for JSON following ``schema``, validate it, retry with feedback.
+    """Ask ``llm`` for JSON following the ``reply`` model, validate it, retry with feedback.
 
     Args:
         llm: The backend.
-        messages: The request; the schema is passed to the backend, and described in the
-            prompt by the caller.
-        schema: JSON schema of the reply.
+        messages: The request; the reply's JSON schema is passed to the backend, and described
+            in the prompt by the caller.
+        reply: The model of the reply (its JSON schema: :func:`covrag.schema.llm.reply_schema`).
         task: What is being asked (shown in errors and logs).
-        check: Task-specific validation and conversion of the parsed value; raises
+        check: Task-specific validation and conversion of the validated reply; raises
             ``ValueError`` with a message the model can act on when the value is unusable, and
             returns the converted value.
         retries: Extra attempts after the first (so at most ``retries + 1`` calls).
@@ -174,6 +115,7 @@ def chat_json(
     """
     if retries < 0:
         raise ConfigError(f"retries must be >= 0, got {retries}")
+    schema = reply_schema(reply)
     conversation = list(messages)
     failures: list[tuple[str, str]] = []
     results: list[ChatResult] = []
@@ -189,8 +131,7 @@ def chat_json(
         try:
             if result.finish_reason == "length" and not _complete_json(result.text):
                 raise ValueError("the reply was cut off at the token limit; answer more briefly")
-            value = extract_json(result.text)
-            validate(value, schema)
+            value = parse_reply(reply, extract_json(result.text))
             checked: Any = check(value) if check is not None else value
         except ValueError as exc:
             problem = str(exc)

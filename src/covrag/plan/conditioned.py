@@ -14,11 +14,11 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from covrag.errors import ConfigError, StructuredOutputError
 from covrag.llm.base import LLM, ChatParams, system, user
-from covrag.llm.structured import chat_json, extract_json, validate
+from covrag.llm.structured import chat_json, extract_json
+from covrag.schema.llm import Reply, parse_reply
 from covrag.text import words
 from covrag.types import Aspect, as_mapping
 
@@ -43,16 +43,13 @@ SYSTEM = (
     "about what the answer should include or leave out. You reply with JSON only."
 )
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "base_query": {"type": "string"},
-        "include": {"type": "array", "items": {"type": "string"}},
-        "exclude": {"type": "array", "items": {"type": "string"}},
-    },
-    "required": ["base_query", "include", "exclude"],
-    "additionalProperties": False,
-}
+
+class SplitReply(Reply):
+    """``{"base_query": ..., "include": [...], "exclude": [...]}``."""
+
+    base_query: str
+    include: list[str]
+    exclude: list[str]
 
 
 # Worked examples in the prompt: without them a 1.5B model often returns an empty exclude list
@@ -197,11 +194,11 @@ def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
         'Reply with JSON: {"base_query": "...", "include": [...], "exclude": [...]}'
     )
 
-    def parse(value: Any, lenient: bool = False) -> C2Query:
-        base = " ".join(str(value["base_query"]).split())
+    def parse(value: SplitReply, lenient: bool = False) -> C2Query:
+        base = " ".join(value.base_query.split())
         if len(base.split()) < 2:
             raise ValueError("base_query must restate the topic being asked about")
-        include, exclude = _clean(value["include"]), _clean(value["exclude"])
+        include, exclude = _clean(value.include), _clean(value.exclude)
         clash = {i.lower() for i in include} & {e.lower() for e in exclude}
         if clash:
             raise ValueError(f"{sorted(clash)} cannot be both included and excluded")
@@ -219,7 +216,7 @@ def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
         exclude = tuple(t for t in exclude if named(t))
         return C2Query(request, base, include, exclude)
 
-    def check(value: Any) -> C2Query:
+    def check(value: SplitReply) -> C2Query:
         query = parse(value)
         cue = _skip_cue(request)
         if cue and not query.exclude:
@@ -236,7 +233,7 @@ def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
         result = chat_json(
             llm,
             messages,
-            SCHEMA,
+            SplitReply,
             task="split the request",
             check=check,
             retries=retries,
@@ -249,9 +246,7 @@ def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
         splits = []
         for raw, _ in exc.attempts:
             try:
-                value = extract_json(raw)
-                validate(value, SCHEMA)
-                splits.append(parse(value, lenient=True))
+                splits.append(parse(parse_reply(SplitReply, extract_json(raw)), lenient=True))
             except ValueError:
                 continue
         if not splits:

@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +24,7 @@ import numpy as np
 from covrag.errors import ConfigError
 from covrag.llm.base import LLM, ChatParams, canonical, system, user
 from covrag.llm.structured import chat_json
+from covrag.schema.llm import Reply, sized, with_fields
 from covrag.select.base import BudgetTracker
 from covrag.select.facility import FacilityLocation
 from covrag.select.optimize import fill, naive_greedy
@@ -65,22 +67,21 @@ def question_problem(text: str, question: str) -> str | None:
     return None
 
 
-def items_schema(least: int, most: int) -> dict[str, Any]:
-    """``{"items": [{"factor": ..., "question": ...}, ...]}`` with ``least``..``most`` items."""
-    item = {
-        "type": "object",
-        "properties": {"factor": {"type": "string"}, "question": {"type": "string"}},
-        "required": ["factor", "question"],
-        "additionalProperties": False,
-    }
-    return {
-        "type": "object",
-        "properties": {
-            "items": {"type": "array", "items": item, "minItems": least, "maxItems": most}
-        },
-        "required": ["items"],
-        "additionalProperties": False,
-    }
+class FactorQuestion(Reply):
+    factor: str
+    question: str
+
+
+class ItemsReply(Reply):
+    """``{"items": [{"factor": ..., "question": ...}, ...]}``."""
+
+    items: list[FactorQuestion]
+
+
+@lru_cache(maxsize=64)
+def items_reply(least: int, most: int) -> type[ItemsReply]:
+    """The reply with ``least``..``most`` items."""
+    return with_fields(ItemsReply, items=sized(FactorQuestion, least, most))
 
 
 def near_duplicates(texts: Sequence[str], threshold: float, encoder: Encoder | None) -> list[int]:
@@ -230,15 +231,15 @@ class LLMDecomposer:
             '{"factor": "...", "question": "...?"}]}'
         )
 
-        def check(value: Any) -> tuple[list[_Candidate], list[str]]:
+        def check(value: ItemsReply) -> tuple[list[_Candidate], list[str]]:
             good: list[_Candidate] = []
             bad: list[str] = []
             problems: list[str] = []
-            for item in value["items"]:
-                text = clean_question(str(item["question"]))
+            for item in value.items:
+                text = clean_question(item.question)
                 problem = question_problem(text, question)
                 if problem is None:
-                    good.append(_Candidate(str(item["factor"]).strip(), text))
+                    good.append(_Candidate(item.factor.strip(), text))
                 else:
                     bad.append(text)
                     problems.append(problem)
@@ -249,7 +250,7 @@ class LLMDecomposer:
         result = chat_json(
             self.llm,
             [system(SYSTEM), user(prompt)],
-            items_schema(want, ask),
+            items_reply(want, ask),
             task=f"decompose {question!r}",
             check=check,
             retries=self.retries,

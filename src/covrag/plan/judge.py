@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
 from covrag.plan.conditioned import C2Query
 from covrag.plan.outline import Outline
+from covrag.schema.llm import Reply, one_of
 
 RUBRIC = """\
 1 - ignores the instruction: covers what the request says to leave out, or misses what it asks for.
@@ -24,15 +24,12 @@ RUBRIC = """\
 
 SYSTEM = "You grade outlines of answers strictly and consistently. You reply with JSON only."
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "rationale": {"type": "string"},
-        "score": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
-    },
-    "required": ["rationale", "score"],
-    "additionalProperties": False,
-}
+
+class VerdictReply(Reply):
+    """``{"rationale": ..., "score": 1-5}``."""
+
+    rationale: str
+    score: one_of(int, [1, 2, 3, 4, 5])  # type: ignore[valid-type]
 
 
 @dataclass
@@ -57,16 +54,16 @@ class OutlineJudge:
             '{"rationale": "...", "score": 1-5}'
         )
 
-        def check(value: Any) -> tuple[int, str]:
-            rationale = " ".join(str(value["rationale"]).split())
+        def check(value: VerdictReply) -> tuple[int, str]:
+            rationale = " ".join(value.rationale.split())
             if len(rationale.split()) < 3:
                 raise ValueError("give a rationale of at least one sentence")
-            return int(value["score"]), rationale
+            return int(value.score), rationale
 
         result = chat_json(
             self.llm,
             [system(SYSTEM), user(prompt)],
-            SCHEMA,
+            VerdictReply,
             task="judge an outline",
             check=check,
             retries=self.retries,

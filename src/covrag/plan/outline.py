@@ -9,6 +9,7 @@ a random node and grows by random up / neighbour / down moves until it has enoug
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
 from covrag.plan.conditioned import C2Query
 from covrag.plan.qtree import QTree, QTreeNode
+from covrag.schema.llm import Reply, one_of, reply_schema, sized, with_fields
 
 SYSTEM = (
     "You choose an outline for an answer from a tree of sub-queries, so that the answer does "
@@ -87,20 +89,31 @@ def check_outline(
     return Outline(tuple(ids), tuple(tree.node(i).text for i in ids))
 
 
+class OutlineReply(Reply):
+    """``{"node_ids": [...]}``: the nodes of one outline."""
+
+    node_ids: list[str]
+
+
+class NodeReply(Reply):
+    """``{"node_id": ...}``: the next node of an outline."""
+
+    node_id: str
+
+
+@functools.lru_cache(maxsize=64)
+def outline_reply(ids: tuple[str, ...], size: int) -> type[OutlineReply]:
+    """``size`` node ids, each one of ``ids`` (the tree's)."""
+    return with_fields(OutlineReply, node_ids=sized(one_of(str, ids), size, size))
+
+
+@functools.lru_cache(maxsize=64)
+def node_reply(options: tuple[str, ...]) -> type[NodeReply]:
+    return with_fields(NodeReply, node_id=one_of(str, options))
+
+
 def outline_schema(tree: QTree, size: int) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "node_ids": {
-                "type": "array",
-                "items": {"type": "string", "enum": list(tree.ids)},
-                "minItems": size,
-                "maxItems": size,
-            }
-        },
-        "required": ["node_ids"],
-        "additionalProperties": False,
-    }
+    return reply_schema(outline_reply(tree.ids, size))
 
 
 @dataclass
@@ -190,15 +203,9 @@ class OutlineExtractor:
             f"Choose node {len(chosen) + 1} of {self.size} from: {', '.join(options)}.\n"
             'Reply with JSON: {"node_id": "..."}'
         )
-        schema = {
-            "type": "object",
-            "properties": {"node_id": {"type": "string", "enum": options}},
-            "required": ["node_id"],
-            "additionalProperties": False,
-        }
 
-        def check(value: Any) -> str:
-            node_id = str(value["node_id"]).strip()
+        def check(value: NodeReply) -> str:
+            node_id = value.node_id.strip()
             if node_id not in options:
                 raise ValueError(f"{node_id!r} is not one of {options}")
             return node_id
@@ -206,7 +213,7 @@ class OutlineExtractor:
         result = chat_json(
             self.llm,
             [system(SYSTEM), user(prompt)],
-            schema,
+            node_reply(tuple(options)),
             task="outline node",
             check=check,
             retries=self.retries,
@@ -231,9 +238,9 @@ class OutlineExtractor:
         result = chat_json(
             self.llm,
             [system(SYSTEM), user(prompt)],
-            outline_schema(tree, self.size),
+            outline_reply(tree.ids, self.size),
             task="outline",
-            check=lambda v: check_outline(tree, v["node_ids"], self.size, previous),
+            check=lambda v: check_outline(tree, v.node_ids, self.size, previous),
             retries=self.retries,
             params=ChatParams(max_tokens=20 * self.size + 40),
         )

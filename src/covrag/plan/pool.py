@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from covrag.errors import ConfigError
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
 from covrag.plan.decompose import clean_question
+from covrag.schema.llm import Reply
 from covrag.select.base import BudgetTracker
 from covrag.select.facility import FacilityLocation, embedding_similarity
 from covrag.select.optimize import SATURATED, lazy_greedy
@@ -32,6 +33,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 REWRITE_SYSTEM = "You name the point an argument makes, as one short question. Reply with JSON."
+
+
+class QuestionReply(Reply):
+    """``{"question": ...}``: a pool passage's point as a question."""
+
+    question: str
 
 
 @dataclass
@@ -119,15 +126,9 @@ class PoolAspectFinder:
 
     def _as_question(self, query: str, passage: str) -> str:
         assert self.llm is not None
-        schema = {
-            "type": "object",
-            "properties": {"question": {"type": "string"}},
-            "required": ["question"],
-            "additionalProperties": False,
-        }
 
-        def check(value: Any) -> str:
-            text = clean_question(str(value["question"]))
+        def check(value: QuestionReply) -> str:
+            text = clean_question(value.question)
             if not text.endswith("?") or len(text.split()) < 3:
                 raise ValueError(f"{text!r} is not a short question ending with '?'")
             return text
@@ -140,7 +141,7 @@ class PoolAspectFinder:
         result = chat_json(
             self.llm,
             [system(REWRITE_SYSTEM), user(prompt)],
-            schema,
+            QuestionReply,
             task="rewrite a pool aspect",
             check=check,
             params=ChatParams(max_tokens=80),

@@ -19,6 +19,7 @@ from covrag.errors import ConfigError, StructuredOutputError
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
 from covrag.plan.conditioned import C2Query
+from covrag.schema.llm import Reply, reply_model, reply_schema, sized, with_fields
 from covrag.text import content_words, words
 
 logger = logging.getLogger(__name__)
@@ -106,32 +107,35 @@ class QTree:
         return "\n".join(f"{'  ' * (n.level - 1)}{n.id} {n.text}" for n in self.nodes)
 
 
+class TreeReply(Reply):
+    """``{"tree": [{"q": ..., "children": [...]}, ...]}``."""
+
+    tree: list[Any]
+
+
+class SubQueriesReply(Reply):
+    """``{"sub_queries": [...]}``."""
+
+    sub_queries: list[str]
+
+
+@functools.lru_cache(maxsize=64)
+def tree_reply(depth: int, branching: int) -> type[TreeReply]:
+    """The tree with exactly ``branching`` children per node, ``depth`` levels."""
+    level = reply_model(f"Level{depth}", q=str)
+    for d in range(depth - 1, 0, -1):
+        level = reply_model(f"Level{d}", q=str, children=sized(level, branching, branching))
+    return with_fields(TreeReply, tree=sized(level, branching, branching))
+
+
 def tree_schema(depth: int, branching: int) -> dict[str, Any]:
     """Nested JSON schema with exactly ``branching`` children per node, ``depth`` levels."""
-
-    def level(d: int) -> dict[str, Any]:
-        properties: dict[str, Any] = {"q": {"type": "string"}}
-        required = ["q"]
-        if d < depth:
-            properties["children"] = _array(level(d + 1), branching)
-            required.append("children")
-        return {
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": False,
-        }
-
-    return {
-        "type": "object",
-        "properties": {"tree": _array(level(1), branching)},
-        "required": ["tree"],
-        "additionalProperties": False,
-    }
+    return reply_schema(tree_reply(depth, branching))
 
 
-def _array(items: dict[str, Any], n: int) -> dict[str, Any]:
-    return {"type": "array", "items": items, "minItems": n, "maxItems": n}
+@functools.lru_cache(maxsize=64)
+def sub_queries_reply(n: int) -> type[SubQueriesReply]:
+    return with_fields(SubQueriesReply, sub_queries=sized(str, n, n))
 
 
 def _skeleton(depth: int, branching: int, d: int = 1) -> str:
@@ -243,9 +247,11 @@ class QTreeBuilder:
         result = chat_json(
             self.llm,
             [system(SYSTEM), user(prompt)],
-            tree_schema(self.depth, self.branching),
+            tree_reply(self.depth, self.branching),
             task=f"QTree for {base!r}",
-            check=lambda v: check_tree(base, v, self.depth, self.branching, self.overlap),
+            check=lambda v: check_tree(
+                base, v.model_dump(), self.depth, self.branching, self.overlap
+            ),
             retries=self.retries,
             params=ChatParams(max_tokens=40 * self.size + 100),
         )
@@ -294,7 +300,7 @@ class QTreeBuilder:
                         system(SYSTEM),
                         user(self._children_prompt(base, parent, written, kept, want)),
                     ],
-                    _strings_schema(want),
+                    sub_queries_reply(want),
                     task=task,
                     check=functools.partial(self._new_children, taken=taken),
                     retries=self.retries,
@@ -344,7 +350,9 @@ class QTreeBuilder:
         prompt += " Each is a short search question about one subtopic.\n"
         return prompt + f'Reply with JSON: {{"sub_queries": [{want} strings]}}'
 
-    def _new_children(self, value: Any, taken: list[str]) -> tuple[list[str], list[str]]:
+    def _new_children(
+        self, value: SubQueriesReply, taken: list[str]
+    ) -> tuple[list[str], list[str]]:
         """The reply's usable new sub-queries, and why the others were dropped.
 
         Raises:
@@ -352,8 +360,8 @@ class QTreeBuilder:
         """
         new: list[str] = []
         rejected: list[str] = []
-        for raw in value["sub_queries"]:
-            text = " ".join(str(raw).split())
+        for raw in value.sub_queries:
+            text = " ".join(raw.split())
             if len(words(text)) < 2:
                 rejected.append(f"{text!r} is empty or one word")
                 continue
@@ -365,12 +373,3 @@ class QTreeBuilder:
         if not new:
             raise ValueError("; ".join(rejected[:3]) + "; every sub-query must ask something new")
         return new, rejected
-
-
-def _strings_schema(n: int) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"sub_queries": _array({"type": "string"}, n)},
-        "required": ["sub_queries"],
-        "additionalProperties": False,
-    }
