@@ -4,7 +4,10 @@ Each module holds the pydantic models of one format and converts them to and fro
 records of :mod:`covrag.types` (the records import nothing of this package):
 
 - :mod:`~covrag.schema.dataset`: a line of coverage JSONL (a topic with its pool and labels);
-- :mod:`~covrag.schema.runfile`: the run file of ``covrag select --run-json`` and ``covrag ask``;
+- :mod:`~covrag.schema.runfile`: the run file of ``covrag select --run-json`` (the server's
+  trace and coverage matrix reuse its models);
+- :mod:`~covrag.schema.ask`: the run file of ``covrag ask`` (a run file with the plan, searches,
+  drafts and costs);
 - :mod:`~covrag.schema.bench`: the ``summary.json`` of ``covrag bench``;
 - :mod:`~covrag.schema.plan`: what ``covrag plan --json`` prints;
 - :mod:`~covrag.schema.llm`: the structured replies asked of an LLM.
