@@ -1,5 +1,5 @@
-"""The schema models of what ``covrag ask``, ``covrag bench`` and ``covrag plan --json`` write
-give exactly the JSON those commands write."""
+"""The schema models of what ``covrag ask``, ``covrag bench`` and ``covrag plan --json`` write:
+the JSON they give (pinned) and that it reads back through the same models."""
 
 from __future__ import annotations
 
@@ -8,16 +8,20 @@ import math
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
+from covrag.errors import DataError
 from covrag.schema._base import read_model
-from covrag.schema.ask import AskTopic, ask_plan, ask_run_record
-from covrag.schema.bench import BenchRow, BenchSummary, summary_record
-from covrag.schema.plan import PlanSplit, PlanTree, plan_split_record, plan_tree_record
+from covrag.schema.ask import AskTopic
+from covrag.schema.bench import BenchSummary
+from covrag.schema.plan import PlanTree
 from covrag.schema.runfile import RunFileModel
 from covrag.types import Budget
 
 
-def test_ask_run_record_matches_the_ask_run_file() -> None:
-    from covrag.ask import AskConfig, ask
+def test_ask_run_record_is_a_run_file_with_the_plan_and_costs() -> None:
+    from covrag.pipeline import AskConfig, ask
+    from covrag.report.runfile import parse_run_file
     from covrag.retrieve import BM25Retriever
     from generate_support import KeywordCoverage
     from llm_support import ScriptedLLM
@@ -32,43 +36,35 @@ def test_ask_run_record_matches_the_ask_run_file() -> None:
         aspects=ASPECTS,
         estimator=KeywordCoverage(),
     )
-    subs, outline = result.subquestions, result.plan
-    record = ask_run_record(
-        topic=result.topic,
-        selection=result.selection,
-        coverage=result.coverage,
-        answer=result.generation.answer,
-        plan=ask_plan(
-            request=result.query.request,
-            base=result.query.base,
-            include=result.query.include,
-            exclude=result.query.exclude,
-            subquestions=None if subs is None else (subs.texts, subs.dropped, subs.calls),
-            outline=None
-            if outline is None
-            else (
-                outline.best.texts,
-                outline.best.score,
-                outline.best.rationale,
-                outline.baseline.score,
-            ),
-        ),
-        queries=result.queries,
-        uncovered=[a.id for a in result.uncovered],
-        generation=result.generation.to_json(),
-        costs={stage: cost.as_dict() for stage, cost in result.costs.items()},
-        warnings=result.warnings,
-        seconds=sum(c.seconds for c in result.costs.values()),
-    )
-    expected = result.run_record()
-    assert json.dumps(record) == json.dumps(expected)
-    data = json.loads(json.dumps(record))
+    data = json.loads(json.dumps(result.run_record()))
+    assert list(data) == ["covrag_run", "dataset", "selector", "coverage", "budget", "topics"] + [
+        "costs"
+    ]
+    assert data["dataset"] == "ask" and data["budget"] == str(result.selection.budget)
+    assert data["costs"]["seconds"] == round(sum(c.seconds for c in result.costs.values()), 3)
+    (record,) = data["topics"]
+    assert list(record) == [
+        "query_id", "query", "aspects", "passages", "coverage", "selection", "answer",
+        "plan", "retrieval", "uncovered", "generation", "costs", "warnings",
+    ]  # fmt: skip
+    assert record["plan"] == {
+        "request": result.query.request,
+        "base": result.query.base,
+        "include": list(result.query.include),
+        "exclude": list(result.query.exclude),
+        "subquestions": None,
+        "outline": None,
+    }
+    assert record["retrieval"] == {"queries": list(result.queries), "pool": 4}
+    assert record["costs"]["estimate"] == result.costs["estimate"].as_dict()
     read_model(RunFileModel, data)
-    assert read_model(AskTopic, data["topics"][0]).plan.request == result.query.request
+    assert read_model(AskTopic, record).generation == result.generation.to_json()
+    (topic,) = parse_run_file(data).topics
+    assert topic.selection == result.selection
 
 
-def test_bench_summary_record_matches_bench_to_json() -> None:
-    from covrag.bench import ORACLE, BenchResult, MethodResult
+def test_bench_summary() -> None:
+    from covrag.evaluate.bench_results import ORACLE, BenchResult, MethodResult
 
     method = MethodResult(
         method="mmr(lam=0.5)",
@@ -84,26 +80,55 @@ def test_bench_summary_record_matches_bench_to_json() -> None:
         coverage_pairs=12.0,
     )
     bench = BenchResult("argkp2021:dev", 2, "topk", {"k=5": ["StRecall@5"]}, [method])
-    fields = {k: v for k, v in vars(method).items() if k != "selections"}
-    record = summary_record(
-        dataset="argkp2021:dev",
-        topics=2,
-        baseline="topk",
-        oracle=ORACLE,
-        results=[BenchRow.of(**fields)],
+    record = bench.to_json()
+    assert json.dumps(record) == json.dumps(
+        {
+            "dataset": "argkp2021:dev",
+            "topics": 2,
+            "baseline": "topk",
+            "oracle": ORACLE,
+            "results": [
+                {
+                    "method": "mmr(lam=0.5)",
+                    "budget": "k=5",
+                    "means": {"StRecall@5": 0.75},
+                    "ci95": {"StRecall@5": [0.5, 1.0]},
+                    "p_vs_baseline_holm": {"StRecall@5": 0.25},
+                    "headroom": {"StRecall@5": 0.25},
+                    "gap_closed": {"StRecall@5": math.nan},
+                    "select_seconds_per_topic": 0.5,
+                    "coverage_pairs_per_topic": 12.0,
+                    "coverage_seconds_per_topic": 0.0,
+                    "aspects_seconds_per_topic": 0.0,
+                    "per_query": {"StRecall@5": {"q1": 0.5, "q2": 1.0}},
+                }
+            ],
+        }
     )
-    assert json.dumps(record) == json.dumps(bench.to_json())
     summary = read_model(BenchSummary, json.loads(json.dumps(record)))
     (row,) = summary.results
     assert row.ci95 == {"StRecall@5": (0.5, 1.0)} and math.isnan(row.gap_closed["StRecall@5"])
     assert row.per_query == {"StRecall@5": {"q1": 0.5, "q2": 1.0}}
 
 
-def test_plan_records_match_covrag_plan_json() -> None:
-    from covrag.commands_plan import plan_record, split_record
+def test_bench_summary_errors_name_the_field() -> None:
+    row = {"method": "topk", "budget": "k=5", "means": {"P@5": "high"}}
+    with pytest.raises(DataError, match=r"field 'results\[0\]\.means\.P@5': must be a number"):
+        read_model(BenchSummary, {"results": [row]})
+    with pytest.raises(DataError, match=r"field 'results\[0\]\.budget': missing"):
+        read_model(BenchSummary, {"results": [{"method": "topk"}]})
+
+
+def test_plan_json() -> None:
+    from covrag.cli.plan import plan_record, split_record
 
     query = SimpleNamespace(request="r", base="b", include=("i",), exclude=("e",))
-    subquestions = SimpleNamespace(texts=("q1?", "q2?"))
+    split = {"request": "r", "base_query": "b", "include": ["i"], "exclude": ["e"]}
+    assert split_record(query, SimpleNamespace(texts=("q1?",))) == {
+        **split,
+        "subquestions": ["q1?"],
+    }
+    assert split_record(query, None) == {**split, "subquestions": []}
 
     def outline(source: str, score: Any) -> SimpleNamespace:
         return SimpleNamespace(
@@ -116,42 +141,25 @@ def test_plan_records_match_covrag_plan_json() -> None:
     tree = Tree([SimpleNamespace(id="1", text="a"), SimpleNamespace(id="2", text="b")])
     plan = SimpleNamespace(
         query=query,
-        subquestions=subquestions,
+        subquestions=SimpleNamespace(texts=("q1?",)),
         tree=tree,
         candidates=[outline("llm", 4)],
-        baseline=outline("random", 2),
+        baseline=outline("random", None),
         best=outline("llm", 4),
     )
-    usage = {"calls": 3.0, "seconds": 0.5}
-    split = PlanSplit.of(**split_fields(), subquestions=subquestions.texts)
-    expected = {**split_record(query, subquestions), "llm_usage": usage}
-    assert json.dumps(plan_split_record(split, usage)) == json.dumps(expected)
-    no_split = plan_split_record(PlanSplit.of(**split_fields(), subquestions=None))
-    assert no_split == split_record(query, None)
-    record = plan_tree_record(
-        split,
-        tree=[(n.id, n.text) for n in plan.tree],
-        notes=plan.tree.notes,
-        candidates=plan.candidates,
-        baseline=plan.baseline,
-        best=plan.best,
-        usage=usage,
-    )
-    assert json.dumps(record) == json.dumps(plan_record(plan, usage))
-    assert read_model(PlanTree, record).best.score == 4
-
-
-def split_fields() -> dict[str, Any]:
-    return {"request": "r", "base": "b", "include": ("i",), "exclude": ("e",)}
-
-
-def test_bench_summary_errors_name_the_field() -> None:
-    import pytest
-
-    from covrag.errors import DataError
-
-    row = {"method": "topk", "budget": "k=5", "means": {"P@5": "high"}}
-    with pytest.raises(DataError, match=r"field 'results\[0\]\.means\.P@5': must be a number"):
-        read_model(BenchSummary, {"results": [row]})
-    with pytest.raises(DataError, match=r"field 'results\[0\]\.budget': missing"):
-        read_model(BenchSummary, {"results": [{"method": "topk"}]})
+    record = plan_record(plan, {"calls": 3.0})
+    assert list(record) == [*split, "subquestions", "tree", "tree_notes", "candidates"] + [
+        "random_baseline",
+        "best",
+        "llm_usage",
+    ]
+    assert record["tree"] == [{"id": "1", "text": "a"}, {"id": "2", "text": "b"}]
+    assert record["random_baseline"] == {
+        "node_ids": ["1", "2"],
+        "texts": ["a", "b"],
+        "source": "random",
+        "score": None,
+        "rationale": "why",
+    }
+    assert record["tree_notes"] == ["short"] and record["llm_usage"] == {"calls": 3.0}
+    assert read_model(PlanTree, json.loads(json.dumps(record))).best.score == 4

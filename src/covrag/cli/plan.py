@@ -13,6 +13,7 @@ from rich.tree import Tree
 
 from covrag.cli._common import Subparsers, add_llm_args, build_llm
 from covrag.errors import StructuredOutputError
+from covrag.schema.plan import PlanSplit, plan_split_record, plan_tree_record
 
 
 def register(sub: Subparsers) -> None:
@@ -49,34 +50,30 @@ def register(sub: Subparsers) -> None:
 
 def split_record(query: Any, subquestions: Any) -> dict[str, Any]:
     """The request, its split and its sub-questions, as ``--json`` prints them."""
-    return {
-        "request": query.request,
-        "base_query": query.base,
-        "include": list(query.include),
-        "exclude": list(query.exclude),
-        "subquestions": list(subquestions.texts) if subquestions else [],
-    }
+    return plan_split_record(_split(query, subquestions))
 
 
 def plan_record(plan: Any, usage: dict[str, float]) -> dict[str, Any]:
-    def outline(o: Any) -> dict[str, Any]:
-        return {
-            "node_ids": list(o.node_ids),
-            "texts": list(o.texts),
-            "source": o.source,
-            "score": o.score,
-            "rationale": o.rationale,
-        }
+    """The split, the QTree and its outlines, as ``--json --tree`` prints them."""
+    return plan_tree_record(
+        _split(plan.query, plan.subquestions),
+        tree=[(n.id, n.text) for n in plan.tree],
+        notes=plan.tree.notes,
+        candidates=plan.candidates,
+        baseline=plan.baseline,
+        best=plan.best,
+        usage=usage,
+    )
 
-    return {
-        **split_record(plan.query, plan.subquestions),
-        "tree": [{"id": n.id, "text": n.text} for n in plan.tree],
-        "tree_notes": list(plan.tree.notes),
-        "candidates": [outline(o) for o in plan.candidates],
-        "random_baseline": outline(plan.baseline),
-        "best": outline(plan.best),
-        "llm_usage": usage,
-    }
+
+def _split(query: Any, subquestions: Any) -> PlanSplit:
+    return PlanSplit.of(
+        request=query.request,
+        base=query.base,
+        include=query.include,
+        exclude=query.exclude,
+        subquestions=subquestions.texts if subquestions else None,
+    )
 
 
 def run_plan(args: argparse.Namespace, console: Console) -> int:
@@ -104,7 +101,7 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
     if not args.tree:
         usage = llm.usage.as_dict()
         if args.json:
-            record = {**split_record(query, subquestions), "llm_usage": usage}
+            record = plan_split_record(_split(query, subquestions), usage)
             console.print_json(json.dumps(record))
         else:
             print_usage(usage, console)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from covrag.evaluate.headroom import ORACLE as ORACLE  # re-exported with the records
+from covrag.schema.bench import BenchRow, summary_record
 from covrag.types import Budget, Selection
 
 
@@ -46,26 +47,28 @@ class BenchResult:
         return [r for r in self.results if r.budget == budget]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "dataset": self.dataset,
-            "topics": self.topics,
-            "baseline": self.baseline,
-            "oracle": ORACLE,
-            "results": [
-                {
-                    "method": r.method,
-                    "budget": str(r.budget),
-                    "means": r.means,
-                    "ci95": {k: list(v) for k, v in r.ci.items()},
-                    "p_vs_baseline_holm": r.p_values,
-                    "headroom": r.headroom,
-                    "gap_closed": r.gap_closed,
-                    "select_seconds_per_topic": r.select_seconds,
-                    "coverage_pairs_per_topic": r.coverage_pairs,
-                    "coverage_seconds_per_topic": r.coverage_seconds,
-                    "aspects_seconds_per_topic": r.aspects_seconds,
-                    "per_query": r.values,
-                }
-                for r in self.results
-            ],
-        }
+        """The bench summary (:class:`covrag.schema.bench.BenchSummary`)."""
+        rows = [
+            BenchRow.of(
+                method=r.method,
+                budget=r.budget,
+                means=r.means,
+                ci=r.ci,
+                p_values=r.p_values,
+                headroom=r.headroom,
+                gap_closed=r.gap_closed,
+                select_seconds=r.select_seconds,
+                coverage_pairs=r.coverage_pairs,
+                coverage_seconds=r.coverage_seconds,
+                aspects_seconds=r.aspects_seconds,
+                values=r.values,
+            )
+            for r in self.results
+        ]
+        return summary_record(
+            dataset=self.dataset,
+            topics=self.topics,
+            baseline=self.baseline,
+            oracle=ORACLE,
+            results=rows,
+        )

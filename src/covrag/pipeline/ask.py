@@ -35,8 +35,8 @@ from covrag.llm.base import LLM
 from covrag.pipeline.config import AskConfig, PrepareConfig
 from covrag.pipeline.prepare import prepare
 from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
-from covrag.report.runfile import run_file_record, topic_run_record
 from covrag.retrieve import MultiQueryRetriever, Retriever
+from covrag.schema.ask import ask_plan, ask_run_record
 from covrag.select import parse_selector
 from covrag.types import Aspect, Budget, CoverageMatrix, Selection, Topic
 
@@ -103,43 +103,35 @@ class AskResult:
     def run_record(self) -> dict[str, Any]:
         """The run file of this question (``covrag report`` renders it; ``covrag eval-answers``
         reads it), with the plan, the searches, every draft and critique and the costs."""
-        record = topic_run_record(self.topic, self.selection, self.coverage, self.generation.answer)
-        record["plan"] = {
-            "request": self.query.request,
-            "base": self.query.base,
-            "include": list(self.query.include),
-            "exclude": list(self.query.exclude),
-            "subquestions": None
-            if self.subquestions is None
-            else {
-                "texts": list(self.subquestions.texts),
-                "dropped": list(self.subquestions.dropped),
-                "calls": self.subquestions.calls,
-            },
-            "outline": None
-            if self.plan is None
-            else {
-                "texts": list(self.plan.best.texts),
-                "score": self.plan.best.score,
-                "rationale": self.plan.best.rationale,
-                "baseline_score": self.plan.baseline.score,
-            },
-        }
-        record["retrieval"] = {"queries": list(self.queries), "pool": len(self.topic.passages)}
-        record["uncovered"] = [a.id for a in self.uncovered]
-        record["generation"] = self.generation.to_json()
-        record["costs"] = {stage: cost.as_dict() for stage, cost in self.costs.items()}
-        record["warnings"] = list(self.warnings)
-        run = run_file_record(
-            [record],
-            dataset="ask",
-            selector=self.selection.selector,
-            coverage=self.coverage.source,
-            budget=str(self.selection.budget),
+        subs, outline = self.subquestions, self.plan
+        plan = ask_plan(
+            request=self.query.request,
+            base=self.query.base,
+            include=self.query.include,
+            exclude=self.query.exclude,
+            subquestions=None if subs is None else (subs.texts, subs.dropped, subs.calls),
+            outline=None
+            if outline is None
+            else (
+                outline.best.texts,
+                outline.best.score,
+                outline.best.rationale,
+                outline.baseline.score,
+            ),
         )
-        total = sum(c.seconds for c in self.costs.values())
-        run["costs"] = {"seconds": round(total, 3)}
-        return run
+        return ask_run_record(
+            topic=self.topic,
+            selection=self.selection,
+            coverage=self.coverage,
+            answer=self.generation.answer,
+            plan=plan,
+            queries=self.queries,
+            uncovered=[a.id for a in self.uncovered],
+            generation=self.generation.to_json(),
+            costs={stage: cost.as_dict() for stage, cost in self.costs.items()},
+            warnings=self.warnings,
+            seconds=sum(c.seconds for c in self.costs.values()),
+        )
 
 
 class _Usage:
