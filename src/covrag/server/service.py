@@ -7,7 +7,6 @@ so they run under one lock; selection itself runs unlocked.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -145,32 +144,11 @@ def _response(
         budget=str(selection.budget),
         passage_ids=list(selection.passage_ids),
         tokens_used=selection.tokens_used,
-        trace=[
-            StepOut(
-                passage_id=step.passage_id,
-                score=step.score if math.isfinite(step.score) else None,
-                newly_covered=list(step.newly_covered),
-                tokens=step.tokens,
-            )
-            for step in selection.steps
-        ],
+        trace=[StepOut.of(step) for step in selection.steps],
         covered=list(selection.covered),
         uncovered=[a.id for a in job.topic.aspects if a.id not in covered and a.id not in excluded],
-        coverage=_coverage_out(coverage) if coverage is not None and job.include_matrix else None,
+        coverage=CoverageOut.of(coverage) if coverage is not None and job.include_matrix else None,
         timings=TimingsOut(prepare_s=prepare_s, select_s=selection.seconds),
-    )
-
-
-def _coverage_out(coverage: CoverageMatrix) -> CoverageOut:
-    return CoverageOut(
-        passage_ids=list(coverage.passage_ids),
-        aspect_ids=list(coverage.aspect_ids),
-        probs=coverage.probs.round(6).tolist(),
-        threshold=coverage.threshold,
-        source=coverage.source,
-        pairs_scored=coverage.pairs_scored,
-        truncated_pairs=coverage.truncated_pairs,
-        seconds=coverage.seconds,
     )
 
 
@@ -182,14 +160,11 @@ def _parse(field: str, spec: str, parse: Callable[[str], T]) -> T:
 
 
 def passage_records(items: Sequence[PassageIn]) -> tuple[Passage, ...]:
-    return tuple(Passage(id=p.id, text=p.text, tokens=p.tokens, score=p.score) for p in items)
+    return tuple(p.to_passage() for p in items)
 
 
 def aspect_records(items: Sequence[AspectIn]) -> tuple[Aspect, ...]:
-    return tuple(
-        Aspect(id=a.id, text=a.text, weight=a.weight, vital=a.vital, polarity=a.polarity)
-        for a in items
-    )
+    return tuple(a.to_aspect() for a in items)
 
 
 def unique_ids(field: str, ids: list[str]) -> set[str]:
