@@ -27,6 +27,7 @@ from rich.progress import (
 )
 
 from covrag.errors import ConfigError
+from covrag.schema.runfile import parse_budget as budget_from_text
 from covrag.types import Budget, Topic
 
 if typing.TYPE_CHECKING:
@@ -163,20 +164,13 @@ def budget_from_args(k: int | None, tokens: int | None, default_k: int | None = 
 
 
 def parse_budget(spec: str) -> Budget:
-    """``k=10``, ``tokens=1024``, ``k=10,tokens=1024`` or ``all``."""
-    if spec.strip() in ("all", "unlimited"):
-        return Budget()
-    values: dict[str, int] = {}
-    for part in spec.split(","):
-        key, sep, value = part.partition("=")
-        key = key.strip()
-        if not sep or key not in ("k", "tokens") or not value.strip().isdigit():
-            raise ConfigError(f"budget {spec!r}: use k=N, tokens=N or k=N,tokens=N")
-        values[key] = int(value)
+    """``k=10``, ``tokens=1024``, ``k=10,tokens=1024`` or ``all`` (the run file's reader)."""
     try:
-        return Budget(max_passages=values.get("k"), max_tokens=values.get("tokens"))
+        if not spec.strip():
+            raise ValueError(f"budget {spec!r}: use k=N, tokens=N or k=N,tokens=N")
+        return budget_from_text(spec)
     except ValueError as exc:
-        raise ConfigError(f"budget {spec!r}: {exc}") from None
+        raise ConfigError(str(exc)) from None
 
 
 # --- datasets and exclusions ---------------------------------------------------------------------

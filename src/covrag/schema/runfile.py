@@ -64,7 +64,10 @@ def parse_budget(text: str) -> Budget:
         if not sep or key not in ("k", "tokens") or not value.strip().isdigit():
             raise ValueError(f"budget {text!r}: use k=N, tokens=N or k=N,tokens=N")
         values[key] = int(value)
-    return Budget(max_passages=values.get("k"), max_tokens=values.get("tokens"))
+    try:
+        return Budget(max_passages=values.get("k"), max_tokens=values.get("tokens"))
+    except ValueError as exc:
+        raise ValueError(f"budget {text!r}: {exc}") from None
 
 
 def _budget_text(value: Any) -> Any:
