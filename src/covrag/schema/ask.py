@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from covrag.schema.runfile import RunTopic, dump, run_file_header
 from covrag.types import Answer, CoverageMatrix, Selection, Topic
@@ -20,10 +20,22 @@ class SubquestionsOut(BaseModel):
 
 
 class OutlinePlanOut(BaseModel):
+    """The chosen outline's sub-queries, the judge's verdict and the random baseline's score."""
+
     texts: list[str]
-    score: float | None
+    score: int | None = Field(description="the judge's 1-5 score")
     rationale: str
-    baseline_score: float | None
+    baseline_score: int | None = Field(description="the random outline's score")
+
+
+class LLMCostOut(BaseModel):
+    """What a step's model calls cost (``LLMCost.as_dict``)."""
+
+    calls: int
+    cached_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
 
 
 class AskPlanOut(BaseModel):
@@ -60,7 +72,7 @@ def ask_plan(
     include: Sequence[str],
     exclude: Sequence[str],
     subquestions: tuple[Sequence[str], Sequence[str], int] | None,
-    outline: tuple[Sequence[str], float | None, str, float | None] | None,
+    outline: tuple[Sequence[str], int | None, str, int | None] | None,
 ) -> AskPlanOut:
     """The plan block from plain values: ``subquestions`` is ``(texts, dropped, calls)``,
     ``outline`` is ``(texts, score, rationale, baseline score)``."""

@@ -29,6 +29,8 @@ from covrag.generate.records import Draft, LLMCost
 from covrag.llm.base import LLM
 from covrag.pipeline import AskConfig, PrepareConfig, build_generator, prepare
 from covrag.plan import C2Query, LLMDecomposer, QPlanner
+from covrag.schema.ask import LLMCostOut, OutlinePlanOut
+from covrag.schema.runfile import RunSentence
 from covrag.select.base import parse_selector
 from covrag.server.config import ServerConfig
 from covrag.server.schemas import MAX_ASPECTS, MAX_TEXT, AspectIn, PassageIn, _Strict
@@ -67,19 +69,12 @@ class AspectOut(BaseModel):
     polarity: str
 
 
-class CostOut(BaseModel):
-    calls: int
-    cached_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
+class CostOut(LLMCostOut):
+    """What the model calls cost (as in an ask run file)."""
 
 
-class OutlineOut(BaseModel):
-    texts: list[str]
-    score: int | None = Field(description="the judge's 1-5 score")
-    rationale: str
-    baseline_score: int | None = Field(description="the random outline's score")
+class OutlineOut(OutlinePlanOut):
+    """The chosen outline (as in an ask run file's plan)."""
 
 
 class PlanResponse(BaseModel):
@@ -125,9 +120,8 @@ class AnswerRequest(_Strict):
     )
 
 
-class SentenceOut(BaseModel):
-    text: str
-    passage_ids: list[str]
+class SentenceOut(RunSentence):
+    """A sentence of the answer with the passages it cites (as in a run file's answer)."""
 
 
 class InvalidCitationOut(BaseModel):
