@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -61,6 +62,35 @@ def test_ask_run_record_is_a_run_file_with_the_plan_and_costs() -> None:
     assert read_model(AskTopic, record).generation == result.generation.to_json()
     (topic,) = parse_run_file(data).topics
     assert topic.selection == result.selection
+
+
+def test_ask_drafts_are_read_through_the_schema(tmp_path: Path) -> None:
+    from covrag.evaluate.answers_io import load_variants
+    from covrag.pipeline import AskConfig, ask
+    from covrag.retrieve import BM25Retriever
+    from generate_support import KeywordCoverage
+    from llm_support import ScriptedLLM
+    from test_ask import ASPECTS, CORPUS, CRITIQUE
+
+    llm = ScriptedLLM(["Uniforms reduce bullying [1].", CRITIQUE, "They cost [2]."])
+    config = AskConfig(pool=4, k=2, passes=1)
+    retriever = BM25Retriever().index(CORPUS)
+    result = ask("Uniforms?", llm, retriever, config, aspects=ASPECTS, estimator=KeywordCoverage())
+    data = result.run_record()
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps(data))
+    variants = load_variants([path], all_passes=True)
+    assert [v[0].answer for v in variants.values()] == [d.answer for d in result.generation.drafts]
+    drafts = data["topics"][0]["generation"]["drafts"]
+    drafts[1]["sentences"][0]["passage_ids"] = ["nope"]
+    path.write_text(json.dumps(data))
+    field = r"topics\[0\]\.generation\.drafts\[1\]\.sentences\[0\]'"
+    with pytest.raises(DataError, match=field + ": cites an unknown passage"):
+        load_variants([path], all_passes=True)
+    del drafts[1]["sentences"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match=r"drafts\[1\]\.sentences': missing required field"):
+        load_variants([path], all_passes=True)
 
 
 def test_bench_summary() -> None:

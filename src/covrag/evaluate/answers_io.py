@@ -25,7 +25,9 @@ from covrag.evaluate.answers import (
     vital_from_labels,
 )
 from covrag.report import TopicRun, parse_run_file
-from covrag.types import Answer, Aspect, Citation, Passage, Topic
+from covrag.schema._base import read_model
+from covrag.schema.ask import GenerationOut
+from covrag.types import Answer, Aspect, Passage, Topic
 
 
 @dataclass(frozen=True)
@@ -52,30 +54,19 @@ class AnswerCase:
 
 
 def _drafts(raw: Any, path: str, where: str, known: set[str]) -> list[Answer]:
-    """The answers of ``generation.drafts`` in a raw topic record."""
+    """The answers of ``generation.drafts`` in a raw topic record (an ask run file's)."""
     generation = raw.get("generation") if isinstance(raw, dict) else None
     if generation is None:
         message = "has no drafts: --all-passes needs a run written by the generator"
         raise DataError(message, path=path, field=where)
-    drafts = generation.get("drafts") if isinstance(generation, dict) else None
-    if not isinstance(drafts, list):
-        raise DataError("expected an array", path=path, field=f"{where}.generation.drafts")
+    block = read_model(GenerationOut, generation, path=path, prefix=f"{where}.generation")
     answers = []
-    for i, draft in enumerate(drafts):
-        field = f"{where}.generation.drafts[{i}].sentences"
-        sentences = draft.get("sentences") if isinstance(draft, dict) else None
-        if not isinstance(sentences, list):
-            raise DataError("expected an array", path=path, field=field)
-        cited = []
-        for j, sentence in enumerate(sentences):
-            text = sentence.get("text") if isinstance(sentence, dict) else None
-            ids = sentence.get("passage_ids", []) if isinstance(sentence, dict) else None
-            if not isinstance(text, str) or not isinstance(ids, list):
-                raise DataError("expected {text, passage_ids}", path=path, field=f"{field}[{j}]")
-            if not all(isinstance(p, str) and p in known for p in ids):
-                raise DataError("cites an unknown passage", path=path, field=f"{field}[{j}]")
-            cited.append(Citation(text, tuple(ids)))
-        answers.append(Answer(tuple(cited)))
+    for i, draft in enumerate(block.drafts):
+        for j, sentence in enumerate(draft.sentences):
+            if not set(sentence.passage_ids) <= known:
+                field = f"{where}.generation.drafts[{i}].sentences[{j}]"
+                raise DataError("cites an unknown passage", path=path, field=field)
+        answers.append(draft.to_answer())
     return answers
 
 

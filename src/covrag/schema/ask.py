@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from covrag.schema.runfile import RunTopic, dump, run_file_header
+from covrag.schema.runfile import RunAnswer, RunTopic, dump, run_file_header
 from covrag.types import Answer, CoverageMatrix, Selection, Topic
 
 
@@ -52,6 +52,18 @@ class AskPlanOut(BaseModel):
 class RetrievalOut(BaseModel):
     queries: list[str]
     pool: int
+
+
+class DraftOut(RunAnswer):
+    """One draft of the answer (its sentences; the raw text, problems and cost besides)."""
+
+
+class GenerationOut(BaseModel):
+    """The ``generation`` block: every draft and critique (``GenerationResult.to_json``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    drafts: list[DraftOut]
 
 
 class AskTopic(RunTopic):
