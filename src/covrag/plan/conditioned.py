@@ -194,30 +194,8 @@ def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
         'Reply with JSON: {"base_query": "...", "include": [...], "exclude": [...]}'
     )
 
-    def parse(value: SplitReply, lenient: bool = False) -> C2Query:
-        base = " ".join(value.base_query.split())
-        if len(base.split()) < 2:
-            raise ValueError("base_query must restate the topic being asked about")
-        include, exclude = _clean(value.include), _clean(value.exclude)
-        clash = {i.lower() for i in include} & {e.lower() for e in exclude}
-        if clash:
-            raise ValueError(f"{sorted(clash)} cannot be both included and excluded")
-        said = set(words(request))
-
-        def named(text: str) -> bool:
-            return bool(set(words(text)) & said)
-
-        invented = [t for t in include + exclude if not named(t)]
-        if invented and not lenient:
-            raise ValueError(
-                f"{invented[:3]} are not in the request; list only subtopics the request names"
-            )
-        include = tuple(t for t in include if named(t))
-        exclude = tuple(t for t in exclude if named(t))
-        return C2Query(request, base, include, exclude)
-
     def check(value: SplitReply) -> C2Query:
-        query = parse(value)
+        query = _parse_split(request, value)
         cue = _skip_cue(request)
         if cue and not query.exclude:
             raise ValueError(
@@ -240,28 +218,58 @@ def split_request(llm: LLM, request: str, *, retries: int = 2) -> C2Query:
             params=ChatParams(max_tokens=200),
         )
     except StructuredOutputError as exc:
-        # The model kept failing these checks (a cue word can also belong to the topic): rather
-        # than fail the plan, keep its first well-formed split, without invented subtopics,
-        # preferring one that excludes something when the wording asks to skip.
-        splits = []
-        for raw, _ in exc.attempts:
-            try:
-                splits.append(parse(parse_reply(SplitReply, extract_json(raw)), lenient=True))
-            except ValueError:
-                continue
-        if not splits:
-            raise
-        cue = _skip_cue(request)
-        chosen = next((q for q in splits if q.exclude), splits[0]) if cue else splits[0]
-        if cue and not chosen.exclude:
-            # Last resort: the object of an explicit "skip X" / "leave out X" / "don't need X".
-            named = tuple(
-                m.group(1).strip()
-                for m in SKIP_OBJECT.finditer(request)
-                if not _in_question(request, m.start())
-            )
-            chosen = C2Query(request, chosen.base, chosen.include, _clean(named))
-        logger.warning("split the request: %s; keeping a well-formed split", exc.attempts[-1][1])
-        return C2Query(request, _trim_instruction(chosen.base), chosen.include, chosen.exclude)
+        return _fallback_split(request, exc)
     query: C2Query = result.value
     return query
+
+
+def _parse_split(request: str, value: SplitReply, lenient: bool = False) -> C2Query:
+    """A reply as a split; ``lenient`` drops invented subtopics instead of rejecting them."""
+    base = " ".join(value.base_query.split())
+    if len(base.split()) < 2:
+        raise ValueError("base_query must restate the topic being asked about")
+    include, exclude = _clean(value.include), _clean(value.exclude)
+    clash = {i.lower() for i in include} & {e.lower() for e in exclude}
+    if clash:
+        raise ValueError(f"{sorted(clash)} cannot be both included and excluded")
+    said = set(words(request))
+
+    def named(text: str) -> bool:
+        return bool(set(words(text)) & said)
+
+    invented = [t for t in include + exclude if not named(t)]
+    if invented and not lenient:
+        raise ValueError(
+            f"{invented[:3]} are not in the request; list only subtopics the request names"
+        )
+    include = tuple(t for t in include if named(t))
+    exclude = tuple(t for t in exclude if named(t))
+    return C2Query(request, base, include, exclude)
+
+
+def _fallback_split(request: str, exc: StructuredOutputError) -> C2Query:
+    """The model kept failing the checks (a cue word can also belong to the topic): rather than
+    fail the plan, keep its first well-formed split, without invented subtopics, preferring one
+    that excludes something when the wording asks to skip."""
+    splits = []
+    for raw, _ in exc.attempts:
+        try:
+            splits.append(
+                _parse_split(request, parse_reply(SplitReply, extract_json(raw)), lenient=True)
+            )
+        except ValueError:
+            continue
+    if not splits:
+        raise exc
+    cue = _skip_cue(request)
+    chosen = next((q for q in splits if q.exclude), splits[0]) if cue else splits[0]
+    if cue and not chosen.exclude:
+        # Last resort: the object of an explicit "skip X" / "leave out X" / "don't need X".
+        named = tuple(
+            m.group(1).strip()
+            for m in SKIP_OBJECT.finditer(request)
+            if not _in_question(request, m.start())
+        )
+        chosen = C2Query(request, chosen.base, chosen.include, _clean(named))
+    logger.warning("split the request: %s; keeping a well-formed split", exc.attempts[-1][1])
+    return C2Query(request, _trim_instruction(chosen.base), chosen.include, chosen.exclude)

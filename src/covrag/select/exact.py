@@ -181,17 +181,8 @@ def solve_exact(
         seconds = time.perf_counter() - started
         return ExactSolution((), 0.0, 0.0, True, r, a, seconds)
 
-    matrix = covered[np.ix_(items, aspects)].astype(np.float64)
-    constraints = [LinearConstraint(np.hstack([-matrix.T, np.eye(a)]), -np.inf, 0.0)]
-    if budget.max_passages is not None and budget.max_passages < r:
-        constraints.append(
-            LinearConstraint(np.concatenate([np.ones(r), np.zeros(a)]), 0.0, budget.max_passages)
-        )
     item_costs = costs[items].astype(np.float64)
-    if budget.max_tokens is not None and item_costs.sum() > budget.max_tokens:
-        constraints.append(
-            LinearConstraint(np.concatenate([item_costs, np.zeros(a)]), 0.0, budget.max_tokens)
-        )
+    constraints = _constraints(covered[np.ix_(items, aspects)], item_costs, budget)
     primary = np.concatenate([effect.penalty[items], -effect.weights[aspects]])
     first = _solve(primary, constraints, r, time_limit)
     if first.x is None:
@@ -219,6 +210,23 @@ def solve_exact(
                 bound = value
     seconds = time.perf_counter() - started
     return ExactSolution(tuple(int(i) for i in chosen), value, bound, proven, r, a, seconds)
+
+
+def _constraints(matrix: BoolArray, item_costs: FloatArray, budget: Budget) -> list[Any]:
+    """Over variables ``[x (items), y (aspects)]``: an aspect counts only when a chosen item
+    covers it (``y_j <= sum_i x_i``), and the budgets where they bind."""
+    r, a = matrix.shape
+    cover = np.hstack([-matrix.T.astype(np.float64), np.eye(a)])
+    constraints = [LinearConstraint(cover, -np.inf, 0.0)]
+    if budget.max_passages is not None and budget.max_passages < r:
+        constraints.append(
+            LinearConstraint(np.concatenate([np.ones(r), np.zeros(a)]), 0.0, budget.max_passages)
+        )
+    if budget.max_tokens is not None and item_costs.sum() > budget.max_tokens:
+        constraints.append(
+            LinearConstraint(np.concatenate([item_costs, np.zeros(a)]), 0.0, budget.max_tokens)
+        )
+    return constraints
 
 
 def optimum_coverage(candidates: Candidates, budget: Budget, *, time_limit: float = 60.0) -> float:

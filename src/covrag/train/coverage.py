@@ -120,20 +120,8 @@ def train_cross_encoder(
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
     model.train()
-    epochs = max(1, math.ceil(config.epochs))
-    plan: list[list[int]] = []
-    for epoch in range(epochs):
-        plan.extend(_batches(pairs, tokenizer, config.batch_size, config.seed + epoch))
-    plan = plan[: max(1, int(round(len(plan) * config.epochs / epochs)))]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.01)
-    warmup = max(1, int(config.warmup * len(plan)))
-
-    def schedule(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (len(plan) - step) / max(1, len(plan) - warmup))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    plan = _batch_plan(pairs, tokenizer, config)
+    optimizer, scheduler = _optimizer(torch, model, config, len(plan))
     loss_fn = torch.nn.BCEWithLogitsLoss()
     started = time.perf_counter()
     running = 0.0
@@ -151,8 +139,7 @@ def train_cross_encoder(
         )
         truncated += int((encoded["attention_mask"].sum(dim=1) >= config.max_length).sum())
         labels = torch.tensor([float(p.label) for p in chosen])
-        logits = model(**encoded).logits.squeeze(-1)
-        loss = loss_fn(logits, labels)
+        loss = loss_fn(model(**encoded).logits.squeeze(-1), labels)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -163,14 +150,8 @@ def train_cross_encoder(
         if progress is not None:
             progress(step + 1, len(plan), running)
         if (step + 1) % 100 == 0:
-            elapsed = time.perf_counter() - started
-            logger.info(
-                "step %d/%d, loss %.4f, %.1f pairs/s",
-                step + 1,
-                len(plan),
-                running,
-                (step + 1) * config.batch_size / elapsed,
-            )
+            rate = (step + 1) * config.batch_size / (time.perf_counter() - started)
+            logger.info("step %d/%d, loss %.4f, %.1f pairs/s", step + 1, len(plan), running, rate)
     seconds = time.perf_counter() - started
     model.eval()
     out.mkdir(parents=True, exist_ok=True)
@@ -186,3 +167,25 @@ def train_cross_encoder(
     card.save(out)
     logger.info("trained %d steps in %.0f s", len(plan), seconds)
     return card
+
+
+def _batch_plan(pairs: Sequence[Pair], tokenizer: Any, config: TrainConfig) -> list[list[int]]:
+    """The batches of every epoch in order; a fractional last epoch is cut short."""
+    epochs = max(1, math.ceil(config.epochs))
+    plan: list[list[int]] = []
+    for epoch in range(epochs):
+        plan.extend(_batches(pairs, tokenizer, config.batch_size, config.seed + epoch))
+    return plan[: max(1, int(round(len(plan) * config.epochs / epochs)))]
+
+
+def _optimizer(torch: Any, model: Any, config: TrainConfig, steps: int) -> tuple[Any, Any]:
+    """AdamW with linear warm-up then linear decay to zero over ``steps``."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.01)
+    warmup = max(1, int(config.warmup * steps))
+
+    def schedule(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (steps - step) / max(1, steps - warmup))
+
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
