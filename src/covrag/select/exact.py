@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from covrag.errors import ConfigError, CovragError
 from covrag.select._common import min_max
@@ -120,6 +119,8 @@ def reduce_pool(
 
 
 def _solve(c: FloatArray, constraints: list[Any], n_x: int, seconds: float) -> Any:
+    from scipy.optimize import Bounds, milp  # scipy.optimize takes ~0.5 s to import
+
     integrality = np.concatenate([np.ones(n_x), np.zeros(len(c) - n_x)])
     return milp(
         c,
@@ -199,6 +200,8 @@ def solve_exact(
     left = time_limit - (time.perf_counter() - started)
     if secondary and proven and left > 0:
         tolerance = 1e-9 * max(1.0, abs(float(first.fun)))
+        from scipy.optimize import LinearConstraint
+
         keep = LinearConstraint(primary, -np.inf, float(first.fun) + tolerance)
         preference = item_costs + (1.0 - min_max(candidates.relevance)[items] / 2.0) / (r + 1)
         second = _solve(np.concatenate([preference, np.zeros(a)]), [*constraints, keep], r, left)
@@ -215,6 +218,8 @@ def solve_exact(
 def _constraints(matrix: BoolArray, item_costs: FloatArray, budget: Budget) -> list[Any]:
     """Over variables ``[x (items), y (aspects)]``: an aspect counts only when a chosen item
     covers it (``y_j <= sum_i x_i``), and the budgets where they bind."""
+    from scipy.optimize import LinearConstraint
+
     r, a = matrix.shape
     cover = np.hstack([-matrix.T.astype(np.float64), np.eye(a)])
     constraints = [LinearConstraint(cover, -np.inf, 0.0)]

@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import expit
 
 from covrag.errors import ConfigError, DataError
 from covrag.files import atomic_write_text
@@ -84,6 +82,9 @@ class LMVUModel:
         state's pairs in the loss and the rows in the standardisation, as if the state occurred
         that many times; e.g. to balance datasets of different sizes.
         """
+        from scipy.optimize import minimize  # scipy takes ~0.5 s to import: only when fitting
+        from scipy.special import expit
+
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         groups = np.asarray(groups)
