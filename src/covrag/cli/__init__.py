@@ -17,6 +17,7 @@ from covrag import __version__
 from covrag.cli import (
     ask,
     bench,
+    cache,
     datasets,
     evaluate,
     plan,
@@ -34,7 +35,7 @@ __all__ = ["build_parser", "main"]
 Command = Callable[[argparse.Namespace, Console], int]
 
 #: The modules whose ``register`` adds their commands, in the order ``covrag --help`` lists them.
-MODULES = (select, evaluate, bench, train, retrieve, datasets, serve, report, plan, ask)
+MODULES = (select, evaluate, bench, train, retrieve, datasets, serve, report, plan, ask, cache)
 
 
 def build_parser() -> argparse.ArgumentParser:

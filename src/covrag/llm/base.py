@@ -137,11 +137,14 @@ class LLM(ABC):
     Attributes:
         backend: Short backend name (``openai``, ``local``, ...), part of cache keys.
         model: The model name or path the backend talks to.
+        endpoint: Where the model answers (an HTTP backend's base URL; empty for a model in
+            the process), part of cache keys.
         supports_schema: Whether the backend constrains decoding to a JSON schema.
         params: Default sampling parameters.
     """
 
     backend: str = "llm"
+    endpoint: str = ""
     supports_schema: bool = False
 
     def __init__(self, model: str, params: ChatParams | None = None) -> None:
@@ -155,6 +158,7 @@ class LLM(ABC):
         *,
         schema: JsonSchema | None = None,
         params: ChatParams | None = None,
+        provisional: bool = False,
     ) -> ChatResult:
         """The assistant's reply to ``messages``.
 
@@ -163,12 +167,31 @@ class LLM(ABC):
             schema: A JSON schema the reply must follow; backends that support it constrain
                 decoding to it (see :func:`covrag.llm.structured.chat_json` for validation).
             params: Sampling parameters for this call (default: the backend's).
+            provisional: The caller checks the reply before using it and calls :meth:`accept`
+                when it passes (as :func:`~covrag.llm.structured.chat_json` does). Otherwise
+                a complete reply (not cut off at the token limit) is accepted as it comes.
+                A response cache keeps only accepted replies.
         """
         if not messages:
             raise ConfigError("chat needs at least one message")
-        result = self._chat(list(messages), schema, params or self.params)
+        request, params = list(messages), params or self.params
+        result = self._chat(request, schema, params)
         self.usage.add(result)
+        if not provisional and result.finish_reason != "length":
+            self.accept(request, result, schema=schema, params=params)
         return result
+
+    def accept(
+        self,
+        messages: Sequence[Message],
+        result: ChatResult,
+        *,
+        schema: JsonSchema | None = None,
+        params: ChatParams | None = None,
+    ) -> None:
+        """Mark ``result``, the reply to this request, as accepted by the caller's checks: a
+        response cache keeps it for the same request; a model without one keeps nothing."""
+        return None
 
     @abstractmethod
     def _chat(

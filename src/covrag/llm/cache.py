@@ -1,10 +1,16 @@
 """A persistent response cache: the same call to the same model is answered from disk.
 
-Keys are the SHA-256 of the backend, the model, the messages, the JSON schema and the sampling
-parameters, so a cached answer is only reused for exactly the same request. The store is one
-SQLite file in WAL mode with a busy timeout: several processes (a bench and a ``covrag plan`` at
-the same time) can read and write it safely, and every write is one atomic transaction, so an
-interrupted run never leaves a half-written entry.
+Keys are the SHA-256 of everything that changes the answer: the backend, its endpoint (an HTTP
+backend's base URL), the model, whether the schema constrains decoding, the messages, the JSON
+schema and every sampling parameter, so a cached answer is only reused for exactly the same
+request to the same server. Only *accepted* replies are kept: a plain call's complete reply, or a
+structured reply once it passed parsing, schema validation and the step's own check
+(:meth:`LLM.accept`); a reply that was rejected or cut off is asked again next time, so a broken
+endpoint never leaves replies that are replayed after it is fixed.
+
+The store is one SQLite file in WAL mode with a busy timeout: several processes (a bench and a
+``covrag plan`` at the same time, or ``covrag cache clear``) can read and write it safely, and
+every write is one atomic transaction, so an interrupted run never leaves a half-written entry.
 
 The same store keeps *memos*: results derived from cached replies (a decomposition's kept
 sub-questions) by key, so a rerun answered from the cache also skips the work done on the replies.
@@ -13,6 +19,8 @@ It is the only cache of LLM-derived results (:meth:`LLM.recall` / :meth:`LLM.rem
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -20,7 +28,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +37,9 @@ from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message, ca
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+#: Version of the request keys; 2 added the endpoint, the schema switch and every sampling
+#: parameter. Entries of older versions can never be hit and are dropped when a store is opened.
+SCHEMA_VERSION = 2
 
 
 def default_cache_dir() -> Path:
@@ -49,21 +60,65 @@ def request_key(
     messages: Sequence[Message],
     schema: JsonSchema | None,
     params: ChatParams,
+    *,
+    endpoint: str,
+    constrained: bool,
 ) -> str:
-    """SHA-256 of everything that determines the answer."""
+    """SHA-256 of everything that determines the answer.
+
+    Args:
+        backend: The backend's name (``openai``, ``local``).
+        model: The model it runs.
+        messages: The request.
+        schema: The JSON schema of the reply, if any.
+        params: Every sampling parameter.
+        endpoint: Where the model answers (:attr:`LLM.endpoint`).
+        constrained: Whether the backend decodes under the schema (:attr:`LLM.supports_schema`).
+    """
     payload = {
         "v": SCHEMA_VERSION,
         "backend": backend,
+        "endpoint": endpoint,
         "model": model,
+        "constrained": constrained,
         "messages": [m.to_dict() for m in messages],
         "schema": schema,
-        "params": {
-            "temperature": params.temperature,
-            "max_tokens": params.max_tokens,
-            "seed": params.seed,
-        },
+        "params": dataclasses.asdict(params),
     }
     return hashlib.sha256(canonical(payload).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEntries:
+    """The cached replies of one backend and model."""
+
+    backend: str
+    model: str
+    entries: int
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    """What a response cache holds (read in one transaction).
+
+    Attributes:
+        path: The database file.
+        entries: Cached replies.
+        memos: Results derived from replies (:meth:`LLM.remember`).
+        bytes: Size on disk (the database and its write-ahead log).
+        oldest: When the oldest reply was stored (Unix seconds; None when empty).
+        newest: When the newest reply was stored.
+        models: The replies by backend and model, most first.
+    """
+
+    path: Path
+    entries: int
+    memos: int
+    bytes: int
+    oldest: float | None
+    newest: float | None
+    models: tuple[ModelEntries, ...]
 
 
 class ResponseCache:
@@ -93,6 +148,32 @@ class ResponseCache:
             "CREATE TABLE IF NOT EXISTS memos ("
             " key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
         )
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Drop replies stored under older request keys (they can never be hit, and version 1
+        kept replies no step had accepted)."""
+        (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        if version >= SCHEMA_VERSION:
+            return
+        with self._transaction():
+            (version,) = self._db.execute("PRAGMA user_version").fetchone()
+            if version < SCHEMA_VERSION:
+                self._db.execute("DELETE FROM responses")
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @contextlib.contextmanager
+    def _transaction(self, mode: str = "IMMEDIATE") -> Iterator[None]:
+        """One transaction (``IMMEDIATE`` takes the write lock at once; ``DEFERRED`` reads a
+        consistent snapshot)."""
+        with self._lock:
+            self._db.execute(f"BEGIN {mode}")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def get(self, key: str) -> ChatResult | None:
         with self._lock:
@@ -152,6 +233,46 @@ class ResponseCache:
             rows = self._db.execute("SELECT key FROM memos ORDER BY key").fetchall()
         return [str(key) for (key,) in rows]
 
+    def stats(self) -> CacheStats:
+        """What the cache holds, read in one consistent snapshot."""
+        with self._transaction("DEFERRED"):
+            entries, oldest, newest = self._db.execute(
+                "SELECT COUNT(*), MIN(created), MAX(created) FROM responses"
+            ).fetchone()
+            (memos,) = self._db.execute("SELECT COUNT(*) FROM memos").fetchone()
+            rows = self._db.execute(
+                "SELECT backend, model, COUNT(*), SUM(LENGTH(key) + LENGTH(result))"
+                " FROM responses GROUP BY backend, model ORDER BY COUNT(*) DESC, backend, model"
+            ).fetchall()
+        files = (self.path, Path(f"{self.path}-wal"))
+        size = sum(f.stat().st_size for f in files if f.exists())
+        models = tuple(ModelEntries(str(b), str(m), int(n), int(z or 0)) for b, m, n, z in rows)
+        return CacheStats(self.path, int(entries), int(memos), size, oldest, newest, models)
+
+    def clear(self, *, older_than: float | None = None, model: str | None = None) -> int:
+        """Remove replies (and memos) in one atomic transaction; returns how many replies went.
+
+        Args:
+            older_than: Only what was stored more than this many seconds ago.
+            model: Only the replies of this model (memos, which belong to no model, stay).
+        """
+        where: list[str] = ["1 = 1"]
+        args: list[float | str] = []
+        if older_than is not None:
+            where.append("created < ?")
+            args.append(time.time() - older_than)
+        memo_where = " AND ".join(where)
+        if model is not None:
+            where.append("model = ?")
+            args.append(model)
+        with self._transaction():
+            removed = self._db.execute(
+                f"DELETE FROM responses WHERE {' AND '.join(where)}", args
+            ).rowcount
+            if model is None:
+                self._db.execute(f"DELETE FROM memos WHERE {memo_where}", args)
+        return int(removed)
+
     def __len__(self) -> int:
         with self._lock:
             (count,) = self._db.execute("SELECT COUNT(*) FROM responses").fetchone()
@@ -165,8 +286,9 @@ class ResponseCache:
 class CachedLLM(LLM):
     """Any :class:`LLM` behind a :class:`ResponseCache`.
 
-    Only complete answers are cached (``finish_reason`` other than ``length``), so a call that ran
-    out of tokens is retried next time rather than replayed.
+    A request seen before is answered from the cache; a new one goes to the model, and its reply
+    is kept only once accepted (:meth:`LLM.accept`): at once for a plain call whose reply is
+    complete (``finish_reason`` other than ``length``), after its checks for a structured one.
     """
 
     def __init__(self, inner: LLM, cache: ResponseCache) -> None:
@@ -174,19 +296,43 @@ class CachedLLM(LLM):
         self.inner = inner
         self.cache = cache
         self.backend = inner.backend
+        self.endpoint = inner.endpoint
         self.supports_schema = inner.supports_schema
+
+    def _key(
+        self, messages: Sequence[Message], schema: JsonSchema | None, params: ChatParams
+    ) -> str:
+        inner = self.inner
+        return request_key(
+            inner.backend,
+            inner.model,
+            messages,
+            schema,
+            params,
+            endpoint=inner.endpoint,
+            constrained=inner.supports_schema,
+        )
 
     def _chat(
         self, messages: list[Message], schema: JsonSchema | None, params: ChatParams
     ) -> ChatResult:
-        key = request_key(self.inner.backend, self.inner.model, messages, schema, params)
-        hit = self.cache.get(key)
+        hit = self.cache.get(self._key(messages, schema, params))
         if hit is not None:
             return hit
-        result = self.inner.chat(messages, schema=schema, params=params)
-        if result.finish_reason != "length":
-            self.cache.put(key, self.inner.backend, result)
-        return result
+        return self.inner.chat(messages, schema=schema, params=params, provisional=True)
+
+    def accept(
+        self,
+        messages: Sequence[Message],
+        result: ChatResult,
+        *,
+        schema: JsonSchema | None = None,
+        params: ChatParams | None = None,
+    ) -> None:
+        if result.cached:
+            return
+        key = self._key(messages, schema, params or self.params)
+        self.cache.put(key, self.inner.backend, result)
 
     def recall(self, key: str) -> Any:
         return self.cache.get_memo(key)

@@ -2,22 +2,34 @@
 
 The base URL, key and model come from the arguments or the environment (``COVRAG_LLM_BASE_URL``
 or ``OPENAI_BASE_URL``, ``COVRAG_LLM_API_KEY`` or ``OPENAI_API_KEY``, ``COVRAG_LLM_MODEL``).
-Each request has a timeout; rate limits (429), server errors (5xx), timeouts and connection
-errors are retried a bounded number of times with exponential backoff (honouring a server's
-``Retry-After`` up to the backoff cap); anything else fails at once with the server's message.
+
+Retries are the SDK's own: 408, 409, 429, 5xx, timeouts and connection errors are retried
+``max_retries`` times with exponential backoff and jitter (0.5 s doubling up to 8 s), honouring a
+server's ``Retry-After`` up to two minutes; anything else fails at once. Each attempt has the
+SDK's ``timeout``, but a timeout bounds each network operation, not the whole reply (a server
+that drips one byte at a time never trips it), so every call also has an overall ``deadline``:
+the request runs in a worker thread, and the caller gets an error when the deadline passes.
+Whatever goes wrong (the deadline, an error status, a reply that is not a chat completion) ends
+as one :class:`~covrag.errors.LLMError` that names the endpoint.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from covrag.errors import ConfigError, LLMError, MissingExtraError
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message, response_format
 
 logger = logging.getLogger(__name__)
+
+#: Statuses the SDK retries (besides timeouts and connection errors).
+RETRIED_STATUSES = (408, 409, 429)
 
 
 def _env(*names: str) -> str | None:
@@ -26,6 +38,22 @@ def _env(*names: str) -> str | None:
         if value:
             return value
     return None
+
+
+class _Abandoned(Exception):
+    """Raised inside a worker whose caller stopped waiting: ends the SDK's remaining retries."""
+
+
+@dataclass
+class _Call:
+    """One call's worker: its attempts so far, what the last one got, and how it ended."""
+
+    attempts: int = 0
+    last: str = "no reply"
+    abandoned: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    response: Any = None
+    error: BaseException | None = None
 
 
 class OpenAIChat(LLM):
@@ -37,10 +65,11 @@ class OpenAIChat(LLM):
             ``$OPENAI_BASE_URL``; the SDK's default when neither is set).
         api_key: Key (default ``$COVRAG_LLM_API_KEY`` or ``$OPENAI_API_KEY``; local servers
             accept any, so ``"none"`` when unset).
-        timeout: Seconds per request.
-        max_retries: Retries after the first attempt on 429 / 5xx / timeouts / connection errors.
-        backoff: First wait in seconds; doubles each retry.
-        max_backoff: Longest wait between attempts.
+        timeout: Seconds each network operation of an attempt may wait (the SDK's timeout).
+        max_retries: Retries after the first attempt on 408 / 409 / 429 / 5xx / timeouts /
+            connection errors (the SDK's retries, with its backoff).
+        deadline: Seconds a whole call may take, retries and their waits included (default:
+            twice ``timeout``).
         json_schema: Send the schema as ``response_format`` (structured outputs); turn off for
             servers that reject it (the reply is then only validated).
         params: Default sampling parameters.
@@ -56,8 +85,7 @@ class OpenAIChat(LLM):
         api_key: str | None = None,
         timeout: float = 60.0,
         max_retries: int = 3,
-        backoff: float = 1.0,
-        max_backoff: float = 30.0,
+        deadline: float | None = None,
         json_schema: bool = True,
         params: ChatParams | None = None,
     ) -> None:
@@ -67,8 +95,9 @@ class OpenAIChat(LLM):
                 "the OpenAI-compatible backend needs a model: pass model=... or set "
                 "COVRAG_LLM_MODEL"
             )
-        if timeout <= 0 or max_retries < 0 or backoff < 0:
-            raise ConfigError("timeout must be > 0, max_retries and backoff >= 0")
+        deadline = 2 * timeout if deadline is None else deadline
+        if not (timeout > 0 and deadline > 0) or max_retries < 0:
+            raise ConfigError("timeout and deadline must be > 0, max_retries >= 0")
         super().__init__(model, params)
         try:
             import openai
@@ -79,13 +108,21 @@ class OpenAIChat(LLM):
         key = api_key or _env("COVRAG_LLM_API_KEY", "OPENAI_API_KEY") or "none"
         self.timeout = timeout
         self.max_retries = max_retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
+        self.deadline = deadline
         self.supports_schema = json_schema
-        # Retries are ours (bounded, logged, counted), not the SDK's.
+        self._local = threading.local()
+        hooks: dict[str, list[Callable[[Any], None]]] = {
+            "request": [self._on_request],
+            "response": [self._on_response],
+        }
         self._client = openai.OpenAI(
-            base_url=self.base_url, api_key=key, timeout=timeout, max_retries=0
+            base_url=self.base_url,
+            api_key=key,
+            timeout=timeout,
+            max_retries=max_retries,
+            http_client=openai.DefaultHttpxClient(event_hooks=hooks),
         )
+        self.endpoint = str(self._client.base_url).rstrip("/")
 
     def _request(
         self, messages: list[Message], schema: JsonSchema | None, params: ChatParams
@@ -104,41 +141,92 @@ class OpenAIChat(LLM):
     def _chat(
         self, messages: list[Message], schema: JsonSchema | None, params: ChatParams
     ) -> ChatResult:
-        openai = self._openai
-        request = self._request(messages, schema, params)
-        retryable = (
-            openai.RateLimitError,
-            openai.InternalServerError,
-            openai.APITimeoutError,
-            openai.APIConnectionError,
-        )
         started = time.perf_counter()
-        for attempt in range(self.max_retries + 1):
-            try:
-                response = self._client.chat.completions.create(**request)
-                break
-            except retryable as exc:
-                if attempt == self.max_retries:
-                    raise LLMError(
-                        f"{self.describe()} at {self.base_url or 'the default endpoint'} still "
-                        f"failing after {attempt + 1} attempts: {_describe_error(exc)}"
-                    ) from exc
-                wait = self._wait(attempt, exc)
-                logger.warning(
-                    "%s: %s; retry %d of %d in %.1f s",
-                    self.describe(),
-                    _describe_error(exc),
-                    attempt + 1,
-                    self.max_retries,
-                    wait,
-                )
-                self.usage.add_retry()
-                time.sleep(wait)
-            except openai.APIStatusError as exc:
-                raise LLMError(
-                    f"{self.describe()} refused the request: {_describe_error(exc)}"
-                ) from exc
-        choice = response.choices[0]
+        call = _Call()
+        request = self._request(messages, schema, params)
+        worker = threading.Thread(
+            target=self._work, args=(call, request), name="covrag-openai-call", daemon=True
+        )
+        worker.start()
+        try:
+            finished = call.done.wait(self.deadline)
+        finally:
+            if not call.done.is_set():
+                # The worker is left to end on its own; its next attempt, if any, is refused.
+                call.abandoned.set()
+        if not finished:
+            raise LLMError(
+                f"{self._where()} gave no complete reply within the {self.deadline:g} s "
+                f"deadline ({call.attempts} attempt(s), {self.timeout:g} s timeout each); "
+                "raise deadline= or timeout= for a slow server"
+            )
+        if call.error is not None:
+            raise self._failure(call, call.error) from call.error
+        return self._result(call.response, started)
+
+    def _work(self, call: _Call, request: dict[str, Any]) -> None:
+        """The SDK call (with its retries), run in a worker thread."""
+        self._local.call = call
+        try:
+            call.response = self._client.chat.completions.with_raw_response.create(**request)
+        except BaseException as exc:  # handed to the caller, who raises it as an LLMError
+            call.error = exc
+        finally:
+            call.done.set()
+
+    def _on_request(self, request: Any) -> None:
+        call: _Call | None = getattr(self._local, "call", None)
+        if call is None:
+            return
+        if call.abandoned.is_set():
+            raise _Abandoned(f"{self._where()}: the caller stopped waiting")
+        call.attempts += 1
+        if call.attempts > 1:
+            self.usage.add_retry()
+            logger.warning(
+                "%s: %s; retry %d of %d",
+                self._where(),
+                call.last,
+                call.attempts - 1,
+                self.max_retries,
+            )
+        call.last = "no reply (a timeout or a connection error)"
+
+    def _on_response(self, response: Any) -> None:
+        call: _Call | None = getattr(self._local, "call", None)
+        if call is not None:
+            call.last = f"HTTP {response.status_code}"
+
+    def _failure(self, call: _Call, exc: BaseException) -> LLMError:
+        """The one error a failed call ends with."""
+        openai = self._openai
+        retried = isinstance(exc, openai.APIConnectionError) or (
+            isinstance(exc, openai.APIStatusError)
+            and (exc.status_code in RETRIED_STATUSES or exc.status_code >= 500)
+        )
+        if retried:
+            message = f"still failing after {call.attempts} attempts: {_describe_error(exc)}"
+        elif isinstance(exc, openai.APIStatusError):
+            message = f"refused the request: {_describe_error(exc)}"
+        else:
+            message = f"failed: {_describe_error(exc)}"
+        return LLMError(f"{self._where()} {message}")
+
+    def _result(self, raw: Any, started: float) -> ChatResult:
+        """The chat result in a raw SDK response; an LLMError when it is not a chat completion."""
+        content_type = raw.headers.get("content-type", "no content-type")
+        try:
+            response = raw.parse()
+        except Exception as exc:  # the SDK gives a JSONDecodeError, a pydantic error, ...
+            raise self._bad_reply(f"a body that is not JSON ({content_type})", raw) from exc
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list):
+            raise self._bad_reply(f"a reply that is not a chat completion ({content_type})", raw)
+        if not choices:
+            raise self._bad_reply("a chat completion without choices", raw)
+        choice = choices[0]
+        if choice.message is None:
+            raise self._bad_reply("a choice without a message", raw)
         usage = response.usage
         return ChatResult(
             text=choice.message.content or "",
@@ -149,22 +237,22 @@ class OpenAIChat(LLM):
             seconds=time.perf_counter() - started,
         )
 
-    def _wait(self, attempt: int, exc: Exception) -> float:
-        wait = self.backoff * (2**attempt)
-        response = getattr(exc, "response", None)
-        header = response.headers.get("retry-after") if response is not None else None
-        if header:
-            try:
-                wait = max(wait, float(header))
-            except ValueError:
-                pass
-        return float(min(wait, self.max_backoff))
+    def _bad_reply(self, what: str, raw: Any) -> LLMError:
+        try:
+            body = raw.http_response.text
+        except Exception:  # an undecodable body: show nothing of it
+            body = ""
+        shown = " ".join(body.split())[:200]
+        return LLMError(f"{self._where()} answered with {what}: {shown!r}")
+
+    def _where(self) -> str:
+        return f"{self.describe()} at {self.endpoint}"
 
     def describe(self) -> str:
         return f"openai:{self.model}"
 
 
-def _describe_error(exc: Exception) -> str:
+def _describe_error(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
     message = str(exc).strip() or name

@@ -126,7 +126,7 @@ def chat_json(
             call = dataclasses.replace(
                 base, temperature=max(base.temperature, retry_temperature), seed=base.seed + attempt
             )
-        result = llm.chat(conversation, schema=schema, params=call)
+        result = llm.chat(conversation, schema=schema, params=call, provisional=True)
         results.append(result)
         try:
             if result.finish_reason == "length" and not _complete_json(result.text):
@@ -141,6 +141,7 @@ def chat_json(
                 llm.usage.add_retry()
                 conversation = with_feedback(messages, problem)
             continue
+        llm.accept(conversation, result, schema=schema, params=call)  # only now cached
         return Structured(checked, attempt + 1, tuple(results))
     raise StructuredOutputError(task, failures)
 
