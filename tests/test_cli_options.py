@@ -33,7 +33,7 @@ def test_every_command_is_registered_once() -> None:
     (sub,) = [a for a in parser._subparsers._group_actions]  # type: ignore[union-attr]
     assert list(sub.choices) == [  # type: ignore[attr-defined]
         "select", "eval", "bench", "demo", "fit", "train", "qrels", "index", "search",
-        "datasets", "serve", "report", "plan", "ask", "eval-answers",
+        "datasets", "serve", "report", "plan", "ask", "eval-answers", "cache",
     ]  # fmt: skip
 
 

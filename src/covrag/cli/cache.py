@@ -42,14 +42,12 @@ def register(sub: Subparsers) -> None:
 
 
 def _add_path(parser: argparse.ArgumentParser) -> None:
-    from covrag.llm.cache import default_cache_path
-
     parser.add_argument(
         "--cache",
         type=Path,
         default=None,
-        help=f"the cache file (default: {default_cache_path()}, from $COVRAG_CACHE_DIR, "
-        "$XDG_CACHE_HOME or ~/.cache)",
+        help="the cache file (default: llm-cache.sqlite in $COVRAG_CACHE_DIR, else in "
+        "$XDG_CACHE_HOME/covrag, else in ~/.cache/covrag)",
     )
 
 
