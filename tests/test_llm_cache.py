@@ -148,13 +148,16 @@ def test_a_reply_the_check_rejects_is_not_cached(tmp_path: Path) -> None:
     inner = ScriptedLLM(['{"n": 0}', '{"n": 2}'])
     llm = CachedLLM(inner, cache)
     result = chat_json(llm, [user("n?")], SCHEMA, task="n", check=positive, retries=1)
-    assert result.value == 2 and len(cache) == 1
-    # The first request's rejected reply was not kept: a rerun asks the model again for it, and
-    # the retry (another request) is answered from the cache.
-    again = ScriptedLLM(['{"n": 0}'])
+    assert result.value == 2 and result.attempts == 2
+    # The accepted reply is kept for the retry's request and for the first request; the
+    # rejected one is kept for neither, so a rerun repeats the accepted answer at once.
+    assert len(cache) == 2
+    again = ScriptedLLM([])
     rerun = CachedLLM(again, cache)
-    assert chat_json(rerun, [user("n?")], SCHEMA, task="n", check=positive, retries=1).value == 2
-    assert again.usage.calls == 1 and rerun.usage.cached_calls == 1
+    repeated = chat_json(rerun, [user("n?")], SCHEMA, task="n", check=positive, retries=1)
+    assert repeated.value == 2 and repeated.attempts == 1
+    assert again.usage.calls == 0 and rerun.usage.cached_calls == 1
+    assert all(r.text != '{"n": 0}' for r in repeated.results)
 
 
 def test_a_whole_reply_padded_to_the_token_limit_is_cached_once_accepted(tmp_path: Path) -> None:

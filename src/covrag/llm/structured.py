@@ -141,7 +141,11 @@ def chat_json(
                 llm.usage.add_retry()
                 conversation = with_feedback(messages, problem)
             continue
-        llm.accept(conversation, result, schema=schema, params=call)  # only now cached
+        # Only an accepted reply is cached: for its own request, and for the one that started
+        # the exchange, so that a rerun repeats the accepted answer without asking again.
+        llm.accept(conversation, result, schema=schema, params=call)
+        if attempt:
+            llm.accept(messages, result, schema=schema, params=base)
         return Structured(checked, attempt + 1, tuple(results))
     raise StructuredOutputError(task, failures)
 
