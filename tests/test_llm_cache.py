@@ -13,6 +13,7 @@ from covrag.cli import main
 from covrag.errors import StructuredOutputError
 from covrag.llm import CachedLLM, ChatParams, ChatResult, ResponseCache, chat_json, user
 from covrag.llm.cache import request_key
+from covrag.schema.llm import reply_model
 from llm_support import ScriptedLLM
 
 
@@ -112,11 +113,7 @@ def test_several_processes_share_one_cache(tmp_path: Path) -> None:
     assert mode == "wal"
 
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"n": {"type": "integer"}},
-    "required": ["n"],
-}
+NUMBER = reply_model("Number", n=int)
 
 
 def test_rejected_structured_replies_are_not_cached(tmp_path: Path) -> None:
@@ -125,36 +122,36 @@ def test_rejected_structured_replies_are_not_cached(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
     broken = CachedLLM(ScriptedLLM(["<html>", '{"n": "x"}', "{}"]), ResponseCache(path))
     with pytest.raises(StructuredOutputError):
-        chat_json(broken, [user("n?")], SCHEMA, task="n", retries=2)
+        chat_json(broken, [user("n?")], NUMBER, task="n", retries=2)
     assert len(ResponseCache(path)) == 0
     fixed_inner = ScriptedLLM(['{"n": 1}'])
     fixed = CachedLLM(fixed_inner, ResponseCache(path))
-    assert chat_json(fixed, [user("n?")], SCHEMA, task="n", retries=2).value == {"n": 1}
+    assert chat_json(fixed, [user("n?")], NUMBER, task="n", retries=2).value.n == 1
     assert fixed_inner.usage.calls == 1 and len(ResponseCache(path)) == 1
     # A rerun replays the accepted reply without calling the model.
     rerun_inner = ScriptedLLM([])
     rerun = CachedLLM(rerun_inner, ResponseCache(path))
-    assert chat_json(rerun, [user("n?")], SCHEMA, task="n").value == {"n": 1}
+    assert chat_json(rerun, [user("n?")], NUMBER, task="n").value.n == 1
     assert rerun_inner.usage.calls == 0 and rerun.usage.cached_calls == 1
 
 
 def test_a_reply_the_check_rejects_is_not_cached(tmp_path: Path) -> None:
     def positive(value: Any) -> int:
-        if value["n"] <= 0:
+        if value.n <= 0:
             raise ValueError("n must be positive")
-        return int(value["n"])
+        return int(value.n)
 
     cache = ResponseCache(tmp_path / "c.sqlite")
     inner = ScriptedLLM(['{"n": 0}', '{"n": 2}'])
     llm = CachedLLM(inner, cache)
-    result = chat_json(llm, [user("n?")], SCHEMA, task="n", check=positive, retries=1)
+    result = chat_json(llm, [user("n?")], NUMBER, task="n", check=positive, retries=1)
     assert result.value == 2 and result.attempts == 2
     # The accepted reply is kept for the retry's request and for the first request; the
     # rejected one is kept for neither, so a rerun repeats the accepted answer at once.
     assert len(cache) == 2
     again = ScriptedLLM([])
     rerun = CachedLLM(again, cache)
-    repeated = chat_json(rerun, [user("n?")], SCHEMA, task="n", check=positive, retries=1)
+    repeated = chat_json(rerun, [user("n?")], NUMBER, task="n", check=positive, retries=1)
     assert repeated.value == 2 and repeated.attempts == 1
     assert again.usage.calls == 0 and rerun.usage.cached_calls == 1
     assert all(r.text != '{"n": 0}' for r in repeated.results)
@@ -168,7 +165,7 @@ def test_a_whole_reply_padded_to_the_token_limit_is_cached_once_accepted(tmp_pat
 
     cache = ResponseCache(tmp_path / "c.sqlite")
     llm = CachedLLM(Padded(['{"n": 4}' + "\n" * 10]), cache)
-    assert chat_json(llm, [user("n?")], SCHEMA, task="n", retries=0).value == {"n": 4}
+    assert chat_json(llm, [user("n?")], NUMBER, task="n", retries=0).value.n == 4
     assert len(cache) == 1
 
 

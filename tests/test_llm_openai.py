@@ -258,7 +258,7 @@ def test_the_default_deadline_is_twice_the_timeout(server: tuple[str, Script]) -
 def test_the_cache_keeps_only_accepted_replies_per_endpoint(tmp_path: Path) -> None:
     """A broken endpoint's rejected replies are not replayed after it is fixed, and one
     endpoint's replies are never served for another."""
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    schema = reply_model("Number", n=int)
     cache = tmp_path / "cache.sqlite"
     with scripted_server() as (url, script), scripted_server() as (other_url, other):
         script.replies = [(200, completion("<html>oops"), {}, 0.0)] * 3
@@ -269,15 +269,15 @@ def test_the_cache_keeps_only_accepted_replies_per_endpoint(tmp_path: Path) -> N
         # The endpoint is fixed: the model is asked again, and its valid reply is kept.
         script.replies = [(200, completion('{"n": 3}'), {}, 0.0)]
         fixed = CachedLLM(OpenAIChat("m", base_url=url), ResponseCache(cache))
-        assert chat_json(fixed, [user("a number")], schema, task="number").value == {"n": 3}
+        assert chat_json(fixed, [user("a number")], schema, task="number").value.n == 3
         assert len(script.requests) == 4 and len(ResponseCache(cache)) == 1
         again = CachedLLM(OpenAIChat("m", base_url=url), ResponseCache(cache))
-        assert chat_json(again, [user("a number")], schema, task="number").value == {"n": 3}
+        assert chat_json(again, [user("a number")], schema, task="number").value.n == 3
         assert len(script.requests) == 4 and again.usage.cached_calls == 1
         # The same model name at another endpoint is another model.
         other.replies = [(200, completion('{"n": 7}'), {}, 0.0)]
         elsewhere = CachedLLM(OpenAIChat("m", base_url=other_url), ResponseCache(cache))
-        assert chat_json(elsewhere, [user("a number")], schema, task="number").value == {"n": 7}
+        assert chat_json(elsewhere, [user("a number")], schema, task="number").value.n == 7
         assert len(other.requests) == 1
 
 
