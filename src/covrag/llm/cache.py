@@ -61,8 +61,8 @@ def request_key(
     schema: JsonSchema | None,
     params: ChatParams,
     *,
-    endpoint: str,
-    constrained: bool,
+    endpoint: str = "",
+    constrained: bool = True,
 ) -> str:
     """SHA-256 of everything that determines the answer.
 
@@ -72,7 +72,8 @@ def request_key(
         messages: The request.
         schema: The JSON schema of the reply, if any.
         params: Every sampling parameter.
-        endpoint: Where the model answers (:attr:`LLM.endpoint`).
+        endpoint: Where the model answers (:attr:`LLM.endpoint`; empty for a model in the
+            process).
         constrained: Whether the backend decodes under the schema (:attr:`LLM.supports_schema`).
     """
     payload = {
