@@ -54,6 +54,8 @@ def split_spec(spec: str) -> tuple[str, dict[str, Any]]:
     for keyword in call.keywords:
         if keyword.arg is None:
             raise ConfigError(f"parameters of {spec!r} must be given as name=value")
+        if keyword.arg in params:
+            raise ConfigError(f"parameter {keyword.arg!r} of {spec!r} is given twice")
         try:
             params[keyword.arg] = ast.literal_eval(keyword.value)
         except ValueError:

@@ -8,6 +8,7 @@ and the stages; the commands parse options, show progress and print results.
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 from collections.abc import Callable, Sequence
 
@@ -51,6 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def os_message(exc: OSError) -> str:
+    """One line for an operating-system error: the path and what went wrong with it."""
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno == errno.ENOSPC:
+        reason = "no space left on the device"
+    return f"{exc.filename}: {reason}" if exc.filename is not None else reason
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
@@ -65,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except FileNotFoundError as exc:
         err_console.print(f"[bold red]error:[/] no such file: {exc.filename}", highlight=False)
+        return 2
+    except OSError as exc:
+        err_console.print(f"[bold red]error:[/] {os_message(exc)}", highlight=False)
         return 2
     except KeyboardInterrupt:
         err_console.print("interrupted")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import types
 import typing
@@ -26,7 +27,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from covrag.errors import ConfigError
+from covrag.errors import ConfigError, CovragError
 from covrag.schema.runfile import parse_budget as budget_from_text
 from covrag.types import Budget, Topic
 
@@ -45,7 +46,8 @@ else:
 
 # Wide enough for bench tables when output goes to a file or a pipe.
 console = Console(width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True)
+# Errors are one line each (terminals wrap them; pipes and logs keep them whole).
+err_console = Console(stderr=True, soft_wrap=True)
 
 DEFAULT_LLM = "local"
 
@@ -154,9 +156,23 @@ def add_budget_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: The largest rank cutoff or passage budget (``k``) the CLI accepts: far above any pool, far
+#: below what would need an absurd allocation (a measure at k holds topics x k numbers).
+MAX_PASSAGES = 10_000
+#: The largest token budget (``tokens=``, ``RVC@T``) the CLI accepts.
+MAX_TOKENS = 100_000_000
+
+
+def _check_size(what: str, value: int | None, cap: int) -> None:
+    if value is not None and value > cap:
+        raise ConfigError(f"{what} {value} is too large (at most {cap:,})")
+
+
 def budget_from_args(k: int | None, tokens: int | None, default_k: int | None = 10) -> Budget:
     if k is None and tokens is None:
         return Budget(max_passages=default_k)
+    _check_size("--k", k, MAX_PASSAGES)
+    _check_size("--budget-tokens", tokens, MAX_TOKENS)
     try:
         return Budget(max_passages=k, max_tokens=tokens)
     except ValueError as exc:
@@ -164,13 +180,33 @@ def budget_from_args(k: int | None, tokens: int | None, default_k: int | None = 
 
 
 def parse_budget(spec: str) -> Budget:
-    """``k=10``, ``tokens=1024``, ``k=10,tokens=1024`` or ``all`` (the run file's reader)."""
+    """``k=10``, ``tokens=1024``, ``k=10,tokens=1024`` or ``all`` (the run file's reader); a
+    key given twice, or a size above :data:`MAX_PASSAGES` / :data:`MAX_TOKENS`, is refused."""
+    keys = [part.partition("=")[0].strip() for part in spec.split(",")]
+    for key in {k for k in keys if keys.count(k) > 1}:
+        raise ConfigError(f"budget {spec!r}: {key} is given twice")
     try:
         if not spec.strip():
             raise ValueError(f"budget {spec!r}: use k=N, tokens=N or k=N,tokens=N")
-        return budget_from_text(spec)
+        budget = budget_from_text(spec)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    _check_size(f"budget {spec!r}: k", budget.max_passages, MAX_PASSAGES)
+    _check_size(f"budget {spec!r}: tokens", budget.max_tokens, MAX_TOKENS)
+    return budget
+
+
+def check_measures(specs: Iterable[str]) -> None:
+    """Refuse measures whose cutoff or token budget is above :data:`MAX_PASSAGES` or
+    :data:`MAX_TOKENS` (before any work: a cutoff sizes the arrays the measures fill)."""
+    from covrag.evaluate import parse_measures
+
+    for measure in parse_measures(list(specs)):
+        at = getattr(measure, measure.at, None)
+        if isinstance(at, int):
+            tokens = measure.at == "budget"
+            cap = MAX_TOKENS if tokens else MAX_PASSAGES
+            _check_size(f"measure {measure!r}: {measure.at}", at, cap)
 
 
 # --- datasets and exclusions ---------------------------------------------------------------------
@@ -274,8 +310,37 @@ def aspect_sources(args: argparse.Namespace, names: Iterable[str]) -> dict[str, 
 
 
 def write_files(files: Mapping[Path, str]) -> None:
-    """Write every file (each atomically) once all are rendered: no half a result folder."""
-    from covrag.files import atomic_write_text
+    """Write every file once all are rendered, all or none (:func:`covrag.files.write_all`)."""
+    from covrag.files import write_all
 
-    for path, text in files.items():
-        atomic_write_text(path, text)
+    write_all(files)
+
+
+# --- inputs and outputs --------------------------------------------------------------------------
+
+
+def input_path(spec: str | os.PathLike[str] | None) -> Path | None:
+    """The file a dataset or corpus option reads (a path, or a bundled ``name:split``), if any."""
+    from covrag.data import resolve_dataset
+
+    if spec is None:
+        return None
+    if os.path.exists(spec):
+        return Path(spec)
+    try:
+        return resolve_dataset(spec)
+    except CovragError:
+        return None
+
+
+def check_outputs(
+    inputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
+    outputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
+    folders: Iterable[tuple[str, str | os.PathLike[str] | None]] = (),
+) -> None:
+    """Refuse, before any work, an output that is an input (dataset and corpus specs resolved
+    to their files; see :func:`covrag.files.check_outputs`)."""
+    from covrag.files import check_outputs as check
+
+    resolved = [(name, input_path(p) if isinstance(p, str) else p) for name, p in inputs]
+    check(resolved, outputs, folders)

@@ -16,6 +16,7 @@ from covrag.cli._common import (
     Subparsers,
     add_config_options,
     add_llm_args,
+    check_outputs,
     config_from_args,
     progress_bar,
 )
@@ -108,6 +109,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
     from covrag.llm import parse_llm
     from covrag.pipeline import STAGES, ask
 
+    check_outputs([("--corpus", args.corpus), ("--index", args.index)], [("--out", args.out)])
     config = config_from_args(AskConfig, args, ASK_OPTIONS)
     llm = parse_llm(args.llm, cache=not args.no_llm_cache)
     steps = len(STAGES) + 1 + 2 * args.passes
@@ -211,6 +213,8 @@ def run_eval_answers(args: argparse.Namespace, console: Console) -> int:
     from covrag.files import atomic_write_text
     from covrag.llm import parse_llm
 
+    inputs = [("--dataset", args.dataset), *(("runs", path) for path in args.runs)]
+    check_outputs(inputs, [("--out", args.out)])
     variants = load_variants(args.runs, all_passes=args.all_passes, dataset=args.dataset)
     judge = None
     if not args.no_llm:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 from collections.abc import Sequence
@@ -17,13 +18,15 @@ from covrag.cli._common import (
     add_config_options,
     add_prepare_args,
     aspect_sources,
+    check_measures,
+    check_outputs,
     config_from_args,
     load_topics,
     parse_budget,
     progress_bar,
     write_files,
 )
-from covrag.errors import ConfigError
+from covrag.errors import ConfigError, DataError
 from covrag.pipeline.config import BenchConfig
 from covrag.types import Budget, Topic
 
@@ -32,6 +35,9 @@ if TYPE_CHECKING:
 
 #: The BenchConfig fields that are ``covrag bench`` options (``--baseline`` is matched by prefix).
 BENCH_OPTIONS = ("measures", "exact", "seed", "n_resamples")
+
+#: What ``bench --out`` writes in its folder: a reused folder may hold only these.
+BENCH_ENTRIES = frozenset({"summary.json", "runs"})
 
 DEMO_DATASET = "argkp2021:dev"
 DEMO_SELECTORS = ["random", "topk", "mmr(lam=0.5)", "greedy-coverage", "expected-coverage"]
@@ -64,34 +70,16 @@ def register(sub: Subparsers) -> None:
 
 
 def run_bench_command(args: argparse.Namespace, console: Console) -> int:
-    from covrag.pipeline import build_methods, config_for, run_bench
-
-    topics = load_topics(args)
-    methods = build_methods(args.selectors, args.coverage, args.aspects)
+    check_outputs([("--dataset", args.dataset)], [], [("--out", args.out)])
+    if args.measures:
+        check_measures(args.measures)
     budgets = [parse_budget(b) for b in args.budgets]
-    baseline = None
-    if args.baseline:
-        baseline = next((m.name for m in methods if m.name.startswith(args.baseline)), None)
-        if baseline is None:
-            raise ConfigError(f"--baseline {args.baseline!r} matches none of the methods")
-    names = sorted({m.aspects for m in methods} - {"gold"})
-    sources = aspect_sources(args, names) if names else {}
-    config = config_for([m.selector for m in methods], args.relevance)
-    settings = config_from_args(BenchConfig, args, BENCH_OPTIONS, baseline=baseline)
-    with progress_bar(console) as progress:
-        task = progress.add_task(f"bench {args.dataset}", total=len(topics))
-        result = run_bench(
-            args.dataset,
-            topics,
-            methods,
-            budgets,
-            settings,
-            config=config,
-            progress=lambda _: progress.advance(task),
-            aspect_sources=sources,
-        )
-    if args.out:
-        _write_bench(result, args.out)
+    # The folder is staged first: an unwritable --out fails before the work, and a killed or
+    # failed bench leaves --out as it was.
+    with bench_folder(args.out) as folder:
+        result = _bench(args, budgets, console)
+        if folder is not None:
+            write_bench(result, folder)
     if args.json:
         summary = result.to_json()
         for row in summary["results"]:
@@ -103,6 +91,45 @@ def run_bench_command(args: argparse.Namespace, console: Console) -> int:
     if args.out and not args.json:
         console.print(f"wrote runs and summary.json to {args.out}")
     return 0
+
+
+def _bench(args: argparse.Namespace, budgets: list[Budget], console: Console) -> BenchResult:
+    from covrag.pipeline import build_methods, config_for, run_bench
+
+    topics = load_topics(args)
+    if not topics:
+        raise DataError("no topics to bench", path=args.dataset)
+    methods = build_methods(args.selectors, args.coverage, args.aspects)
+    baseline = None
+    if args.baseline:
+        baseline = next((m.name for m in methods if m.name.startswith(args.baseline)), None)
+        if baseline is None:
+            raise ConfigError(f"--baseline {args.baseline!r} matches none of the methods")
+    names = sorted({m.aspects for m in methods} - {"gold"})
+    sources = aspect_sources(args, names) if names else {}
+    config = config_for([m.selector for m in methods], args.relevance)
+    settings = config_from_args(BenchConfig, args, BENCH_OPTIONS, baseline=baseline)
+    with progress_bar(console) as progress:
+        task = progress.add_task(f"bench {args.dataset}", total=len(topics))
+        return run_bench(
+            args.dataset,
+            topics,
+            methods,
+            budgets,
+            settings,
+            config=config,
+            progress=lambda _: progress.advance(task),
+            aspect_sources=sources,
+        )
+
+
+def bench_folder(out: Path | None) -> contextlib.AbstractContextManager[Path | None]:
+    """The staged folder a bench writes into (renamed to ``out`` at the end), or nothing."""
+    from covrag.files import staged_folder
+
+    if out is None:
+        return contextlib.nullcontext()
+    return staged_folder(out, BENCH_ENTRIES)
 
 
 def bench_table(result: BenchResult, budget: Budget) -> Table:
@@ -154,18 +181,20 @@ def bench_table(result: BenchResult, budget: Budget) -> Table:
     return table
 
 
-def _write_bench(result: BenchResult, folder: Path) -> None:
+def write_bench(result: BenchResult, folder: Path) -> None:
+    """Write a bench's runs and its ``summary.json``, which lists the run files it covers
+    (``run_files``, relative to the folder; ``covrag report`` checks they are all there)."""
     from covrag.data.trec import format_run
 
-    files: dict[Path, str] = {
-        folder / "summary.json": json.dumps(result.to_json(), indent=2) + "\n",
-    }
+    files: dict[Path, str] = {}
     for row in result.results:
         slug = "".join(c if c.isalnum() or c in "-_=." else "_" for c in row.method)
         budget = str(row.budget).replace(",", "_")
         run = {s.query_id: s.passage_ids for s in row.selections}
         files[folder / "runs" / f"{slug}__{budget}.trec"] = format_run(run, tag=row.method)
-    # Render everything first, then write: an error never leaves half a result folder.
+    summary = result.to_json()
+    summary["run_files"] = [path.relative_to(folder).as_posix() for path in files]
+    files[folder / "summary.json"] = json.dumps(summary, indent=2) + "\n"
     write_files(files)
 
 
@@ -173,6 +202,7 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
     """A bench on ArgKP dev that a newcomer can read, and one selection traced step by step."""
     from covrag.data import load_dataset
 
+    check_outputs([], [], [("--out", args.out)])
     topics = load_dataset(DEMO_DATASET)
     console.rule("[bold]covrag demo[/]")
     console.print(
@@ -194,7 +224,9 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
         "exact @ gold is the most key points any 10 arguments can cover: headroom is how far "
         "each method is from it on StRecall@10."
     )
-    _write_bench(result, args.out)
+    with bench_folder(args.out) as folder:
+        assert folder is not None
+        write_bench(result, folder)
     console.print(f"\nRuns and summary.json written to {args.out}/")
     return 0
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import Subparsers, add_exclude_args, load_topics
+from covrag.cli._common import Subparsers, add_exclude_args, check_measures, load_topics
 
 
 def register(sub: Subparsers) -> None:
@@ -32,6 +32,7 @@ def run_eval(args: argparse.Namespace, console: Console) -> int:
     from covrag.evaluate import Judgments, evaluate
     from covrag.tokens import with_token_costs
 
+    check_measures(args.measures)
     topics = load_topics(args)
     measures = list(args.measures)
     if args.exclude_aspects and not any(m.lower().startswith("excl") for m in measures):

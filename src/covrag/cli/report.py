@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from covrag.cli._common import Subparsers
+from covrag.cli._common import Subparsers, check_outputs
 
 
 def register(sub: Subparsers) -> None:
@@ -28,6 +28,8 @@ def register(sub: Subparsers) -> None:
 def run_report(args: argparse.Namespace, console: Console) -> int:
     from covrag.report import write_report
 
+    inputs = [("source", args.source), ("source", args.source / "summary.json")]
+    check_outputs(inputs, [("--out", args.out)])
     path = write_report(args.source, args.out)
     console.print(f"wrote {path}")
     return 0

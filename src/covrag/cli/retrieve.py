@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import Subparsers
+from covrag.cli._common import Subparsers, check_outputs
 
 _SHOWN_CHARS = 160  # display only: the table shows the start of long passages
 
@@ -37,6 +37,7 @@ def register(sub: Subparsers) -> None:
 def run_index(args: argparse.Namespace, console: Console) -> int:
     from covrag.retrieve import load_corpus, make_retriever
 
+    check_outputs([("--corpus", args.corpus)], [], [("--out", args.out)])
     started = time.perf_counter()
     passages = load_corpus(args.corpus)
     read_seconds = time.perf_counter() - started

@@ -17,6 +17,7 @@ from covrag.cli._common import (
     add_prepare_args,
     aspect_sources,
     budget_from_args,
+    check_outputs,
     load_topics,
     progress_iter,
     write_files,
@@ -57,6 +58,10 @@ def run_select(args: argparse.Namespace, console: Console) -> int:
     from covrag.report.runfile import run_file_record, topic_run_record
     from covrag.select import parse_selector
 
+    check_outputs(
+        [("--dataset", args.dataset)],
+        [("--out", args.out), ("--trace", args.trace), ("--run-json", args.run_json)],
+    )
     topics = load_topics(args)
     selector = parse_selector(args.selector)
     estimator = parse_estimator(args.coverage) if args.coverage else None

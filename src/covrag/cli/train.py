@@ -12,7 +12,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import Subparsers, field_default, progress_bar, progress_iter
+from covrag.cli._common import (
+    Subparsers,
+    check_outputs,
+    field_default,
+    progress_bar,
+    progress_iter,
+)
 from covrag.errors import ConfigError
 
 FEATURE_SET_NAMES = ("full", "m0", "no-atomic", "static")
@@ -145,6 +151,8 @@ def run_fit_lmvu(args: argparse.Namespace, console: Console) -> int:
     from covrag.train.lmvu import StateConfig
     from covrag.train.lmvu_run import FEATURE_SETS, check_weights, fit_lmvu_datasets
 
+    inputs = [("--dataset", name) for name in args.dataset]
+    check_outputs(inputs, [("--out", args.out)])
     weights = parse_dataset_weights(args.dataset_weight)
     check_weights(weights, args.dataset)
     datasets = {name: load_dataset(name) for name in args.dataset}
@@ -185,6 +193,7 @@ def run_qrels(args: argparse.Namespace, console: Console) -> int:
     from covrag.data import load_dataset
     from covrag.evaluate.qrels import coverage_qrels, topic_qrels, write_qrels
 
+    check_outputs([("--dataset", args.dataset)], [("--out", args.out)])
     topics = load_dataset(args.dataset)
     if args.coverage in (None, "gold"):
         qrels = topic_qrels(topics)
@@ -206,6 +215,9 @@ def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
     from covrag.train.coverage import TrainConfig
     from covrag.train.coverage_run import train_coverage, training_pairs
 
+    inputs = [("--datasets", name) for name in args.datasets]
+    inputs += [("--dev", name) for name in args.dev] + [("--base-model", args.base_model)]
+    check_outputs(inputs, [], [("--out", args.out), ("--onnx-out", args.onnx_out)])
     ratio = args.neg_ratio if args.neg_ratio > 0 else None
     options = {"neg_ratio": ratio, "limit_topics": args.limit_topics, "seed": args.seed}
     train = training_pairs(args.datasets, **options)

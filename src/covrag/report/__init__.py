@@ -57,15 +57,50 @@ def render_report(data: Any, path: str | None = None) -> str:
 
 
 def load_report_input(source: str | os.PathLike[str]) -> tuple[Any, str]:
-    """Decode a run file or bench summary; a bench output folder means its ``summary.json``."""
+    """Decode a run file or bench summary; a bench output folder means its ``summary.json``.
+
+    A bench summary that lists its run files (``run_files``) is refused unless every one of
+    them is in the folder beside it: a bench that did not finish is not reported as one.
+    """
     path = Path(source)
     if path.is_dir():
         path = path / "summary.json"
-    text = path.read_text(encoding="utf-8")
+    raw = path.read_bytes()
     try:
-        return json.loads(text), str(path)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(
+            f"not UTF-8: byte {exc.start} (0x{raw[exc.start]:02x})", path=str(path), line=line
+        ) from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"not valid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
+    except RecursionError:
+        raise DataError("not valid JSON: nested too deeply", path=str(path)) from None
+    if isinstance(data, dict) and "run_files" in data:
+        _check_run_files(data["run_files"], path)
+    return data, str(path)
+
+
+def _check_run_files(listed: Any, summary: Path) -> None:
+    """Every run file a bench summary lists exists beside it (relative paths inside it only)."""
+    if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+        raise DataError("must be a list of paths", path=str(summary), field="run_files")
+    missing = []
+    for name in listed:
+        relative = Path(name)
+        if relative.is_absolute() or ".." in relative.parts:
+            raise DataError(f"{name!r} is not inside the bench folder", path=str(summary))
+        if not (summary.parent / relative).is_file():
+            missing.append(name)
+    if missing:
+        raise DataError(
+            f"the bench is incomplete: {len(missing)} of its {len(listed)} run files are "
+            f"missing ({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''})",
+            path=str(summary),
+        )
 
 
 def write_report(source: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
