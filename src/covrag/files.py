@@ -20,7 +20,7 @@ import stat
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from covrag.errors import ConfigError
+from covrag.errors import ConfigError, DataError
 
 PathLike = str | os.PathLike[str]
 
@@ -112,6 +112,33 @@ def write_all(files: Mapping[Path, str]) -> None:
         raise
     for tmp, path in staged:
         _commit(tmp, path)
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+def iter_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each line of a UTF-8 text file (1-based numbers).
+
+    Raises:
+        DataError: bytes that are not UTF-8, naming the line and the byte offset in the file.
+        OSError: the file cannot be read (a folder, missing, unreadable).
+    """
+    offset = 0
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                at = offset + exc.start
+                raise DataError(
+                    f"not UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {at} "
+                    f"(column {exc.start + 1})",
+                    path=str(path),
+                    line=number,
+                ) from None
+            offset += len(raw)
+            yield number, text
 
 
 # --- outputs against inputs -------------------------------------------------------------------

@@ -27,7 +27,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from covrag.errors import ConfigError, CovragError
+from covrag.errors import ConfigError, CovragError, DataError
 from covrag.schema.runfile import parse_budget as budget_from_text
 from covrag.types import Budget, Topic
 
@@ -228,11 +228,13 @@ def add_exclude_args(parser: argparse.ArgumentParser) -> None:
 
 
 def load_topics(args: argparse.Namespace) -> list[Topic]:
-    """The dataset ``--dataset`` names, with ``--exclude-aspects`` applied."""
+    """The dataset ``--dataset`` names, with ``--exclude-aspects`` applied (never empty)."""
     from covrag.data import load_dataset
     from covrag.data.exclusion import exclude_aspects
 
     topics = load_dataset(args.dataset)
+    if not topics:
+        raise DataError("no topics: the dataset is empty", path=str(args.dataset))
     return exclude_aspects(topics, args.exclude_aspects, args.exclude_seed)
 
 

@@ -26,7 +26,7 @@ from covrag.cli._common import (
     progress_bar,
     write_files,
 )
-from covrag.errors import ConfigError, DataError
+from covrag.errors import ConfigError
 from covrag.pipeline.config import BenchConfig
 from covrag.types import Budget, Topic
 
@@ -97,8 +97,6 @@ def _bench(args: argparse.Namespace, budgets: list[Budget], console: Console) ->
     from covrag.pipeline import build_methods, config_for, run_bench
 
     topics = load_topics(args)
-    if not topics:
-        raise DataError("no topics to bench", path=args.dataset)
     methods = build_methods(args.selectors, args.coverage, args.aspects)
     baseline = None
     if args.baseline:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from covrag.errors import DataError
-from covrag.files import atomic_write_text
+from covrag.files import atomic_write_text, iter_lines
 from covrag.schema._base import read_model
 from covrag.schema.dataset import TopicLine
 from covrag.types import Topic
@@ -33,28 +33,36 @@ def iter_topics(path: str | os.PathLike[str]) -> Iterator[Topic]:
     """Yield the topics of a coverage JSONL file, validating each line.
 
     Raises:
-        DataError: on bad JSON, a missing or mistyped field, a duplicate passage, aspect or
-            query id, or a label naming an unknown aspect. The message names file, line and field.
+        DataError: on bytes that are not UTF-8 (naming the byte offset), bad JSON, a missing or
+            mistyped field, an id with whitespace, a duplicate passage, aspect or query id, or a
+            label naming an unknown aspect. The message names file, line and field.
     """
     name = str(path)
     seen: set[str] = set()
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                message = f"invalid JSON: {exc.msg} at column {exc.colno}"
-                raise DataError(message, path=name, line=number) from None
-            if not isinstance(record, dict):
-                raise DataError("each line must be a JSON object", path=name, line=number)
-            topic = read_model(TopicLine, record, path=name, line=number).to_topic()
-            if topic.query_id in seen:
-                message = f"duplicate query_id {topic.query_id!r}"
-                raise DataError(message, path=name, line=number, field="query_id")
-            seen.add(topic.query_id)
-            yield topic
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        record = decode_line(line, name, number)
+        if not isinstance(record, dict):
+            raise DataError("each line must be a JSON object", path=name, line=number)
+        topic = read_model(TopicLine, record, path=name, line=number).to_topic()
+        if topic.query_id in seen:
+            message = f"duplicate query_id {topic.query_id!r}"
+            raise DataError(message, path=name, line=number, field="query_id")
+        seen.add(topic.query_id)
+        yield topic
+
+
+def decode_line(line: str, path: str, number: int) -> Any:
+    """The JSON value of one line; bad JSON, or JSON nested too deeply to decode, is a
+    :class:`DataError` naming the file and line."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        message = f"invalid JSON: {exc.msg} at column {exc.colno}"
+        raise DataError(message, path=path, line=number) from None
+    except RecursionError:
+        raise DataError("invalid JSON: nested too deeply", path=path, line=number) from None
 
 
 def read_topics(path: str | os.PathLike[str]) -> list[Topic]:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from covrag.errors import DataError
-from covrag.files import atomic_write_text
+from covrag.files import atomic_write_text, iter_lines
 from covrag.types import Selection
 
 Run = dict[str, tuple[str, ...]]
@@ -19,61 +19,76 @@ def read_run(path: str | os.PathLike[str]) -> Run:
     (the order ir_measures and pyndeval use); the rank column is checked but not trusted.
 
     Raises:
-        DataError: a line without 6 columns, a non-numeric rank or score, or a passage listed
-            twice for one topic; the message names file, line and column.
+        DataError: bytes that are not UTF-8, a line without 6 columns, a non-numeric rank or
+            score, or a passage listed twice for one topic; the message names file, line and
+            column.
     """
     name = str(path)
     scored: dict[str, list[tuple[float, str]]] = {}
     seen: dict[str, set[str]] = {}
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != 6:
-                raise DataError(
-                    f"expected 6 columns 'qid Q0 docid rank score tag', got {len(parts)}",
-                    path=name,
-                    line=number,
-                )
-            query_id, _, doc_id, rank, score = parts[:5]
-            try:
-                int(rank)
-            except ValueError:
-                raise DataError(
-                    "rank must be an integer", path=name, line=number, field="rank"
-                ) from None
-            try:
-                value = float(score)
-            except ValueError:
-                raise DataError(
-                    "score must be a number", path=name, line=number, field="score"
-                ) from None
-            if math.isnan(value):
-                raise DataError("score is NaN", path=name, line=number, field="score")
-            docs = seen.setdefault(query_id, set())
-            if doc_id in docs:
-                raise DataError(
-                    f"passage {doc_id!r} appears twice for query {query_id!r}",
-                    path=name,
-                    line=number,
-                    field="docid",
-                )
-            docs.add(doc_id)
-            scored.setdefault(query_id, []).append((value, doc_id))
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        query_id, doc_id, value = _parse_line(line, name, number)
+        docs = seen.setdefault(query_id, set())
+        if doc_id in docs:
+            raise DataError(
+                f"passage {doc_id!r} appears twice for query {query_id!r}",
+                path=name,
+                line=number,
+                field="docid",
+            )
+        docs.add(doc_id)
+        scored.setdefault(query_id, []).append((value, doc_id))
     return {
         qid: tuple(doc for _, doc in sorted(items, key=lambda x: (-x[0], x[1])))
         for qid, items in scored.items()
     }
 
 
+def _parse_line(line: str, path: str, number: int) -> tuple[str, str, float]:
+    """The query id, passage id and score of one run line."""
+    parts = line.split()
+    if len(parts) != 6:
+        raise DataError(
+            f"expected 6 columns 'qid Q0 docid rank score tag', got {len(parts)}",
+            path=path,
+            line=number,
+        )
+    query_id, _, doc_id, rank, score = parts[:5]
+    try:
+        int(rank)
+    except ValueError:
+        raise DataError("rank must be an integer", path=path, line=number, field="rank") from None
+    try:
+        value = float(score)
+    except ValueError:
+        raise DataError("score must be a number", path=path, line=number, field="score") from None
+    if math.isnan(value):
+        raise DataError("score is NaN", path=path, line=number, field="score")
+    return query_id, doc_id, value
+
+
+def check_run_id(value: str, what: str) -> None:
+    """Refuse an id a TREC file cannot hold: empty, or with whitespace (columns are split on
+    it), so every run covrag writes, covrag reads back."""
+    if not value or any(c.isspace() for c in value):
+        raise DataError(f"{what} {value!r} cannot be written to a TREC file (empty or whitespace)")
+
+
 def format_run(run: Mapping[str, Sequence[str]], tag: str = "covrag") -> str:
-    """TREC run text with strictly decreasing scores, so every tool reads the same order."""
-    tag = tag.replace(" ", "_") or "covrag"
+    """TREC run text with strictly decreasing scores, so every tool reads the same order.
+
+    Raises:
+        DataError: a query or passage id that is empty or holds whitespace.
+    """
+    tag = "".join("_" if c.isspace() else c for c in tag) or "covrag"
     lines = []
     for query_id, docs in run.items():
+        check_run_id(query_id, "query id")
         n = len(docs)
         for rank, doc_id in enumerate(docs, start=1):
+            check_run_id(doc_id, "passage id")
             lines.append(f"{query_id} Q0 {doc_id} {rank} {n - rank + 1} {tag}\n")
     return "".join(lines)
 

@@ -28,6 +28,27 @@ def _non_empty(value: Any) -> str:
     return value
 
 
+#: The most tokens one passage may claim (far above any real passage; a bigger count is an error
+#: rather than an overflow in the selectors' arrays).
+MAX_PASSAGE_TOKENS = 1_000_000_000
+
+
+def _identifier(value: Any) -> str:
+    """An id: a non-empty string without whitespace (TREC run and qrels files split columns on
+    whitespace, so such an id would not read back)."""
+    text = _non_empty(value)
+    if any(c.isspace() for c in text):
+        raise ValueError(f"must not contain whitespace, got {text!r:.60}")
+    return text
+
+
+def _finite(value: Any) -> float | None:
+    result = number(value)
+    if result is not None and not math.isfinite(result):
+        raise ValueError(f"must be a finite number, got {result!r}")
+    return result
+
+
 def number(value: Any) -> float | None:
     """A JSON number as float (None stays None); booleans and strings are errors."""
     if value is None:
@@ -38,7 +59,7 @@ def number(value: Any) -> float | None:
 
 
 def _weight(value: Any) -> float | None:
-    weight = number(value)
+    weight = _finite(value)
     if weight is not None and not weight >= 0:
         raise ValueError("must be >= 0")
     return weight
@@ -50,6 +71,8 @@ def _tokens(value: Any) -> int | None:
         return None
     if not math.isfinite(tokens) or tokens < 0 or tokens != int(tokens):
         raise ValueError("must be a non-negative integer")
+    if tokens > MAX_PASSAGE_TOKENS:
+        raise ValueError(f"must be at most {MAX_PASSAGE_TOKENS:,}, got {tokens:g}")
     return int(tokens)
 
 
@@ -78,7 +101,8 @@ def _split(value: Any) -> str | None:
 
 
 NonEmpty = Annotated[str, BeforeValidator(_non_empty)]
-Number = Annotated[float | None, BeforeValidator(number)]
+Identifier = Annotated[str, BeforeValidator(_identifier)]
+Finite = Annotated[float | None, BeforeValidator(_finite)]
 AspectIds = Annotated[list[str], BeforeValidator(_aspect_ids)]
 
 
@@ -87,7 +111,7 @@ class AspectLine(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    id: NonEmpty
+    id: Identifier
     text: NonEmpty
     weight: Annotated[float | None, BeforeValidator(_weight)] = None
     vital: Annotated[bool, BeforeValidator(_flag)] = False
@@ -121,11 +145,11 @@ class PassageLine(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    id: NonEmpty
+    id: Identifier
     text: NonEmpty
     aspects: AspectIds = []
     non_aspects: AspectIds = []
-    score: Number = None
+    score: Finite = None
     tokens: Annotated[int | None, BeforeValidator(_tokens)] = None
 
     def to_passage(self) -> Passage:
@@ -143,7 +167,7 @@ class TopicLine(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    query_id: NonEmpty
+    query_id: Identifier
     query: NonEmpty
     split: Annotated[str | None, BeforeValidator(_split)] = None
     passages: list[PassageLine]
