@@ -1,0 +1,153 @@
+"""Fuzzing the readers of untrusted files (issue 14, item 10): whatever a dataset line, a TREC run
+or a run file holds, reading it gives records or a DataError, never another exception."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import topic_record
+from covrag.data import read_run, read_topics
+from covrag.errors import DataError
+from covrag.report import load_report_input, parse_run_file
+from covrag.types import Topic
+
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+
+scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _paths(record: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value inside a JSON record."""
+    found = [prefix]
+    if isinstance(record, dict):
+        for key, value in record.items():
+            found += _paths(value, (*prefix, key))
+    elif isinstance(record, list):
+        for i, value in enumerate(record):
+            found += _paths(value, (*prefix, i))
+    return found
+
+
+@st.composite
+def mutated(draw: st.DrawFn, base: Callable[[], Any]) -> Any:
+    """A valid record with one to three values replaced (or removed) anywhere inside it."""
+    record = base()
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(_paths(record)))
+        if not path:
+            return draw(json_values)
+        parent = record
+        for key in path[:-1]:
+            parent = parent[key]
+        if draw(st.booleans()) and isinstance(parent, dict):
+            parent.pop(path[-1], None)
+        else:
+            parent[path[-1]] = draw(json_values)
+    return record
+
+
+def _line(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+dataset_lines = st.lists(
+    mutated(topic_record).map(_line)
+    | st.just(_line(topic_record()))
+    | json_values.map(_line)
+    | st.binary(max_size=40),
+    min_size=1,
+    max_size=3,
+)
+
+
+def _read(data: bytes, reader: Callable[[Path], Any]) -> Any:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "input"
+        path.write_bytes(data)
+        try:
+            return reader(path)
+        except DataError:
+            return None
+
+
+@FUZZ
+@given(dataset_lines)
+def test_dataset_reader_gives_topics_or_a_data_error(lines: list[bytes]) -> None:
+    topics = _read(b"\n".join(lines) + b"\n", read_topics)
+    assert topics is None or all(isinstance(t, Topic) for t in topics)
+
+
+run_tokens = st.text(max_size=6) | st.sampled_from(["Q0", "1", "-2", "nan", "inf", "1e999", "x"])
+run_lines = st.lists(st.lists(run_tokens, min_size=0, max_size=7).map(" ".join), max_size=5)
+
+
+@FUZZ
+@given(run_lines, st.binary(max_size=20))
+def test_trec_run_reader_gives_a_run_or_a_data_error(lines: list[str], tail: bytes) -> None:
+    data = "\n".join(lines).encode("utf-8", "surrogatepass") + tail
+    run = _read(data, read_run)
+    assert run is None or all(isinstance(docs, tuple) for docs in run.values())
+
+
+def _run_file() -> dict[str, Any]:
+    steps = [{"passage_id": "p1", "score": 1.0, "newly_covered": ["a1"], "tokens": 4}]
+    return {
+        "covrag_run": 1,
+        "dataset": "d",
+        "selector": "greedy-coverage",
+        "coverage": "gold",
+        "budget": "k=2",
+        "topics": [
+            {
+                "query_id": "q1",
+                "query": "q?",
+                "aspects": [{"id": "a1", "text": "pollution"}],
+                "passages": [{"id": "p1", "text": "Cars pollute.", "tokens": 4, "score": 1.0}],
+                "coverage": {
+                    "passage_ids": ["p1"],
+                    "aspect_ids": ["a1"],
+                    "probs": [[1.0]],
+                    "threshold": 0.5,
+                    "source": "gold",
+                },
+                "selection": {
+                    "selector": "greedy-coverage",
+                    "budget": "k=2",
+                    "tokens_used": 4,
+                    "seconds": 0.0,
+                    "steps": steps,
+                },
+                "answer": {"sentences": [{"text": "Cars pollute.", "passage_ids": ["p1"]}]},
+            }
+        ],
+    }
+
+
+def _load_run_file(path: Path) -> Any:
+    data, where = load_report_input(path)
+    return parse_run_file(data, where)
+
+
+@FUZZ
+@given(mutated(_run_file).map(_line) | st.binary(max_size=60))
+def test_run_file_reader_gives_a_run_or_a_data_error(data: bytes) -> None:
+    _read(data, _load_run_file)
+
+
+def test_the_unmutated_run_file_reads() -> None:
+    run = _read(_line(_run_file()), _load_run_file)
+    assert run is not None and len(run.topics) == 1
