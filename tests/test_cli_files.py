@@ -149,6 +149,16 @@ def test_bench_never_replaces_a_folder_it_did_not_write(
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
+def test_bench_never_replaces_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for out in (".", str(tmp_path / ".." / tmp_path.name)):
+        assert main(bench(Path(out))) == 2
+        assert "current folder" in error_line(capsys)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_report_refuses_a_bench_folder_with_missing_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

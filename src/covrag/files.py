@@ -207,6 +207,8 @@ def _check_replaceable(folder: Path, own: frozenset[str]) -> None:
         return
     if folder.is_symlink() or not folder.is_dir():
         raise ConfigError(f"{folder}: exists and is not a folder")
+    if _inside(Path.cwd(), folder):
+        raise ConfigError(f"{folder}: holds the current folder; name a folder beside it")
     foreign = sorted(p.name for p in folder.iterdir() if p.name not in own)
     if foreign:
         shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
@@ -229,14 +231,14 @@ def staged_folder(folder: PathLike, own: Iterable[str]) -> Iterator[Path]:
         ConfigError: ``folder`` exists and is not such a result folder.
         OSError: naming ``folder`` when the temporary folder cannot be made.
     """
-    target = Path(folder)
-    _check_replaceable(target, frozenset(own))
+    _check_replaceable(Path(folder), frozenset(own))
+    target = Path(os.path.abspath(folder))  # "." and "x/.." name their folder
     tmp = _temporary(target, "tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp.mkdir()
     except OSError as exc:
-        raise _os_error(exc, target) from None
+        raise _os_error(exc, folder) from None
     try:
         yield tmp
         _swap(tmp, target)

@@ -200,8 +200,17 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
     """A bench on ArgKP dev that a newcomer can read, and one selection traced step by step."""
     from covrag.data import load_dataset
 
-    check_outputs([], [], [("--out", args.out)])
-    topics = load_dataset(DEMO_DATASET)
+    with bench_folder(args.out) as folder:  # staged first, as for bench
+        assert folder is not None
+        topics = load_dataset(DEMO_DATASET)
+        result = _demo_tour(topics, console)
+        write_bench(result, folder)
+    console.print(f"\nRuns and summary.json written to {args.out}/")
+    return 0
+
+
+def _demo_tour(topics: Sequence[Topic], console: Console) -> BenchResult:
+    """Print the demo's trace and bench table; return the bench."""
     console.rule("[bold]covrag demo[/]")
     console.print(
         f"Dataset [bold]{DEMO_DATASET}[/]: {len(topics)} debate topics; per topic about "
@@ -222,11 +231,7 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
         "exact @ gold is the most key points any 10 arguments can cover: headroom is how far "
         "each method is from it on StRecall@10."
     )
-    with bench_folder(args.out) as folder:
-        assert folder is not None
-        write_bench(result, folder)
-    console.print(f"\nRuns and summary.json written to {args.out}/")
-    return 0
+    return result
 
 
 def _demo_trace(topic: Topic, console: Console) -> None:
