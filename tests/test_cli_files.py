@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import signal
 import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -172,14 +174,17 @@ def test_report_refuses_a_bench_folder_with_missing_runs(
     assert not (tmp_path / "r.html").exists()
 
 
-def _covrag(*args: str) -> subprocess.Popen[bytes]:
+def _covrag(*args: str, limit: Callable[[], None] | None = None) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["COLUMNS"] = "1000"
     code = "import sys; from covrag.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.Popen(
         [sys.executable, "-c", code, *args],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        preexec_fn=limit,
     )
 
 
@@ -215,6 +220,32 @@ def test_a_killed_bench_leaves_the_older_bench_as_it_was(
     else:
         assert all(name.startswith(".bench.") for name in leftovers)
     assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
+    capsys.readouterr()
+
+
+def _file_size_limit(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_a_bench_that_cannot_write_everything_leaves_the_older_bench(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A disk that fills up while the bench writes (a file-size limit stands in for it)."""
+    out = tmp_path / "bench"
+    assert main(bench(out, "--no-exact")) == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    process = _covrag(*bench(out, "--budgets", "k=5", "k=10"), limit=_file_size_limit(4096))
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 2
+    lines = err.decode().strip().splitlines()
+    assert len(lines) == 1 and str(out / "summary.json") in lines[0] and ".tmp" not in lines[0]
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before
+    assert [p.name for p in tmp_path.iterdir()] == ["bench"]
     capsys.readouterr()
 
 

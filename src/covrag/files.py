@@ -242,6 +242,12 @@ def staged_folder(folder: PathLike, own: Iterable[str]) -> Iterator[Path]:
     try:
         yield tmp
         _swap(tmp, target)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        named = Path(str(exc.filename)) if exc.filename is not None else None
+        if named is not None and _inside(named, tmp):  # name the user's folder, not ours
+            raise _os_error(exc, Path(folder) / named.relative_to(tmp)) from None
+        raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
