@@ -1,4 +1,4 @@
-"""``covrag fit lmvu``, ``covrag train coverage`` and ``covrag qrels``.
+"""``covrag fit lmvu``, ``covrag train coverage|question-forms`` and ``covrag qrels``.
 
 The work itself is in :mod:`covrag.train.lmvu_run` and :mod:`covrag.train.coverage_run`; these
 commands parse the options, show progress and print what was fitted.
@@ -14,6 +14,8 @@ from rich.table import Table
 
 from covrag.cli._common import (
     Subparsers,
+    add_llm_args,
+    build_llm,
     check_outputs,
     field_default,
     progress_bar,
@@ -32,6 +34,7 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser("train", help="train a model")
     train = p.add_subparsers(dest="what", required=True, metavar="what")
     _add_train_coverage(train)
+    _add_train_question_forms(train)
 
     p = sub.add_parser("qrels", help="export diversity qrels (gold labels or a coverage matrix)")
     p.add_argument("--dataset", required=True, help="bundled name:split or coverage JSONL path")
@@ -128,6 +131,39 @@ def _add_train_coverage(train: Subparsers) -> None:
     )
     p.add_argument("--seed", type=int, default=field_default(TrainConfig, "seed"))
     p.set_defaults(run_command=run_train_coverage)
+
+
+def _add_train_question_forms(train: Subparsers) -> None:
+    p = train.add_parser(
+        "question-forms",
+        help="reword every aspect of labelled data as the neutral question it answers (LLM)",
+    )
+    p.add_argument(
+        "--datasets",
+        nargs="+",
+        required=True,
+        help="bundled name:split or JSONL paths; an aspect shared by several topics is "
+        "rewritten once",
+    )
+    p.add_argument("--out", required=True, type=Path, help="question-form JSONL to write")
+    add_llm_args(p)
+    p.set_defaults(run_command=run_train_question_forms)
+
+
+def run_train_question_forms(args: argparse.Namespace, console: Console) -> int:
+    from covrag.data import load_dataset
+    from covrag.train.question_form import write_question_forms
+
+    check_outputs([("--datasets", d) for d in args.datasets], [("--out", args.out)])
+    topics = [t for spec in args.datasets for t in load_dataset(spec)]
+    llm = build_llm(args.llm, args.no_llm_cache)
+    with progress_bar(console) as progress:
+        task = progress.add_task("rewording aspects", total=len(topics))
+        written = write_question_forms(
+            topics, llm, args.out, progress=lambda _: progress.advance(task)
+        )
+    console.print(f"{written} aspects of {len(topics)} topics written to {args.out}")
+    return 0
 
 
 def parse_dataset_weights(items: list[str]) -> dict[str, float]:

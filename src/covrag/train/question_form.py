@@ -1,0 +1,148 @@
+"""Question-form aspects: each labelled aspect rewritten as the neutral question it answers.
+
+The bundled datasets word their aspects as statements (ArgKP key points, Perspectrum perspective
+clusters), but ``covrag ask`` hands the coverage estimator LLM *sub-questions*. To train and
+measure the estimator on both forms, every aspect of the train and dev splits is rewritten once,
+by an LLM, as the question a person researching the topic would ask and to which the statement
+is one answer ("Car bans hurt shops in the centre" -> "How do car bans affect shops in city
+centres?"). Aspect ids stay the same, so the human labels carry over unchanged.
+
+The rewrites are checked (one question per statement, in order, a real question of 4-30 words
+that is not the statement itself) and written as JSONL (:mod:`covrag.data.question_forms` reads
+them); ``covrag train question-forms`` runs it, and the bundled ``questions.jsonl`` files were
+made with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from covrag.data.question_forms import read_question_forms
+from covrag.llm.base import LLM, ChatParams, system, user
+from covrag.llm.structured import chat_json
+from covrag.schema.llm import Reply, sized, with_fields
+from covrag.schema.question_form import QuestionFormLine
+from covrag.types import Topic
+
+logger = logging.getLogger(__name__)
+
+SYSTEM = "You rewrite the points people make in a debate as the neutral questions they answer."
+
+PROMPT = """Debate topic: {topic}
+
+Each numbered statement below is one point people make on this topic. For each statement, write
+the neutral question that it answers: the question someone researching the topic would ask, to
+which this statement is one possible answer. Each question must
+- name its subject (never "it" or "this"),
+- not take a side and not contain the statement's conclusion,
+- be short (at most 15 words) and end with "?".
+
+Example. Topic: "Cities should ban cars from their centres". Statement: "Car bans hurt shops in
+the centre". Question: "How do car bans affect shops in city centres?"
+
+Statements:
+{statements}
+
+Reply with JSON: {{"questions": [{{"n": 1, "question": "..."}}, ...]}}, one entry per statement,
+in the same order."""
+
+# Statements per request: small enough for a 1.5B model to keep the numbering straight.
+CHUNK = 8
+PARAMS = ChatParams(temperature=0.0, max_tokens=900, seed=0)
+
+
+class NumberedQuestion(Reply):
+    n: int
+    question: str
+
+
+class QuestionsReply(Reply):
+    questions: list[NumberedQuestion]
+
+
+def _reply_model(n: int) -> type[QuestionsReply]:
+    return with_fields(QuestionsReply, questions=sized(NumberedQuestion, n, n))
+
+
+def check_questions(statements: Sequence[str]) -> Callable[[QuestionsReply], list[str]]:
+    """The check of one reply: a usable question for every statement, in order."""
+
+    def check(value: QuestionsReply) -> list[str]:
+        items = value.questions
+        if [item.n for item in items] != list(range(1, len(statements) + 1)):
+            raise ValueError(f"number the questions 1 to {len(statements)}, one per statement")
+        questions = []
+        for item, statement in zip(items, statements, strict=True):
+            question = " ".join(item.question.split())
+            words = question.split()
+            if not question.endswith("?") or not 4 <= len(words) <= 30:
+                raise ValueError(f"question {item.n} must be a question of 4 to 30 words")
+            if question.rstrip("?").lower() == statement.rstrip(".").lower():
+                raise ValueError(f"question {item.n} repeats its statement")
+            questions.append(question)
+        return questions
+
+    return check
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def question_forms(topic: Topic, llm: LLM, retries: int = 3) -> list[QuestionFormLine]:
+    """Every aspect of ``topic`` rewritten as a question (one LLM request per chunk)."""
+    forms: list[QuestionFormLine] = []
+    for chunk in _chunks(topic.aspects, CHUNK):
+        statements = [a.text for a in chunk]
+        listing = "\n".join(f"{i}. {s}" for i, s in enumerate(statements, 1))
+        messages = [system(SYSTEM), user(PROMPT.format(topic=topic.query, statements=listing))]
+        reply = chat_json(
+            llm,
+            messages,
+            _reply_model(len(statements)),
+            task=f"question forms of {topic.query_id}",
+            check=check_questions(statements),
+            retries=retries,
+            params=PARAMS,
+        )
+        forms.extend(
+            QuestionFormLine(aspect_id=a.id, topic_id=topic.query_id, statement=a.text, question=q)
+            for a, q in zip(chunk, reply.value, strict=True)
+        )
+    return forms
+
+
+def write_question_forms(
+    topics: Iterable[Topic],
+    llm: LLM,
+    out: Path,
+    progress: Callable[[Topic], None] | None = None,
+) -> int:
+    """Rewrite every aspect of ``topics`` once (aspects shared by topics are rewritten with the
+    first) and write them to ``out``.
+
+    The work goes to ``OUT.partial`` a topic at a time, so an interrupted run resumes where it
+    stopped; ``out`` appears, complete, only once every aspect is rewritten. Returns the number
+    of aspects written.
+    """
+    partial = out.with_name(out.name + ".partial")
+    done = read_question_forms(partial) if partial.is_file() else {}
+    with partial.open("a", encoding="utf-8") as handle:
+        for topic in topics:
+            todo = tuple(a for a in topic.aspects if a.id not in done)
+            if todo:
+                forms = question_forms(dataclasses.replace(topic, aspects=todo), llm)
+                handle.write("".join(f.model_dump_json() + "\n" for f in forms))
+                handle.flush()
+                done.update((f.aspect_id, f) for f in forms)
+                logger.info("%s: %d question forms", topic.query_id, len(forms))
+            if progress is not None:
+                progress(topic)
+    os.replace(partial, out)
+    return len(done)

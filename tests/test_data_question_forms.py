@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from covrag.data import load_dataset
+from covrag.data.question_forms import as_questions, read_question_forms
+from covrag.errors import DataError
+
+
+def form(aspect_id: str, question: str = "How do uniforms affect bullying?") -> dict[str, str]:
+    return {"aspect_id": aspect_id, "topic_id": "t1", "statement": "x", "question": question}
+
+
+def write(path: Path, records: list[dict[str, str]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_question_forms_replace_aspect_texts_and_keep_ids_and_labels(tmp_path: Path) -> None:
+    topics = load_dataset("argkp2021:dev")[:1]
+    records = [form(a.id, f"What about point {i}?") for i, a in enumerate(topics[0].aspects)]
+    forms = read_question_forms(write(tmp_path / "q.jsonl", records))
+    (asked,) = as_questions(topics, forms, "q.jsonl")
+    assert [a.id for a in asked.aspects] == [a.id for a in topics[0].aspects]
+    assert [a.text for a in asked.aspects] == [r["question"] for r in records]
+    assert asked.labels == topics[0].labels and asked.passages == topics[0].passages
+
+
+def test_an_aspect_without_a_question_form_is_an_error(tmp_path: Path) -> None:
+    topics = load_dataset("argkp2021:dev")[:1]
+    forms = read_question_forms(write(tmp_path / "q.jsonl", [form(topics[0].aspects[0].id)]))
+    with pytest.raises(DataError, match="aspects have no question form"):
+        as_questions(topics, forms, "q.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("records", "field", "message"),
+    [
+        ([form("a1"), form("a1")], "aspect_id", "appears twice"),
+        ([form("a1", "Uniforms reduce bullying.")], "question", "must be a question"),
+        ([form("a 1")], "aspect_id", "whitespace"),
+        ([{**form("a1"), "extra": 1}], "extra", "unexpected"),
+    ],
+)
+def test_bad_question_form_lines_name_the_line_and_field(
+    tmp_path: Path, records: list[dict[str, str]], field: str, message: str
+) -> None:
+    with pytest.raises(DataError, match=message) as info:
+        read_question_forms(write(tmp_path / "q.jsonl", records))
+    assert info.value.field == field and info.value.line == len(records)
+
+
+def test_unknown_aspect_form_is_refused() -> None:
+    with pytest.raises(DataError, match="statements, questions"):
+        load_dataset("argkp2021:dev:answers")
