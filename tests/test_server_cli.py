@@ -58,3 +58,31 @@ def test_serve_rejects_unknown_defaults_before_starting(capsys) -> None:  # type
     code = main(["serve", "--selector", "greedy-covrage", "--port", str(_free_port())])
     assert code == 2
     assert "did you mean greedy-coverage" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "eighty"])
+def test_serve_refuses_a_port_out_of_range_up_front(port: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve", "--port", port, "--no-preload"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--port" in err and "0-65535" in err
+
+
+def _serve_exit(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    # A server that starts instead of refusing would run until the timeout fails the test.
+    command = [sys.executable, "-m", "covrag.cli", "serve", "--port", str(_free_port())]
+    command += ["--no-preload", "--coverage", "gold", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_serve_refuses_an_empty_api_key() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "COVRAG_API_KEY"}
+    for args, extra, fragment in (
+        (["--api-key", ""], {}, "--api-key is empty"),
+        (["--api-key", "  "], {}, "--api-key is empty"),
+        ([], {"COVRAG_API_KEY": ""}, "$COVRAG_API_KEY is set but empty"),
+    ):
+        result = _serve_exit(args, {**env, **extra})
+        assert result.returncode == 2, (args, result.stderr)
+        assert fragment in " ".join(result.stderr.split()), result.stderr

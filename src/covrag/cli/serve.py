@@ -12,6 +12,7 @@ import os
 from rich.console import Console
 
 from covrag.cli._common import Subparsers, add_config_options, config_from_args
+from covrag.errors import ConfigError
 from covrag.server.config import API_KEY_ENV, ServerConfig
 
 SERVER_OPTIONS = tuple(f.name for f in dataclasses.fields(ServerConfig))
@@ -20,6 +21,7 @@ FLAGS = {
     "llm_timeout_s": "--llm-timeout",
     "default_coverage": "--coverage",
     "default_selector": "--selector",
+    "body_timeout_s": "--body-timeout",
 }
 
 
@@ -27,16 +29,35 @@ def register(sub: Subparsers) -> None:
     """Register ``covrag serve`` and its options."""
     p = sub.add_parser("serve", help="serve selection over HTTP (FastAPI + uvicorn)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback)")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=port_number, default=8000, help="TCP port, 0-65535 (0: any free)")
     add_config_options(p, ServerConfig, SERVER_OPTIONS, flags=FLAGS)
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.set_defaults(run_command=run_serve)
 
 
+def port_number(text: str) -> int:
+    """``--port``: an integer in 0-65535, refused by argparse (exit 2) otherwise."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
+    return port
+
+
 def run_serve(args: argparse.Namespace, console: Console) -> int:
     from covrag.server.run import serve
 
-    api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
+    api_key = args.api_key
+    if api_key is not None and not api_key.strip():
+        raise ConfigError("--api-key is empty: give a key, or leave the option out to serve openly")
+    if api_key is None:
+        api_key = os.environ.get(API_KEY_ENV)
+        if api_key is not None and not api_key.strip():
+            raise ConfigError(
+                f"${API_KEY_ENV} is set but empty: give a key, or unset it to serve openly"
+            )
     config = config_from_args(
         ServerConfig, args, [n for n in SERVER_OPTIONS if n != "api_key"], api_key=api_key
     )

@@ -5,6 +5,10 @@ Routes: ``POST /v1/select``, ``POST /v1/plan`` and ``POST /v1/answer`` (with an 
 ``GET /reports/{name}``, and FastAPI's ``/openapi.json`` and ``/docs``. Every error is a JSON
 :class:`ErrorOut` naming the offending field. CPU-bound work runs in a thread pool under a
 per-request timeout (504).
+
+Clients choose the selector and the coverage estimator among the specs the operator listed
+(:mod:`covrag.server.specs`; the OpenAPI schema shows them as enums); they never name a model or
+a path.
 """
 
 from __future__ import annotations
@@ -20,9 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from covrag import __version__
-from covrag.coverage.base import parse_estimator
 from covrag.errors import MissingExtraError
-from covrag.select.base import parse_selector
 from covrag.server.config import ServerConfig
 from covrag.server.guard import RequestGuard, is_protected
 from covrag.server.schemas import (
@@ -33,7 +35,7 @@ from covrag.server.schemas import (
     SelectRequest,
     SelectResponse,
 )
-from covrag.server.service import RequestFieldError, build_job, run_job, warm_up
+from covrag.server.service import Menus, RequestFieldError, build_job, run_job, warm_up
 
 try:
     from fastapi import FastAPI, HTTPException, Request
@@ -54,6 +56,7 @@ _REPORT_NAME = re.compile(REPORT_NAME)
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "the body cannot be decoded (not UTF-8 JSON)"},
     401: {"model": ErrorOut, "description": "missing or wrong API key"},
+    408: {"model": ErrorOut, "description": "the body did not arrive within the server's limit"},
     413: {"model": ErrorOut, "description": "request body over the server's limit"},
     422: {"model": ErrorOut, "description": "a field is invalid; `field` names it"},
     504: {"model": ErrorOut, "description": "the request ran past the server's timeout"},
@@ -71,9 +74,8 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         ``config.preload`` is false, its models are set up when the server starts it.
     """
     config = config or ServerConfig()
-    # Fail at start-up, not on the first request, when a default names nothing known.
-    parse_selector(config.default_selector)
-    parse_estimator(config.default_coverage)
+    # Fail at start-up, not on the first request, when a spec names nothing known.
+    menus = Menus.of(config)
     executor = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="covrag")
 
     @asynccontextmanager
@@ -111,7 +113,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         Returns the selection in pick order, the trace of what each pick newly covered, the
         aspects left uncovered and (unless ``include_matrix`` is false) the coverage matrix.
         """
-        job = build_job(request, config)
+        job = build_job(request, config, menus)
         return await in_thread(run_job, job)
 
     if config.llm is not None:
@@ -120,26 +122,28 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
 
         add_llm_routes(api, config, executor, parse_llm(config.llm), _ERRORS)
 
-    _add_info_routes(api, config)
+    _add_info_routes(api, config, menus)
     _install_error_handlers(api)
-    _document_auth(api, config)
-    api.add_middleware(RequestGuard, api_key=config.api_key, max_body_bytes=config.max_body_bytes)
+    _customise_openapi(api, config, menus)
+    api.add_middleware(
+        RequestGuard,
+        api_key=config.api_key,
+        max_body_bytes=config.max_body_bytes,
+        body_timeout_s=config.body_timeout_s,
+    )
     return api
 
 
-def _add_info_routes(api: FastAPI, config: ServerConfig) -> None:
+def _add_info_routes(api: FastAPI, config: ServerConfig, menus: Menus) -> None:
     """``/healthz`` and the HTML reports (``/reports``, ``/reports/{name}``)."""
 
     @api.get("/healthz", response_model=HealthOut, summary="Liveness and what the server offers")
     async def healthz() -> HealthOut:
-        from covrag.coverage import ESTIMATORS
-        from covrag.select import SELECTORS
-
         return HealthOut(
             status="ok",
             version=__version__,
-            selectors=SELECTORS.names(),
-            coverage_estimators=ESTIMATORS.names(),
+            selectors=menus.selectors.specs,
+            coverage_estimators=menus.coverages.specs,
         )
 
     report_errors: dict[int | str, dict[str, Any]] = {
@@ -251,23 +255,26 @@ def _install_error_handlers(api: FastAPI) -> None:
         )
 
 
-def _document_auth(api: FastAPI, config: ServerConfig) -> None:
-    """Declare the API key in the OpenAPI schema: either header works on protected paths."""
-    if config.api_key is None:
-        return
+def _customise_openapi(api: FastAPI, config: ServerConfig, menus: Menus) -> None:
+    """The closed spec lists as enums, and the API key: either header works on protected paths."""
     generate = api.openapi
 
     def openapi() -> dict[str, Any]:
         if api.openapi_schema is None:
             schema = generate()
-            schema.setdefault("components", {})["securitySchemes"] = {
-                "bearer": {"type": "http", "scheme": "bearer"},
-                "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
-            }
-            for path, operations in schema.get("paths", {}).items():
-                if is_protected(path):
-                    for operation in operations.values():
-                        operation["security"] = [{"bearer": []}, {"apiKey": []}]
+            components = schema.setdefault("components", {})
+            fields = components["schemas"]["SelectRequest"]["properties"]
+            fields["selector"] = menus.selectors.json_schema("Selector")
+            fields["coverage"] = menus.coverages.json_schema("Coverage estimator")
+            if config.api_key is not None:
+                components["securitySchemes"] = {
+                    "bearer": {"type": "http", "scheme": "bearer"},
+                    "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+                }
+                for path, operations in schema.get("paths", {}).items():
+                    if is_protected(path):
+                        for operation in operations.values():
+                            operation["security"] = [{"bearer": []}, {"apiKey": []}]
             api.openapi_schema = schema
         return api.openapi_schema
 

@@ -17,6 +17,10 @@ class ServerConfig:
     """Settings of the HTTP service; every field is also a ``covrag serve`` option, whose help
     is the field's ``metadata["help"]``.
 
+    ``selectors`` / ``coverages``: the specs requests may choose (None: the defaults of
+    :mod:`covrag.server.specs`); every model and path a request can reach is written here, by
+    the operator, never in a request.
+
     ``api_key``: when set, every ``/v1`` and ``/reports`` request must send it as
     ``Authorization: Bearer <key>`` or ``X-API-Key: <key>`` (401 otherwise); ``/healthz`` and the
     OpenAPI schema stay open. ``llm``: an LLM specification (``local``, ``openai(...)``) that
@@ -31,6 +35,10 @@ class ServerConfig:
         default=2_000_000, metadata={"help": "larger bodies get 413, before parsing"}
     )
     timeout_s: float = field(default=30.0, metadata={"help": "seconds per request before a 504"})
+    body_timeout_s: float = field(
+        default=10.0,
+        metadata={"help": "seconds a request body may take to arrive in full before a 408"},
+    )
     workers: int = field(default=2, metadata={"help": "threads for the CPU-bound work"})
     default_coverage: str = field(
         default=DEFAULT_COVERAGE,
@@ -40,6 +48,21 @@ class ServerConfig:
     )
     default_selector: str = field(
         default=DEFAULT_SELECTOR, metadata={"help": "selector when a request names none"}
+    )
+    selectors: tuple[str, ...] | None = field(
+        default=None,
+        metadata={
+            "help": "selector specs requests may choose, models included (default: every "
+            "selector with its defaults, and mmr(lam=0.3), mmr(lam=0.7), ...); "
+            "--selector is always offered"
+        },
+    )
+    coverages: tuple[str, ...] | None = field(
+        default=None,
+        metadata={
+            "help": "coverage estimator specs requests may choose, models included (default: "
+            "gold, embedding, cross-encoder with covrag's models); --coverage is always offered"
+        },
     )
     reports_dir: Path | None = field(
         default=None,
@@ -66,6 +89,14 @@ class ServerConfig:
             raise ConfigError("api_key must not be empty (leave it unset to disable auth)")
         if self.max_body_bytes < 1:
             raise ConfigError(f"max_body_bytes must be >= 1, got {self.max_body_bytes}")
+        for name in ("selectors", "coverages"):
+            specs = getattr(self, name)
+            if specs is not None:
+                if not specs:
+                    raise ConfigError(f"{name} must list at least one spec (or be unset)")
+                object.__setattr__(self, name, tuple(specs))
+        if not self.body_timeout_s > 0:
+            raise ConfigError(f"body_timeout_s must be > 0, got {self.body_timeout_s}")
         if not self.timeout_s > 0:
             raise ConfigError(f"timeout_s must be > 0, got {self.timeout_s}")
         if not self.llm_timeout_s > 0:

@@ -1,10 +1,20 @@
 """ASGI middleware that refuses requests before any parsing: wrong API key (401), body too large
-(413). It runs outside FastAPI so an unauthenticated or oversized body is never read in full."""
+(413), body that does not arrive in time (408). It runs outside FastAPI so an unauthenticated,
+oversized or stalled body is never read in full.
+
+uvicorn's ``timeout_keep_alive`` only covers the idle time between requests; once the headers
+are in, nothing bounds how long a body may take. The guard reads the body under one deadline
+(``body_timeout_s`` from the first byte it waits for), which also cuts a body that drips in a byte
+at a time. A client that stalls inside the headers is not covered (uvicorn has no such timeout);
+put a reverse proxy in front of a server open to untrusted networks.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -30,12 +40,17 @@ class RequestGuard:
         api_key: The key clients must send, or None to accept every request.
         max_body_bytes: Largest body accepted; a larger declared ``Content-Length`` is refused
             at once, a larger streamed (chunked) body as soon as it passes the limit.
+        body_timeout_s: Seconds the whole body may take to arrive; then 408 and the
+            connection is closed.
     """
 
-    def __init__(self, app: ASGIApp, api_key: str | None, max_body_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, api_key: str | None, max_body_bytes: int, body_timeout_s: float = 10.0
+    ) -> None:
         self.app = app
         self.api_key = api_key.encode() if api_key is not None else None
         self.max_body_bytes = max_body_bytes
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -61,21 +76,9 @@ class RequestGuard:
             if int(declared) > self.max_body_bytes:
                 await self._too_large(send)
                 return
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                await self._too_large(send)
-                return
-            chunks.append(chunk)
-            more = bool(message.get("more_body", False))
-        body = b"".join(chunks)
+        body = await self._read_body(receive, send)
+        if body is None:
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -86,6 +89,34 @@ class RequestGuard:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
+        """The whole body, or None once a refusal was sent (or the client went away)."""
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        deadline = time.monotonic() + self.body_timeout_s
+        while more:
+            try:
+                message = await asyncio.wait_for(receive(), deadline - time.monotonic())
+            except TimeoutError:
+                await _error(
+                    send,
+                    408,
+                    f"the request body did not arrive within {self.body_timeout_s:g} s",
+                    "body",
+                )
+                return None
+            if message["type"] != "http.request":  # the client went away
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                await self._too_large(send)
+                return None
+            chunks.append(chunk)
+            more = bool(message.get("more_body", False))
+        return b"".join(chunks)
 
     def _authorised(self, headers: dict[str, bytes]) -> bool:
         assert self.api_key is not None

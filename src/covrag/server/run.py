@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from covrag.errors import CovragError, MissingExtraError
+from covrag.errors import ConfigError, CovragError, MissingExtraError
 from covrag.server.app import create_app
 from covrag.server.config import ServerConfig
 
@@ -18,10 +18,17 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise MissingExtraError("uvicorn", "serve") from exc
 
 
+def check_port(port: int) -> None:
+    """Refuse a port outside 0-65535 before any model is loaded."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError(f"port must be an integer in 0-65535, got {port!r}")
+
+
 def serve(
     config: ServerConfig, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info"
 ) -> None:
     """Serve the app with uvicorn until interrupted."""
+    check_port(port)
     uvicorn.run(create_app(config), host=host, port=port, log_level=log_level)
 
 
@@ -38,6 +45,7 @@ def serve_in_background(
         ...     httpx.get(f"{url}/healthz").json()["status"]
         'ok'
     """
+    check_port(port)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))

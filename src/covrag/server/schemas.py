@@ -20,6 +20,8 @@ MAX_PASSAGES = 2000
 MAX_ASPECTS = 200
 MAX_TEXT = 100_000
 MAX_ID = 512
+MAX_TOKENS = 10_000_000
+MAX_SCORE = 1e12
 
 
 class _Strict(BaseModel):
@@ -33,10 +35,16 @@ class PassageIn(_Strict):
     id: str = Field(min_length=1, max_length=MAX_ID, description="unique within the request")
     text: str = Field(max_length=MAX_TEXT, description="full text; never truncated by selection")
     score: float | None = Field(
-        default=None, description="retriever score (higher is better), used by relevance=score"
+        default=None,
+        ge=-MAX_SCORE,
+        le=MAX_SCORE,
+        description="retriever score (higher is better), used by relevance=score",
     )
     tokens: int | None = Field(
-        default=None, ge=0, description="token cost; counted with MiniLM WordPiece when absent"
+        default=None,
+        ge=0,
+        le=MAX_TOKENS,
+        description="token cost; counted with MiniLM WordPiece when absent",
     )
     covers: list[str] = Field(
         default_factory=list,
@@ -89,7 +97,7 @@ class SelectRequest(_Strict):
     )
     k: int | None = Field(default=None, ge=1, le=MAX_PASSAGES, description="at most k passages")
     tokens: int | None = Field(
-        default=None, ge=1, le=10_000_000, description="at most this many tokens"
+        default=None, ge=1, le=MAX_TOKENS, description="at most this many tokens"
     )
     relevance: Literal["dense", "score", "order"] = Field(
         default="dense",

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from covrag.coverage.base import CoverageEstimator, parse_estimator
-from covrag.errors import ConfigError, DataError
+from covrag.coverage.base import ESTIMATORS, CoverageEstimator, parse_estimator
+from covrag.errors import ConfigError, CovragError, DataError
 from covrag.pipeline import RelevanceSource, prepare_for
-from covrag.select.base import Selector, parse_selector
+from covrag.select.base import SELECTORS, Selector, parse_selector
 from covrag.server.config import ServerConfig
 from covrag.server.schemas import (
     AspectIn,
@@ -26,6 +26,12 @@ from covrag.server.schemas import (
     SelectResponse,
     StepOut,
     TimingsOut,
+)
+from covrag.server.specs import (
+    ESTIMATOR_TUNABLES,
+    SELECTOR_TUNABLES,
+    SpecMenu,
+    default_selector_specs,
 )
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
 
@@ -59,12 +65,34 @@ class SelectJob:
     include_matrix: bool
 
 
-def build_job(request: SelectRequest, config: ServerConfig) -> SelectJob:
+@dataclass(frozen=True)
+class Menus:
+    """The selector and coverage specs a request may choose (:mod:`covrag.server.specs`)."""
+
+    selectors: SpecMenu[Selector]
+    coverages: SpecMenu[CoverageEstimator]
+
+    @classmethod
+    def of(cls, config: ServerConfig) -> Menus:
+        """The operator's lists, with the server's defaults always first."""
+        selectors = config.selectors or default_selector_specs(SELECTORS)
+        coverages = config.coverages or tuple(ESTIMATORS.names())
+        return cls(
+            SpecMenu(SELECTORS, (config.default_selector, *selectors), SELECTOR_TUNABLES),
+            SpecMenu(ESTIMATORS, (config.default_coverage, *coverages), ESTIMATOR_TUNABLES),
+        )
+
+
+def build_job(request: SelectRequest, config: ServerConfig, menus: Menus) -> SelectJob:
     """Check what the schema cannot (ids, specs, cross-field rules) and build the records."""
-    selector = _parse("selector", request.selector or config.default_selector, parse_selector)
+    selector = _parse(
+        "selector", request.selector or config.default_selector, menus.selectors.resolve
+    )
     estimator: CoverageEstimator | None = None
     if request.aspects:
-        estimator = _parse("coverage", request.coverage or config.default_coverage, parse_estimator)
+        estimator = _parse(
+            "coverage", request.coverage or config.default_coverage, menus.coverages.resolve
+        )
     elif request.coverage is not None:
         raise RequestFieldError("aspects", "a coverage estimator needs aspects to estimate against")
     if selector.uses_coverage and not request.aspects:
@@ -113,7 +141,7 @@ def run_job(job: SelectJob) -> SelectResponse:
     prepared = time.perf_counter()
     try:
         selection = job.selector.select(candidates, job.budget)
-    except ConfigError as exc:
+    except CovragError as exc:  # a bad setting, or exact's optimum not proven in time
         raise RequestFieldError("selector", str(exc)) from exc
     return _response(job, selection, candidates.coverage, prepared - started)
 
