@@ -23,6 +23,9 @@ pytestmark = pytest.mark.model
 
 KEY = "schemathesis-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
+# The closed lists requests choose from: every selector (the server's default list) and three
+# estimators that need no model beyond the embedding one preloaded as the default.
+COVERAGES = ("embedding", "gold", "embedding(threshold=0.6)")
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +35,7 @@ def live_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config = ServerConfig(
         api_key=KEY,
         default_coverage="embedding",
+        coverages=COVERAGES,
         reports_dir=reports,
         max_body_bytes=200_000,
         timeout_s=60,
@@ -42,12 +46,14 @@ def live_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 # The schema is what the app publishes; it is loaded at collection time (schemathesis's lazy
 # fixture loader does not work under this pytest), and the live server is checked to serve it.
-# A schema-valid request may still name an unknown selector or estimator, or give a coverage
-# estimator without aspects; the API answers those with its documented 422 (naming the field),
-# so 422 joins the statuses "positive data acceptance" accepts. A schema-violating body can also
+# A schema-valid request may still give a spec pattern with parameters that are not the tunable
+# ones, or a coverage estimator without aspects; the API answers those with its documented 422
+# (naming the field), so 422 joins the statuses "positive data acceptance" accepts. A schema-violating body can also
 # be too large (e.g. more passages than maxItems), and 413 is a rejection too. Every other check
 # is as shipped.
-APP_SCHEMA = create_app(ServerConfig(api_key=KEY, preload=False)).openapi()
+APP_SCHEMA = create_app(
+    ServerConfig(api_key=KEY, preload=False, default_coverage="embedding", coverages=COVERAGES)
+).openapi()
 ACCEPTED = ["2xx", "401", "404", "422"]
 REJECTED = ["400", "401", "404", "405", "413", "422"]
 schema = schemathesis.openapi.from_dict(
@@ -82,3 +88,8 @@ def test_live_server_publishes_the_tested_schema(live_url: str) -> None:
     paths = published["paths"]
     assert {"/v1/select", "/healthz", "/reports", "/reports/{name}"} <= set(paths)
     assert set(paths["/v1/select"]["post"]["responses"]) >= {"200", "401", "413", "422", "504"}
+    fields = published["components"]["schemas"]["SelectRequest"]["properties"]
+    coverage = next(c["enum"] for c in fields["coverage"]["anyOf"] if "enum" in c)
+    assert coverage == list(COVERAGES)
+    selectors = next(c["enum"] for c in fields["selector"]["anyOf"] if "enum" in c)
+    assert "greedy-coverage" in selectors and not any("model" in s for s in selectors)

@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from covrag.errors import ConfigError
+from covrag.registry import parameter_types
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -22,7 +27,7 @@ pytest.importorskip("uvicorn")
 
 from covrag.server import ServerConfig, create_app  # noqa: E402
 from covrag.server.run import serve_in_background  # noqa: E402
-from covrag.server.service import MODEL_LOCK  # noqa: E402
+from covrag.server.service import MODEL_LOCK, Menus  # noqa: E402
 
 PASSAGES = [
     {"id": "p1", "text": "Cars pollute the air in city centres.", "covers": ["a1"]},
@@ -322,3 +327,40 @@ def test_a_dripping_body_is_cut_by_the_same_deadline(url: str) -> None:
         waited = time.monotonic() - started
     assert reply.startswith(b"HTTP/1.1 408 "), reply[:200]
     assert waited < BODY_TIMEOUT + 4
+
+
+# --- every spec a client can write resolves or is a ConfigError (a 422), never anything else -----
+
+_MENUS = Menus.of(ServerConfig(preload=False, default_coverage="gold"))
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.lists(st.integers(), max_size=3),
+)
+
+
+@st.composite
+def _specs(draw: st.DrawFn) -> str:
+    menu = draw(st.sampled_from([_MENUS.selectors, _MENUS.coverages]))
+    name = draw(st.sampled_from(menu.registry.names()))
+    params = list(parameter_types(menu.registry.get(name))) + ["model", "path", "x"]
+    chosen = draw(st.dictionaries(st.sampled_from(params), _VALUES, max_size=3))
+    return f"{name}(" + ", ".join(f"{k}={v!r}" for k, v in chosen.items()) + ")"
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(spec=st.one_of(_specs(), st.text(max_size=60)))
+def test_every_spec_resolves_or_is_a_config_error(spec: str) -> None:
+    for menu in (_MENUS.selectors, _MENUS.coverages):
+        try:
+            built: Any = menu.resolve(spec)
+        except ConfigError:
+            continue
+        assert built.name in {e.name for e in menu.entries}
+        for param in ("model", "batch_size", "max_length", "time_limit"):
+            if hasattr(built, param):  # the operator's value, whatever the request said
+                entry = next(e for e in menu.entries if e.name == built.name)
+                assert getattr(built, param) == getattr(entry.obj, param)
