@@ -48,9 +48,9 @@ def live_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 # fixture loader does not work under this pytest), and the live server is checked to serve it.
 # A schema-valid request may still give a spec pattern with parameters that are not the tunable
 # ones, or a coverage estimator without aspects; the API answers those with its documented 422
-# (naming the field), so 422 joins the statuses "positive data acceptance" accepts. A schema-violating body can also
-# be too large (e.g. more passages than maxItems), and 413 is a rejection too. Every other check
-# is as shipped.
+# (naming the field), so 422 joins the statuses "positive data acceptance" accepts. A
+# schema-violating body can also be too large (e.g. more passages than maxItems), and 413 is a
+# rejection too. Every other check is as shipped.
 APP_SCHEMA = create_app(
     ServerConfig(api_key=KEY, preload=False, default_coverage="embedding", coverages=COVERAGES)
 ).openapi()
