@@ -69,6 +69,18 @@ def test_serve_refuses_a_port_out_of_range_up_front(port: str, capsys) -> None: 
     assert "--port" in err and "0-65535" in err
 
 
+def test_serving_from_python_refuses_a_port_out_of_range() -> None:
+    from covrag.errors import ConfigError
+    from covrag.server import ServerConfig
+    from covrag.server.run import serve, serve_in_background
+
+    config = ServerConfig(preload=False, default_coverage="gold")
+    with pytest.raises(ConfigError, match="0-65535"):
+        serve(config, port=99999)
+    with pytest.raises(ConfigError, match="0-65535"), serve_in_background(config, port=-1):
+        pass
+
+
 def _serve_exit(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     # A server that starts instead of refusing would run until the timeout fails the test.
     command = [sys.executable, "-m", "covrag.cli", "serve", "--port", str(_free_port())]
