@@ -6,6 +6,7 @@ selector and coverage specs the operator allowed; paths and model names are neve
 
 from __future__ import annotations
 
+import select
 import socket
 import sys
 import threading
@@ -279,9 +280,14 @@ def test_deeply_nested_json_is_a_client_error(url: str) -> None:
 
 
 def _read_reply(sock: socket.socket) -> bytes:
+    """What the server sent before it closed; a reset (bytes still arriving at a closed socket
+    make the kernel answer RST, which may drop the reply) reads as ``b"reset"``."""
     reply = b""
-    while chunk := sock.recv(65536):
-        reply += chunk
+    try:
+        while chunk := sock.recv(65536):
+            reply += chunk
+    except ConnectionResetError:
+        return reply or b"reset"
     return reply
 
 
@@ -312,6 +318,8 @@ def test_a_dripping_body_is_cut_by_the_same_deadline(url: str) -> None:
 
         def drip() -> None:  # one byte every 0.05 s: never idle long, never finished
             while not stop.wait(0.05):
+                if select.select([sock], [], [], 0)[0]:  # the server answered: stop sending
+                    return
                 try:
                     sock.sendall(b" ")
                 except OSError:
@@ -325,8 +333,10 @@ def test_a_dripping_body_is_cut_by_the_same_deadline(url: str) -> None:
             stop.set()
             dripper.join()
         waited = time.monotonic() - started
-    assert reply.startswith(b"HTTP/1.1 408 "), reply[:200]
-    assert waited < BODY_TIMEOUT + 4
+    # The 408 comes back unless a drip crossed the close (then the connection is reset): either
+    # way the body was cut at the deadline.
+    assert reply.startswith(b"HTTP/1.1 408 ") or reply == b"reset", reply[:200]
+    assert BODY_TIMEOUT <= waited + 0.05 and waited < BODY_TIMEOUT + 4
 
 
 # --- every spec a client can write resolves or is a ConfigError (a 422), never anything else -----
