@@ -154,6 +154,7 @@ def test_an_existing_path_and_a_missing_one_get_the_same_answer(
         ("mmr(lam=1e999)", "lam must lie in [0, 1]"),
         ("mmr(lam=nan)", "lam must be a number"),
         ("mmr(", "selector"),
+        ("mmr(lam=0.5, lam=0.6)", "given twice"),
         ("cluster(n_clusters=100000000)", "n_clusters must lie in"),
         ("mmkp(cap=0)", "cap must lie in"),
         ("expected-coverage(power=1e30)", "power must lie in"),
