@@ -19,6 +19,7 @@ from covrag.cli import (
     ask,
     bench,
     cache,
+    cv,
     datasets,
     evaluate,
     plan,
@@ -36,7 +37,7 @@ __all__ = ["build_parser", "main"]
 Command = Callable[[argparse.Namespace, Console], int]
 
 #: The modules whose ``register`` adds their commands, in the order ``covrag --help`` lists them.
-MODULES = (select, evaluate, bench, train, retrieve, datasets, serve, report, plan, ask, cache)
+MODULES = (select, evaluate, bench, cv, train, retrieve, datasets, serve, report, plan, ask, cache)
 
 
 def build_parser() -> argparse.ArgumentParser:

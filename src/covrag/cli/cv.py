@@ -1,0 +1,222 @@
+"""``covrag cv``: k-fold leave-topics-out cross-validation of choosing among settings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from covrag.cli._common import (
+    Subparsers,
+    add_config_options,
+    add_prepare_args,
+    aspect_sources,
+    config_from_args,
+    parse_budget,
+    progress_bar,
+    write_files,
+)
+from covrag.errors import ConfigError
+from covrag.pipeline.cv import CVConfig
+from covrag.types import Topic
+
+if TYPE_CHECKING:
+    from covrag.pipeline.cv import CVResult, DevReport, HoldOut, Setting
+
+#: The CVConfig fields that are ``covrag cv`` options.
+CV_OPTIONS = ("folds", "seed", "measure", "n_resamples")
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "cv",
+        help="cross-validate choosing among selectors and coverage settings (leave topics out)",
+    )
+    p.add_argument(
+        "--dataset",
+        required=True,
+        help="bundled dataset name (its --splits are pooled), name:split, or a coverage JSONL",
+    )
+    p.add_argument(
+        "--splits",
+        nargs="+",
+        default=["train", "dev"],
+        help="splits of a bundled dataset to pool (default: train dev; never test)",
+    )
+    p.add_argument("--selectors", nargs="+", required=True, help="selector specs to choose among")
+    p.add_argument("--coverage", nargs="+", default=["gold"], help="coverage estimator specs")
+    p.add_argument(
+        "--calibrate-threshold",
+        nargs="+",
+        default=[],
+        metavar="SELECTOR",
+        help="also these selectors over each --coverage estimator whose threshold is fitted per "
+        "fold (F1 over the training topics' labelled pairs)",
+    )
+    p.add_argument("--budget", default="k=10", help="budget: k=10, tokens=1024 or both")
+    add_config_options(p, CVConfig, CV_OPTIONS)
+    add_prepare_args(p, multiple=True)
+    p.add_argument(
+        "--dev-report",
+        action="store_true",
+        help="print each setting's dev figure and the chosen setting's beside the CV figure",
+    )
+    p.add_argument("--out", type=Path, default=None, help="folder for summary.json")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(run_command=run_cv_command)
+
+
+def cv_topics(dataset: str, splits: Sequence[str]) -> tuple[list[Topic], list[str]]:
+    """The topics to cross-validate, and the ids of the dev topics among them."""
+    from covrag.data import BUNDLED, load_dataset
+
+    if dataset in BUNDLED:
+        if "test" in splits:
+            raise ConfigError("test splits are withheld: cross-validate on train and dev")
+        topics: list[Topic] = []
+        dev: list[str] = []
+        for split in dict.fromkeys(splits):
+            loaded = load_dataset(f"{dataset}:{split}")
+            topics += loaded
+            dev += [t.query_id for t in loaded] if split == "dev" else []
+        return topics, dev
+    topics = load_dataset(dataset)
+    return topics, [t.query_id for t in topics if t.split == "dev"]
+
+
+def build_settings(args: argparse.Namespace) -> list[Setting]:
+    """The fixed methods of ``--selectors`` x ``--coverage`` x ``--aspects``, then the fitted
+    settings of ``--calibrate-threshold``."""
+    from covrag.pipeline import build_methods
+    from covrag.pipeline.cv import CalibratedThreshold
+
+    settings: list[Setting] = list(build_methods(args.selectors, args.coverage, args.aspects))
+    if args.calibrate_threshold:
+        for method in build_methods(args.calibrate_threshold, args.coverage):
+            if method.coverage is not None and repr(method.coverage) != "gold":
+                settings.append(CalibratedThreshold(method))
+    return settings
+
+
+def run_cv_command(args: argparse.Namespace, console: Console) -> int:
+    from covrag.data.exclusion import exclude_aspects
+    from covrag.pipeline import config_for, default_measures
+    from covrag.pipeline.cv import base_method, choice_measure, dev_report, run_cv, scores_for
+
+    topics, dev = cv_topics(args.dataset, args.splits)
+    topics = exclude_aspects(topics, args.exclude_aspects, args.exclude_seed)
+    settings = build_settings(args)
+    budget = parse_budget(args.budget)
+    cv = config_from_args(CVConfig, args, CV_OPTIONS)
+    measure = choice_measure(budget, cv)
+    measures = [measure] + [m for m in default_measures(budget) if m != measure]
+    methods = [base_method(s) for s in settings]
+    names = sorted({m.aspects for m in methods} - {"gold"})
+    sources = aspect_sources(args, names) if names else {}
+    config = config_for([m.selector for m in methods], args.relevance)
+    scores = scores_for(topics, settings, budget, measures, config, sources)
+    name = args.dataset + ("" if ":" in args.dataset else f" ({'+'.join(args.splits)})")
+    with progress_bar(console) as progress:
+        task = progress.add_task(f"cv {name}", total=len(topics))
+        result = run_cv(
+            name, topics, settings, budget, cv, scores=scores,
+            progress=lambda _: progress.advance(task),
+        )  # fmt: skip
+    report = dev_report(settings, result, scores, dev) if args.dev_report else None
+    summary = {**result.to_json(), "dev": report.to_json() if report else None}
+    if args.out:
+        write_files({args.out / "summary.json": json.dumps(summary, indent=2) + "\n"})
+    if args.json:
+        console.print_json(data=summary)
+        return 0
+    console.print(cv_table(result, report))
+    console.print(fold_table(result))
+    console.print(cv_summary(result, report))
+    if args.out:
+        console.print(f"wrote {args.out / 'summary.json'}")
+    return 0
+
+
+def _cell(mean: float, ci: tuple[float, float]) -> str:
+    return f"{mean:.3f} [dim]±{(ci[1] - ci[0]) / 2:.2f}[/]"
+
+
+def cv_table(result: CVResult, report: DevReport | None) -> Table:
+    """The procedure's CV figures, then each setting's over all topics, dev and times chosen."""
+    table = Table(
+        title=f"{result.dataset}: {len(result.fold_of)} topics, {result.folds} folds "
+        f"(seed {result.seed}), budget {result.budget}, chosen by {result.measure}"
+    )
+    table.add_column("setting", overflow="fold", min_width=16)
+    for spec in result.measures:
+        table.add_column(spec, justify="right")
+    if report is not None:
+        table.add_column(f"dev {result.measure}", justify="right")
+    table.add_column("chosen", justify="right")
+    rows = [result.procedure, *result.settings]
+    for row in rows:
+        cells = [_cell(row.means[m], row.ci[m]) for m in result.measures]
+        if report is not None:
+            dev = report.chosen.mean if row is result.procedure else report.settings[row.name]
+            cells.append(f"{dev:.3f}")
+        cells.append("-" if row is result.procedure else f"{row.chosen}/{result.folds}")
+        name = f"[bold]{escape(row.name)}[/]" if row is result.procedure else escape(row.name)
+        table.add_row(name, *cells, end_section=row is result.procedure)
+    table.caption = (
+        "mean ± half-width of the 95% bootstrap CI over topics. First row: each topic scored by "
+        "the setting chosen on the other folds (the CV estimate of choosing); then each setting "
+        "over all topics (a fitted setting: fitted on the other folds); chosen = folds that "
+        "chose it"
+    )
+    return table
+
+
+def fold_table(result: CVResult) -> Table:
+    table = Table(title="folds")
+    for column in ("fold", "held-out topics", "chosen", f"train {result.measure}"):
+        table.add_column(column, overflow="fold")
+    table.add_column(f"held-out {result.measure}", justify="right")
+    for fold in result.fold_results:
+        chosen = fold.chosen if fold.method == fold.chosen else f"{fold.chosen}: {fold.method}"
+        table.add_row(
+            str(fold.fold),
+            str(len(fold.test_topics)),
+            escape(chosen),
+            f"{fold.train_mean:.3f}",
+            f"{fold.test_mean:.3f}",
+        )
+    return table
+
+
+def cv_summary(result: CVResult, report: DevReport | None) -> str:
+    low, high = result.procedure.ci[result.measure]
+    text = (
+        f"CV estimate of choosing by {result.measure}: "
+        f"[bold]{result.procedure.means[result.measure]:.3f}[/] (95% CI {low:.3f}-{high:.3f}, "
+        f"{len(result.fold_of)} held-out topics)"
+    )
+    if report is None:
+        return text
+    return (
+        text
+        + "\n"
+        + _hold_line("chosen on every CV topic", report.chosen, report)
+        + (
+            "\n" + _hold_line("chosen without the dev topics", report.held_out, report)
+            if report.held_out is not None
+            else ""
+        )
+    )
+
+
+def _hold_line(label: str, hold: HoldOut, report: DevReport) -> str:
+    return (
+        f"{label} ({hold.train_topics} topics): {escape(hold.method)}; "
+        f"dev ({len(report.topics)} topics) {hold.mean:.3f}"
+    )
