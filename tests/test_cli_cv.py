@@ -38,3 +38,16 @@ def test_cv_refuses_test_splits_and_too_few_folds(capsys) -> None:  # type: igno
     assert "folds must be >= 2" in capsys.readouterr().err
     assert main([*args, "--splits", "dev", "--folds", "5"]) == 2
     assert "folds must lie in [2, 4]" in capsys.readouterr().err
+
+
+def test_cv_on_train_reports_dev_held_out(capsys) -> None:  # type: ignore[no-untyped-def]
+    args = ["cv", "--dataset", "argkp2021", "--splits", "train", "--folds", "3"]
+    args += ["--selectors", "topk", "greedy-coverage", "--coverage", "gold"]
+    args += ["--relevance", "order", "--n-resamples", "100", "--dev-report", "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["topics"] == 24 and summary["folds"] == 3
+    assert not set(summary["dev"]["topics"]) & set(summary["fold_of"])
+    chosen = summary["dev"]["chosen_on_all"]
+    assert chosen["train_topics"] == 24 and len(chosen["values"]) == 4
+    assert summary["dev"]["chosen_without_dev"] is None  # dev was held out already

@@ -72,22 +72,18 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(run_command=run_cv_command)
 
 
-def cv_topics(dataset: str, splits: Sequence[str]) -> tuple[list[Topic], list[str]]:
-    """The topics to cross-validate, and the ids of the dev topics among them."""
+def cv_topics(dataset: str, splits: Sequence[str]) -> tuple[list[Topic], list[Topic]]:
+    """The topics to cross-validate, and the dev topics (among them or not)."""
     from covrag.data import BUNDLED, load_dataset
 
     if dataset in BUNDLED:
         if "test" in splits:
             raise ConfigError("test splits are withheld: cross-validate on train and dev")
-        topics: list[Topic] = []
-        dev: list[str] = []
-        for split in dict.fromkeys(splits):
-            loaded = load_dataset(f"{dataset}:{split}")
-            topics += loaded
-            dev += [t.query_id for t in loaded] if split == "dev" else []
+        topics = [t for split in dict.fromkeys(splits) for t in load_dataset(f"{dataset}:{split}")]
+        dev = load_dataset(f"{dataset}:dev") if "dev" in BUNDLED[dataset].splits else []
         return topics, dev
     topics = load_dataset(dataset)
-    return topics, [t.query_id for t in topics if t.split == "dev"]
+    return topics, [t for t in topics if t.split == "dev"]
 
 
 def build_settings(args: argparse.Namespace) -> list[Setting]:
@@ -106,21 +102,23 @@ def build_settings(args: argparse.Namespace) -> list[Setting]:
 
 def run_cv_command(args: argparse.Namespace, console: Console) -> int:
     from covrag.data.exclusion import exclude_aspects
-    from covrag.pipeline import config_for, default_measures
-    from covrag.pipeline.cv import base_method, choice_measure, dev_report, run_cv, scores_for
+    from covrag.pipeline import config_for
+    from covrag.pipeline.cv import base_method, cv_measures, dev_report, run_cv, scores_for
 
     topics, dev = cv_topics(args.dataset, args.splits)
     topics = exclude_aspects(topics, args.exclude_aspects, args.exclude_seed)
+    ids = {t.query_id for t in topics}
+    extra = [t for t in dev if t.query_id not in ids] if args.dev_report else []
+    extra = exclude_aspects(extra, args.exclude_aspects, args.exclude_seed)
     settings = build_settings(args)
     budget = parse_budget(args.budget)
     cv = config_from_args(CVConfig, args, CV_OPTIONS)
-    measure = choice_measure(budget, cv)
-    measures = [measure] + [m for m in default_measures(budget) if m != measure]
+    measures = cv_measures(budget, cv, topics)
     methods = [base_method(s) for s in settings]
     names = sorted({m.aspects for m in methods} - {"gold"})
     sources = aspect_sources(args, names) if names else {}
     config = config_for([m.selector for m in methods], args.relevance)
-    scores = scores_for(topics, settings, budget, measures, config, sources)
+    scores = scores_for([*topics, *extra], settings, budget, measures, config, sources)
     name = args.dataset + ("" if ":" in args.dataset else f" ({'+'.join(args.splits)})")
     with progress_bar(console) as progress:
         task = progress.add_task(f"cv {name}", total=len(topics))
@@ -128,7 +126,8 @@ def run_cv_command(args: argparse.Namespace, console: Console) -> int:
             name, topics, settings, budget, cv, scores=scores,
             progress=lambda _: progress.advance(task),
         )  # fmt: skip
-    report = dev_report(settings, result, scores, dev) if args.dev_report else None
+    dev_ids = [t.query_id for t in dev]
+    report = dev_report(settings, result, scores, dev_ids) if args.dev_report else None
     summary = {**result.to_json(), "dev": report.to_json() if report else None}
     if args.out:
         write_files({args.out / "summary.json": json.dumps(summary, indent=2) + "\n"})

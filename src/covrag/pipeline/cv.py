@@ -283,6 +283,13 @@ def choice_measure(budget: Budget, cv: CVConfig) -> str:
     return repr(parse_measures([cv.measure or f"alpha-nDCG@{budget.max_passages or 10}"])[0])
 
 
+def cv_measures(budget: Budget, cv: CVConfig, topics: Sequence[Topic]) -> list[str]:
+    """The measure to choose by, then the bench's default measures for the budget."""
+    measure = choice_measure(budget, cv)
+    excluded = any(a.polarity == "exclude" for t in topics for a in t.aspects)
+    return [measure] + [m for m in default_measures(budget, excluded) if m != measure]
+
+
 def scores_for(
     topics: Sequence[Topic],
     settings: Sequence[Setting],
@@ -344,11 +351,11 @@ def run_cv(
     if len(set(names)) != len(names):
         raise ConfigError("the same setting is listed twice")
     measure = choice_measure(budget, cv)
-    measures = [measure] + [m for m in default_measures(budget) if m != measure]
     fold_of = assign_folds([t.query_id for t in topics], cv.folds, cv.seed)
     if scores is None:
+        measures = cv_measures(budget, cv, topics)
         scores = scores_for(topics, settings, budget, measures, config, aspect_sources)
-    elif scores.measures[0] != measure or set(scores.topics) != set(fold_of):
+    elif scores.measures[0] != measure or not set(fold_of) <= set(scores.topics):
         raise ConfigError("the scores given were computed for other topics or another measure")
     order = [t.query_id for t in topics]
     for done, query_id in enumerate(order, start=1):  # fixed settings once per topic, first
@@ -463,14 +470,16 @@ class DevReport:
             the other topics).
         chosen: The setting chosen (and fitted) on every cross-validated topic, which is what
             would ship; its dev figure is in-sample when dev topics were cross-validated.
-        held_out: The setting chosen on the topics outside dev alone, scored on dev: a figure
-            with dev held out (None when every topic is a dev topic).
+        held_out: When dev topics were cross-validated, the setting chosen on the other topics
+            alone, scored on dev: a figure with dev held out (None when no other topic is left,
+            or when dev was not cross-validated: ``chosen`` is then held out already).
     """
 
     topics: list[str]
     settings: dict[str, float]
     chosen: HoldOut
     held_out: HoldOut | None
+    cross_validated: bool  # whether the dev topics were among the cross-validated ones
 
     def to_json(self) -> dict[str, Any]:
         def hold(h: HoldOut | None) -> dict[str, Any] | None:
@@ -478,6 +487,7 @@ class DevReport:
 
         return {
             "topics": self.topics,
+            "dev_cross_validated": self.cross_validated,
             "settings": self.settings,
             "chosen_on_all": hold(self.chosen),
             "chosen_without_dev": hold(self.held_out),
@@ -493,9 +503,10 @@ def dev_report(
     if not dev:
         raise ConfigError("no dev topics to report on")
     fit_on = rest or topics
+    overlap = len(rest) < len(topics)
     per_setting = {
         s.name: hold_out([s], fit_on, dev, scores, result.measure).mean for s in settings
     }
     chosen = hold_out(settings, topics, dev, scores, result.measure)
-    held_out = hold_out(settings, rest, dev, scores, result.measure) if rest else None
-    return DevReport(list(dev), per_setting, chosen, held_out)
+    held_out = hold_out(settings, rest, dev, scores, result.measure) if rest and overlap else None
+    return DevReport(list(dev), per_setting, chosen, held_out, overlap)
