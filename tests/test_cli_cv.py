@@ -51,3 +51,4 @@ def test_cv_on_train_reports_dev_held_out(capsys) -> None:  # type: ignore[no-un
     chosen = summary["dev"]["chosen_on_all"]
     assert chosen["train_topics"] == 24 and len(chosen["values"]) == 4
     assert summary["dev"]["chosen_without_dev"] is None  # dev was held out already
+    assert summary["dev"]["dev_cross_validated"] is False

@@ -202,16 +202,11 @@ def cv_summary(result: CVResult, report: DevReport | None) -> str:
     )
     if report is None:
         return text
-    return (
-        text
-        + "\n"
-        + _hold_line("chosen on every CV topic", report.chosen, report)
-        + (
-            "\n" + _hold_line("chosen without the dev topics", report.held_out, report)
-            if report.held_out is not None
-            else ""
-        )
-    )
+    label = "chosen on every CV topic" + ("" if report.cross_validated else ", dev held out")
+    lines = [text, _hold_line(label, report.chosen, report)]
+    if report.held_out is not None:
+        lines.append(_hold_line("chosen without the dev topics", report.held_out, report))
+    return "\n".join(lines)
 
 
 def _hold_line(label: str, hold: HoldOut, report: DevReport) -> str:
