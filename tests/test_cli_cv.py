@@ -52,3 +52,16 @@ def test_cv_on_train_reports_dev_held_out(capsys) -> None:  # type: ignore[no-un
     assert chosen["train_topics"] == 24 and len(chosen["values"]) == 4
     assert summary["dev"]["chosen_without_dev"] is None  # dev was held out already
     assert summary["dev"]["dev_cross_validated"] is False
+
+
+def test_cv_out_is_staged_like_bench(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "cv"
+    args = ["cv", "--dataset", "argkp2021", "--splits", "dev", "--folds", "2"]
+    args += ["--selectors", "topk", "--relevance", "order", "--n-resamples", "50"]
+    args += ["--out", str(out)]
+    assert main(args) == 0 and main(args) == 0  # a folder of an earlier run is replaced
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
+    (out / "notes.txt").write_text("mine")
+    assert main(args) == 2
+    assert "did not write there (notes.txt)" in capsys.readouterr().err
+    assert (out / "notes.txt").read_text() == "mine"

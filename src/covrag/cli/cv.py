@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,8 @@ from covrag.cli._common import (
     add_config_options,
     add_prepare_args,
     aspect_sources,
+    check_measures,
+    check_outputs,
     config_from_args,
     parse_budget,
     progress_bar,
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
 
 #: The CVConfig fields that are ``covrag cv`` options.
 CV_OPTIONS = ("folds", "seed", "measure", "n_resamples")
+#: What ``covrag cv --out DIR`` writes in DIR (an earlier run's folder may be replaced).
+CV_ENTRIES = frozenset({"summary.json"})
 
 
 def register(sub: Subparsers) -> None:
@@ -77,11 +82,13 @@ def cv_topics(dataset: str, splits: Sequence[str]) -> tuple[list[Topic], list[To
     from covrag.data import BUNDLED, load_dataset
 
     if dataset in BUNDLED:
-        if "test" in splits:
+        if any(s.split(":")[0] == "test" for s in splits):
             raise ConfigError("test splits are withheld: cross-validate on train and dev")
         topics = [t for split in dict.fromkeys(splits) for t in load_dataset(f"{dataset}:{split}")]
-        dev = load_dataset(f"{dataset}:dev") if "dev" in BUNDLED[dataset].splits else []
-        return topics, dev
+        # dev in the form the splits name (``dev:questions`` beside ``train:questions``)
+        form = next((s for s in splits if s.split(":")[0] == "dev"), None)
+        suffix = next((s[len(s.split(":")[0]) :] for s in splits if ":" in s), "")
+        return topics, load_dataset(f"{dataset}:{form or 'dev' + suffix}")
     topics = load_dataset(dataset)
     return topics, [t for t in topics if t.split == "dev"]
 
@@ -101,6 +108,35 @@ def build_settings(args: argparse.Namespace) -> list[Setting]:
 
 
 def run_cv_command(args: argparse.Namespace, console: Console) -> int:
+    check_outputs([("--dataset", args.dataset)], [], [("--out", args.out)])
+    if args.measure:
+        check_measures([args.measure])
+    # The folder is staged first (as for bench): an unwritable --out fails before the work, and
+    # a killed or failed run leaves --out as it was.
+    with cv_folder(args.out) as folder:
+        result, report = _cv(args, console)
+        summary = {**result.to_json(), "dev": report.to_json() if report else None}
+        if folder is not None:
+            write_files({folder / "summary.json": json.dumps(summary, indent=2) + "\n"})
+    if args.json:
+        console.print_json(data=summary)
+        return 0
+    console.print(cv_table(result, report))
+    console.print(fold_table(result))
+    console.print(cv_summary(result, report))
+    if args.out:
+        console.print(f"wrote {args.out / 'summary.json'}")
+    return 0
+
+
+def cv_folder(out: Path | None) -> contextlib.AbstractContextManager[Path | None]:
+    """The staged folder ``covrag cv`` writes into (renamed to ``out`` at the end), or nothing."""
+    from covrag.files import staged_folder
+
+    return contextlib.nullcontext() if out is None else staged_folder(out, CV_ENTRIES)
+
+
+def _cv(args: argparse.Namespace, console: Console) -> tuple[CVResult, DevReport | None]:
     from covrag.data.exclusion import exclude_aspects
     from covrag.pipeline import config_for
     from covrag.pipeline.cv import base_method, cv_measures, dev_report, run_cv, scores_for
@@ -113,11 +149,11 @@ def run_cv_command(args: argparse.Namespace, console: Console) -> int:
     settings = build_settings(args)
     budget = parse_budget(args.budget)
     cv = config_from_args(CVConfig, args, CV_OPTIONS)
-    measures = cv_measures(budget, cv, topics)
     methods = [base_method(s) for s in settings]
     names = sorted({m.aspects for m in methods} - {"gold"})
     sources = aspect_sources(args, names) if names else {}
     config = config_for([m.selector for m in methods], args.relevance)
+    measures = cv_measures(budget, cv, topics)
     scores = scores_for([*topics, *extra], settings, budget, measures, config, sources)
     name = args.dataset + ("" if ":" in args.dataset else f" ({'+'.join(args.splits)})")
     with progress_bar(console) as progress:
@@ -126,20 +162,9 @@ def run_cv_command(args: argparse.Namespace, console: Console) -> int:
             name, topics, settings, budget, cv, scores=scores,
             progress=lambda _: progress.advance(task),
         )  # fmt: skip
-    dev_ids = [t.query_id for t in dev]
-    report = dev_report(settings, result, scores, dev_ids) if args.dev_report else None
-    summary = {**result.to_json(), "dev": report.to_json() if report else None}
-    if args.out:
-        write_files({args.out / "summary.json": json.dumps(summary, indent=2) + "\n"})
-    if args.json:
-        console.print_json(data=summary)
-        return 0
-    console.print(cv_table(result, report))
-    console.print(fold_table(result))
-    console.print(cv_summary(result, report))
-    if args.out:
-        console.print(f"wrote {args.out / 'summary.json'}")
-    return 0
+    if not args.dev_report:
+        return result, None
+    return result, dev_report(settings, result, scores, [t.query_id for t in dev])
 
 
 def _cell(mean: float, ci: tuple[float, float]) -> str:
