@@ -56,3 +56,14 @@ def test_bad_question_form_lines_name_the_line_and_field(
 def test_unknown_aspect_form_is_refused() -> None:
     with pytest.raises(DataError, match="statements, questions"):
         load_dataset("argkp2021:dev:answers")
+
+
+def test_bundled_argkp_question_forms_cover_every_train_and_dev_aspect() -> None:
+    for split in ("train", "dev"):
+        statements = load_dataset(f"argkp2021:{split}")
+        questions = load_dataset(f"argkp2021:{split}:questions")
+        for s, q in zip(statements, questions, strict=True):
+            assert [a.id for a in q.aspects] == [a.id for a in s.aspects]
+            assert all(a.text.endswith("?") for a in q.aspects)
+            assert [a.text for a in q.aspects] != [a.text for a in s.aspects]
+            assert q.labels == s.labels
