@@ -229,10 +229,18 @@ def test_body_size_limit(client: Any) -> None:
             yield b"y" * 1000
         yield b'", "passages": []}'
 
-    streamed = client.post(
-        "/v1/select", content=chunks(), headers={**AUTH, "Content-Type": "application/json"}
-    )
-    assert streamed.status_code == 413
+    # The guard answers 413 as soon as the limit is passed and closes the connection; a client
+    # still sending may then see the connection reset instead of the answer (HTTP/1.1 has no
+    # way around that race short of reading the rest of the body, which the limit exists to
+    # avoid). Either way the request is refused, and the server keeps serving.
+    try:
+        streamed = client.post(
+            "/v1/select", content=chunks(), headers={**AUTH, "Content-Type": "application/json"}
+        )
+    except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
+        pass
+    else:
+        assert streamed.status_code == 413
     small = client.post("/v1/select", json=body(coverage="gold", k=1), headers=AUTH)
     assert small.status_code == 200
 
