@@ -239,6 +239,9 @@ def staged_folder(folder: PathLike, own: Iterable[str]) -> Iterator[Path]:
         tmp.mkdir()
     except OSError as exc:
         raise _os_error(exc, folder) from None
+    except BaseException:  # interrupted right after the folder was made
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     try:
         yield tmp
         _swap(tmp, target)
