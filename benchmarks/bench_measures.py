@@ -4,7 +4,11 @@ Synthetic topics: each with ``--docs`` judged docs, ``--aspects`` aspects, every
 pair supported with probability ``--density``, and a run of ``--run-length`` docs drawn from the
 judged docs plus 20% unjudged ones. Prints a markdown table; asserts nothing.
 
-    python benchmarks/bench_measures.py [--queries 10000] [--repeat 3]
+    python benchmarks/bench_measures.py [--queries 10000] [--repeat 3] [--end-to-end]
+
+``--end-to-end`` writes the qrels and the run as TREC files and times both tools from the files
+(reading included) side by side: covrag ``read_qrels`` + ``judgments_from_qrels`` + ``read_run`` +
+``evaluate`` against ir_measures ``read_trec_qrels`` + ``read_trec_run`` + ``iter_calc``.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -19,8 +24,16 @@ from typing import Any
 
 import numpy as np
 
+from covrag.data import read_run, write_run
 from covrag.evaluate import Judgments, evaluate
-from covrag.evaluate.qrels import diversity_qrels, run_to_ir_measures, to_ir_measures
+from covrag.evaluate.qrels import (
+    diversity_qrels,
+    judgments_from_qrels,
+    read_qrels,
+    run_to_ir_measures,
+    to_ir_measures,
+    write_qrels,
+)
 
 MEASURES = ("alpha-nDCG@10", "StRecall@10")
 IR_MEASURES = ("alpha_nDCG@10", "StRecall@10")
@@ -62,7 +75,13 @@ def main() -> None:
     parser.add_argument("--run-length", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--end-to-end", action="store_true", help="time both tools from TREC files, side by side"
+    )
     args = parser.parse_args()
+    if args.end_to_end:
+        end_to_end(args)
+        return
 
     labels, run = synthetic(
         args.queries, args.docs, args.aspects, args.density, args.run_length, args.seed
@@ -129,6 +148,53 @@ def main() -> None:
         print(f"max |covrag - pyndeval| over all per-query values: {max_diff:.3g}")
     else:
         print("\nir_measures/pyndeval not installed: pip install 'covrag[reference]'")
+
+
+def end_to_end(args: argparse.Namespace) -> None:
+    """Both tools from the qrels and run files, reading included; prints the ratio."""
+    import ir_measures  # covrag[reference]
+
+    labels, run = synthetic(
+        args.queries, args.docs, args.aspects, args.density, args.run_length, args.seed
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        qrels_path, run_path = f"{folder}/bench.qrels", f"{folder}/bench.trec"
+        write_qrels(qrels_path, diversity_qrels(Judgments.from_labels(labels)))
+        write_run(run_path, run)
+        del labels, run
+
+        def ours() -> dict[str, dict[str, float]]:
+            judgments = judgments_from_qrels(read_qrels(qrels_path))
+            return evaluate(judgments, read_run(run_path), MEASURES)
+
+        measures = [ir_measures.parse_measure(m) for m in IR_MEASURES]
+
+        def theirs() -> list[Any]:
+            qrels = ir_measures.read_trec_qrels(qrels_path)
+            return list(ir_measures.iter_calc(measures, qrels, ir_measures.read_trec_run(run_path)))
+
+        t_ours, values = best_of(args.repeat, ours)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t_ref, reference = best_of(args.repeat, theirs)
+    by_key = {(str(m.measure), m.query_id): m.value for m in reference}
+    max_diff = max(
+        abs(value - by_key[(ref_name, query_id)])
+        for ours_name, ref_name in zip(MEASURES, IR_MEASURES, strict=True)
+        for query_id, value in values[ours_name].items()
+    )
+    print(f"`{shlex.join([sys.executable, *sys.argv])}`\n")
+    print(
+        f"end to end from TREC files: {args.queries} queries, {args.docs} judged docs, "
+        f"{args.aspects} aspects, density {args.density}, runs of {args.run_length}; measures "
+        f"{', '.join(MEASURES)}; best of {args.repeat}\n"
+    )
+    print("| what | seconds |")
+    print("|---|---:|")
+    print(f"| covrag read_qrels + judgments_from_qrels + read_run + evaluate | {t_ours:.4f} |")
+    print(f"| ir_measures read_trec_qrels + read_trec_run + iter_calc (pyndeval) | {t_ref:.4f} |")
+    print(f"\nspeed-up end to end: {t_ref / t_ours:.1f}x")
+    print(f"max |covrag - pyndeval| over all per-query values: {max_diff:.3g}")
 
 
 if __name__ == "__main__":

@@ -123,3 +123,25 @@ def test_importing_the_package_does_not_import_ir_measures() -> None:
     code = "import sys, covrag.evaluate; print('ir_measures' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_bulk_reading_restores_the_garbage_collector(tmp_path: Path) -> None:
+    import gc
+
+    good = tmp_path / "good.qrels"
+    good.write_text("q1 a d1 1\nq1 b d1 1\nq1 a d2 0\n", encoding="utf-8")
+    bad = tmp_path / "bad.qrels"
+    bad.write_text("q1 a d1 1\nq1 a d2\n", encoding="utf-8")
+    assert gc.isenabled()
+    judgments = judgments_from_qrels(read_qrels(good))
+    assert dict(judgments["q1"].labels) == {"d1": frozenset({"a", "b"}), "d2": frozenset()}
+    assert judgments["q1"].aspects == ("a", "b")
+    with pytest.raises(DataError, match="4 columns"):
+        read_qrels(bad)
+    assert gc.isenabled()  # re-enabled after a success and after an error
+    gc.disable()
+    try:
+        judgments_from_qrels(read_qrels(good))
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()

@@ -17,9 +17,12 @@ and :func:`run_to_ir_measures`.
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from operator import itemgetter
+from typing import Any, NamedTuple, cast
 
 from covrag.errors import DataError, MissingExtraError
 from covrag.evaluate.judgments import Judgments, RunLike, TopicJudgments
@@ -82,24 +85,49 @@ def judgments_from_qrels(qrels: Iterable[Any]) -> Judgments:
     ``(query_id, doc_id, relevance, iteration)``); relevance > 0 means the doc supports the
     aspect. Aspect order is order of first appearance, per topic.
     """
-    labels: dict[str, dict[str, set[str]]] = {}
-    order: dict[str, dict[str, None]] = {}
-    for line in qrels:
-        query_id, doc_id, relevance, iteration = (str(line[0]), str(line[1]), line[2], str(line[3]))
-        docs = labels.setdefault(query_id, {})
-        aspects = docs.setdefault(doc_id, set())
-        order.setdefault(query_id, {})
-        if relevance > 0:
-            aspects.add(iteration)
-            order[query_id].setdefault(iteration, None)
-    return Judgments(
-        tuple(
-            TopicJudgments(
-                query_id, {d: frozenset(a) for d, a in docs.items()}, tuple(order[query_id])
-            )
-            for query_id, docs in labels.items()
+    with paused_gc():
+        # Column-wise, C-level conversions; the collector paused while millions of small
+        # containers are made (its passes over them cost more than making them).
+        rows = qrels if isinstance(qrels, list) else list(qrels)
+        query_ids, doc_ids, relevances, aspect_ids = (
+            list(map(itemgetter(i), rows)) for i in range(4)
         )
-    )
+        labels: dict[str, dict[str, set[str]]] = {}
+        order: dict[str, dict[str, None]] = {}
+        for query_id, doc_id, relevance, aspect in zip(
+            map(str, query_ids), map(str, doc_ids), relevances, map(str, aspect_ids), strict=True
+        ):
+            docs = labels.get(query_id)
+            if docs is None:
+                docs = labels[query_id] = {}
+                order[query_id] = {}
+            aspects = docs.get(doc_id)
+            if aspects is None:
+                aspects = docs[doc_id] = set()
+            if relevance > 0:
+                aspects.add(aspect)
+                order[query_id][aspect] = None
+        return Judgments(
+            tuple(
+                # TopicJudgments stores the sets as frozensets.
+                TopicJudgments(
+                    query_id, cast(Mapping[str, frozenset[str]], docs), tuple(order[query_id])
+                )
+                for query_id, docs in labels.items()
+            )
+        )
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector (if it runs) for a bulk build of acyclic objects."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def format_qrels(qrels: Iterable[DiversityQrel]) -> str:
@@ -120,6 +148,12 @@ def write_qrels(path: str | os.PathLike[str], qrels: Iterable[DiversityQrel]) ->
 
 def read_qrels(path: str | os.PathLike[str]) -> list[DiversityQrel]:
     """Read TREC diversity qrels (four columns); raises DataError naming the bad line."""
+    with paused_gc():  # a million small records: the collector's passes would cost more
+        return _read_qrels_lines(path)
+
+
+def _read_qrels_lines(path: str | os.PathLike[str]) -> list[DiversityQrel]:
+    """Line by line, for the message naming a bad line."""
     lines = []
     with open(path, encoding="utf-8") as handle:
         for number, text in enumerate(handle, start=1):
