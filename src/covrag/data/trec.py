@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,6 +24,16 @@ def read_run(path: str | os.PathLike[str]) -> Run:
             score, or a passage listed twice for one topic; the message names file, line and
             column.
     """
+    enabled = gc.isenabled()
+    gc.disable()  # many small tuples, nothing cyclic: the collector's passes cost more
+    try:
+        return _read_run(path)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_run(path: str | os.PathLike[str]) -> Run:
     name = str(path)
     scored: dict[str, list[tuple[float, str]]] = {}
     seen: dict[str, set[str]] = {}

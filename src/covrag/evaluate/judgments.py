@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import cast
 
 from covrag.errors import DataError
-from covrag.evaluate._compiled import Compiled, RunLike
+from covrag.evaluate._compiled import Compiled, RunLike, paused_gc
 from covrag.types import CoverageMatrix, Topic
 
 __all__ = ["Judgments", "RunLike", "TopicJudgments"]
@@ -227,14 +227,15 @@ class Judgments(Mapping[str, TopicJudgments]):
     ) -> Judgments:
         """From ``query id -> doc id -> aspect ids`` (and optional costs and aspect orders)."""
         result = []
-        for query_id, topic_labels in labels.items():
-            result.append(
-                TopicJudgments(
-                    query_id,
-                    # TopicJudgments turns any iterables of aspect ids into frozensets.
-                    cast(Mapping[str, frozenset[str]], topic_labels),
-                    tuple((aspects or {}).get(query_id, ())),
-                    (costs or {}).get(query_id, _NO_COSTS),
+        with paused_gc():  # a frozenset per doc, nothing cyclic
+            for query_id, topic_labels in labels.items():
+                result.append(
+                    TopicJudgments(
+                        query_id,
+                        # TopicJudgments turns any iterables of aspect ids into frozensets.
+                        cast(Mapping[str, frozenset[str]], topic_labels),
+                        tuple((aspects or {}).get(query_id, ())),
+                        (costs or {}).get(query_id, _NO_COSTS),
+                    )
                 )
-            )
         return cls(tuple(result))

@@ -17,14 +17,13 @@ and :func:`run_to_ir_measures`.
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import Any, NamedTuple, cast
 
 from covrag.errors import DataError, MissingExtraError
+from covrag.evaluate._compiled import paused_gc
 from covrag.evaluate.judgments import Judgments, RunLike, TopicJudgments
 from covrag.files import atomic_write_text
 from covrag.types import CoverageMatrix, Topic
@@ -116,18 +115,6 @@ def judgments_from_qrels(qrels: Iterable[Any]) -> Judgments:
                 for query_id, docs in labels.items()
             )
         )
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector (if it runs) for a bulk build of acyclic objects."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def format_qrels(qrels: Iterable[DiversityQrel]) -> str:
