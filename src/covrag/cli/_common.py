@@ -45,9 +45,10 @@ else:
     Subparsers = argparse._SubParsersAction
 
 # Wide enough for bench tables when output goes to a file or a pipe.
-console = Console(width=None if sys.stdout.isatty() else 160)
+# emoji=False: dataset specs such as argkp2021:train:questions must not print as emoji codes.
+console = Console(width=None if sys.stdout.isatty() else 160, emoji=False)
 # Errors are one line each (terminals wrap them; pipes and logs keep them whole).
-err_console = Console(stderr=True, soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True, emoji=False)
 
 DEFAULT_LLM = "local"
 
