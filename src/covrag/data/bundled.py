@@ -105,12 +105,12 @@ def load_dataset(spec: str | os.PathLike[str]) -> list[Topic]:
     ``argkp2021:dev:questions`` gives each aspect as the neutral question it answers (see
     :mod:`covrag.data.question_forms`), with the same ids and labels.
     """
-    topics = read_topics(resolve_dataset(spec))
     text = str(spec)
     parts = None if os.path.exists(text) else _parts(text)
     if parts is None or parts[2] == "statements":
-        return topics
-    dataset = parts[0]
+        return read_topics(resolve_dataset(spec))
+    dataset, split, _ = parts
+    topics = read_topics(dataset.path(split))
     source = dataset.questions_path
     if source is None:
         raise DataError(f"{dataset.name} has no question forms bundled")
