@@ -7,8 +7,9 @@ judged docs plus 20% unjudged ones. Prints a markdown table; asserts nothing.
     python benchmarks/bench_measures.py [--queries 10000] [--repeat 3] [--end-to-end]
 
 ``--end-to-end`` writes the qrels and the run as TREC files and times both tools from the files
-(reading included) side by side: covrag ``read_qrels`` + ``judgments_from_qrels`` + ``read_run`` +
-``evaluate`` against ir_measures ``read_trec_qrels`` + ``read_trec_run`` + ``iter_calc``.
+(reading included) side by side: covrag ``read_judgments`` + ``read_run`` + ``evaluate`` (what
+``covrag eval --qrels`` runs) against ir_measures ``read_trec_qrels`` + ``read_trec_run`` +
+``iter_calc``.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ from covrag.data import read_run, write_run
 from covrag.evaluate import Judgments, evaluate
 from covrag.evaluate.qrels import (
     diversity_qrels,
-    judgments_from_qrels,
-    read_qrels,
+    read_judgments,
     run_to_ir_measures,
     to_ir_measures,
     write_qrels,
@@ -164,8 +164,7 @@ def end_to_end(args: argparse.Namespace) -> None:
         del labels, run
 
         def ours() -> dict[str, dict[str, float]]:
-            judgments = judgments_from_qrels(read_qrels(qrels_path))
-            return evaluate(judgments, read_run(run_path), MEASURES)
+            return evaluate(read_judgments(qrels_path), read_run(run_path), MEASURES)
 
         measures = [ir_measures.parse_measure(m) for m in IR_MEASURES]
 
@@ -173,10 +172,16 @@ def end_to_end(args: argparse.Namespace) -> None:
             qrels = ir_measures.read_trec_qrels(qrels_path)
             return list(ir_measures.iter_calc(measures, qrels, ir_measures.read_trec_run(run_path)))
 
-        t_ours, values = best_of(args.repeat, ours)
+        # Interleaved (ours, theirs, ours, ...): on a shared machine both sides meet the same
+        # load; the best of each is kept.
+        t_ours = t_ref = float("inf")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t_ref, reference = best_of(args.repeat, theirs)
+            for _ in range(args.repeat):
+                seconds, values = best_of(1, ours)
+                t_ours = min(t_ours, seconds)
+                seconds, reference = best_of(1, theirs)
+                t_ref = min(t_ref, seconds)
     by_key = {(str(m.measure), m.query_id): m.value for m in reference}
     max_diff = max(
         abs(value - by_key[(ref_name, query_id)])
@@ -187,11 +192,11 @@ def end_to_end(args: argparse.Namespace) -> None:
     print(
         f"end to end from TREC files: {args.queries} queries, {args.docs} judged docs, "
         f"{args.aspects} aspects, density {args.density}, runs of {args.run_length}; measures "
-        f"{', '.join(MEASURES)}; best of {args.repeat}\n"
+        f"{', '.join(MEASURES)}; best of {args.repeat}, interleaved\n"
     )
     print("| what | seconds |")
     print("|---|---:|")
-    print(f"| covrag read_qrels + judgments_from_qrels + read_run + evaluate | {t_ours:.4f} |")
+    print(f"| covrag read_judgments + read_run + evaluate | {t_ours:.4f} |")
     print(f"| ir_measures read_trec_qrels + read_trec_run + iter_calc (pyndeval) | {t_ref:.4f} |")
     print(f"\nspeed-up end to end: {t_ref / t_ours:.1f}x")
     print(f"max |covrag - pyndeval| over all per-query values: {max_diff:.3g}")

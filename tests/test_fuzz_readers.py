@@ -1,5 +1,6 @@
 """Fuzzing the readers of untrusted files (issue 14, item 10): whatever a dataset line, a TREC run
-or a run file holds, reading it gives records or a DataError, never another exception."""
+or a run file holds, reading it gives records or a DataError, never another exception; the
+column-wise fast paths of the TREC readers (issue 16) give what the line readers give."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from hypothesis import strategies as st
 
 from conftest import topic_record
 from covrag.data import read_run, read_topics
+from covrag.data.trec import _read_run
 from covrag.errors import DataError
+from covrag.evaluate import judgments_from_qrels, read_judgments, read_qrels
 from covrag.report import load_report_input, parse_run_file
 from covrag.types import Topic
 
@@ -101,6 +104,44 @@ def test_trec_run_reader_gives_a_run_or_a_data_error(lines: list[str], tail: byt
     data = "\n".join(lines).encode("utf-8", "surrogatepass") + tail
     run = _read(data, read_run)
     assert run is None or all(isinstance(docs, tuple) for docs in run.values())
+
+
+@FUZZ
+@given(run_lines, st.binary(max_size=20))
+def test_trec_run_fast_path_reads_as_the_line_reader(lines: list[str], tail: bytes) -> None:
+    data = "\n".join(lines).encode("utf-8", "surrogatepass") + tail
+    assert _outcome(data, read_run) == _outcome(data, _read_run)
+
+
+qrels_tokens = st.text(max_size=4) | st.sampled_from(["q1", "a", "d1", "0", "1", "-2", "1.5", "x"])
+qrels_lines = st.lists(st.lists(qrels_tokens, min_size=0, max_size=5).map(" ".join), max_size=6)
+
+
+@FUZZ
+@given(qrels_lines, st.binary(max_size=10))
+def test_qrels_reader_gives_the_line_readers_judgments_or_its_error(
+    lines: list[str], tail: bytes
+) -> None:
+    data = "\n".join(lines).encode("utf-8", "surrogatepass") + tail
+
+    def careful(path: Path) -> Any:
+        return judgments_from_qrels(read_qrels(path)).topics
+
+    def fast(path: Path) -> Any:
+        return read_judgments(path).topics
+
+    assert _outcome(data, fast) == _outcome(data, careful)
+
+
+def _outcome(data: bytes, reader: Callable[[Path], Any]) -> Any:
+    """What a reader gives, or the message of its DataError (any other exception fails)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "input"
+        path.write_bytes(data)
+        try:
+            return reader(path)
+        except DataError as error:
+            return str(error).replace(str(path), "PATH")
 
 
 def _run_file() -> dict[str, Any]:

@@ -1,19 +1,30 @@
-"""``covrag eval``: score a TREC run against a dataset's labels."""
+"""``covrag eval``: score a TREC run against a dataset's labels or a TREC qrels file."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from covrag.cli._common import Subparsers, add_exclude_args, check_measures, load_topics
+from covrag.errors import ConfigError
+
+if TYPE_CHECKING:
+    from covrag.evaluate import Judgments
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("eval", help="score a TREC run against a dataset's labels")
-    p.add_argument("--dataset", required=True, help="bundled name:split or coverage JSONL path")
+    p = sub.add_parser("eval", help="score a TREC run against a dataset's labels or qrels")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--dataset", help="bundled name:split or coverage JSONL path")
+    source.add_argument(
+        "--qrels",
+        type=Path,
+        help="TREC diversity qrels file instead of a dataset (query_id aspect_id doc_id relevance)",
+    )
     p.add_argument("--run", required=True, type=Path, help="TREC run file")
     p.add_argument(
         "--measures",
@@ -29,22 +40,16 @@ def register(sub: Subparsers) -> None:
 
 def run_eval(args: argparse.Namespace, console: Console) -> int:
     from covrag.data import read_run
-    from covrag.evaluate import Judgments, evaluate
-    from covrag.tokens import with_token_costs
+    from covrag.evaluate import evaluate
 
     check_measures(args.measures)
-    topics = load_topics(args)
-    measures = list(args.measures)
-    if args.exclude_aspects and not any(m.lower().startswith("excl") for m in measures):
-        ranked = [m for m in measures if not m.upper().startswith("RVC") and "@" in m]
-        measures.append("Excl@" + (ranked[0].rsplit("@", 1)[1] if ranked else "10"))
-    if any(m.upper().startswith("RVC") for m in measures):
-        topics = [with_token_costs(t) for t in topics]
+    judgments, measures = _judgments(args)
     run = read_run(args.run)
-    results = evaluate(Judgments.from_topics(topics), run, measures)
+    results = evaluate(judgments, run, measures)
+    source = args.dataset if args.qrels is None else str(args.qrels)
     if args.json:
         payload: dict[str, object] = {
-            "dataset": args.dataset,
+            "dataset" if args.qrels is None else "qrels": source,
             "run": str(args.run),
             "means": {repr(m): v for m, v in results.means().items()},
         }
@@ -52,7 +57,7 @@ def run_eval(args: argparse.Namespace, console: Console) -> int:
             payload["per_query"] = {repr(m): results[m] for m in results.measures}
         console.print_json(data=payload)
         return 0
-    table = Table(title=f"{args.run} on {args.dataset} ({len(results.query_ids)} topics)")
+    table = Table(title=f"{args.run} on {source} ({len(results.query_ids)} topics)")
     table.add_column("topic")
     for measure in results.measures:
         table.add_column(repr(measure), justify="right")
@@ -62,3 +67,22 @@ def run_eval(args: argparse.Namespace, console: Console) -> int:
     table.add_row("[bold]mean[/]", *(f"[bold]{v:.4f}[/]" for v in results.means().values()))
     console.print(table)
     return 0
+
+
+def _judgments(args: argparse.Namespace) -> tuple[Judgments, list[str]]:
+    """The judgments ``--dataset`` or ``--qrels`` names, and the measures to compute."""
+    from covrag.evaluate import Judgments, read_judgments
+    from covrag.tokens import with_token_costs
+
+    measures = list(args.measures)
+    if args.qrels is not None:
+        if args.exclude_aspects:
+            raise ConfigError("--exclude-aspects needs --dataset (qrels name no gold aspects)")
+        return read_judgments(args.qrels), measures
+    topics = load_topics(args)
+    if args.exclude_aspects and not any(m.lower().startswith("excl") for m in measures):
+        ranked = [m for m in measures if not m.upper().startswith("RVC") and "@" in m]
+        measures.append("Excl@" + (ranked[0].rsplit("@", 1)[1] if ranked else "10"))
+    if any(m.upper().startswith("RVC") for m in measures):
+        topics = [with_token_costs(t) for t in topics]
+    return Judgments.from_topics(topics), measures

@@ -31,6 +31,7 @@ from covrag.evaluate.qrels import (
     binary_qrels,
     diversity_qrels,
     judgments_from_qrels,
+    read_judgments,
     read_qrels,
     write_qrels,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "paired_randomization_test",
     "parse_measure",
     "parse_measures",
+    "read_judgments",
     "read_qrels",
     "write_qrels",
 ]

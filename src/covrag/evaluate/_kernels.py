@@ -14,10 +14,20 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from covrag.types import BoolArray, FloatArray, IntArray
+
+AspectArray = npt.NDArray[np.signedinteger[Any]]
+"""Local aspect indices: the smallest signed integers that hold the sentinel (memory)."""
+
+
+def aspect_dtype(sentinel: int) -> type[np.signedinteger[Any]]:
+    """The dtype of a table of local aspect indices up to ``sentinel``."""
+    return np.int16 if sentinel <= np.iinfo(np.int16).max else np.int32
 
 
 def decay_table(alpha: float, size: int) -> FloatArray:
@@ -51,7 +61,7 @@ def sequential_sum(values: FloatArray) -> FloatArray:
 
 
 def ideal_alpha_gains(
-    doc_aspects: IntArray,
+    doc_aspects: AspectArray,
     n_aspects: IntArray,
     sentinel: int,
     rows: IntArray,
@@ -113,7 +123,7 @@ def ideal_alpha_gains(
     return gains
 
 
-def seen_counts(aspects: IntArray, sentinel: int) -> tuple[IntArray, BoolArray]:
+def seen_counts(aspects: AspectArray, sentinel: int) -> tuple[IntArray, BoolArray]:
     """For ranked documents, how often each of their aspects was seen at earlier ranks.
 
     Args:
@@ -203,7 +213,7 @@ def budget_walk(costs: IntArray, budget: int) -> BoolArray:
     return included
 
 
-def support_counts(aspects: IntArray, included: BoolArray, sentinel: int) -> IntArray:
+def support_counts(aspects: AspectArray, included: BoolArray, sentinel: int) -> IntArray:
     """(topics, sentinel) number of included documents supporting each aspect."""
     n_topics = aspects.shape[0]
     columns = sentinel + 1

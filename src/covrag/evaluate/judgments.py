@@ -11,7 +11,7 @@ ranks by score descending, then doc id ascending, the order ir_measures and pynd
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import cast
@@ -116,14 +116,15 @@ class TopicJudgments:
         return frozenset(doc for doc, aspects in self.labels.items() if aspects)
 
 
-@dataclass(frozen=True, eq=False)
 class Judgments(Mapping[str, TopicJudgments]):
     """Per-topic judgments: a read-only mapping ``query id -> TopicJudgments``.
 
     Build one with :meth:`from_topics` (gold labels), :meth:`from_coverage` (the covered pairs of
-    coverage matrices) or :meth:`from_labels` (plain mappings). Building a record also compiles
+    coverage matrices), :meth:`from_labels` (plain mappings) or
+    :func:`~covrag.evaluate.read_judgments` (a qrels file). Building a record also compiles
     it to the arrays the measures run on, and ideal alpha-DCG gains are cached on it per alpha
-    on first use, so build one record per dataset and reuse it across runs.
+    on first use, so build one record per dataset and reuse it across runs. A record read from
+    a qrels file is those arrays only: its ``TopicJudgments`` are made when first asked for.
 
     Example:
         >>> j = Judgments.from_labels({"q1": {"d1": ["a"], "d2": ["a", "b"], "d3": []}})
@@ -131,34 +132,72 @@ class Judgments(Mapping[str, TopicJudgments]):
         ['d1', 'd2']
     """
 
-    topics: tuple[TopicJudgments, ...]
-    _by_id: dict[str, TopicJudgments] = field(init=False, repr=False, compare=False)
-    _compiled: Compiled = field(init=False, repr=False, compare=False)
+    __slots__ = ("_by_id", "_compiled", "_index", "_view")
 
-    def __post_init__(self) -> None:
-        topics = tuple(self.topics)
+    _by_id: dict[str, TopicJudgments]
+    _compiled: Compiled
+    _index: dict[str, int]
+    _view: Callable[[int], TopicJudgments] | None
+
+    def __init__(self, topics: Iterable[TopicJudgments]) -> None:
+        topics = tuple(topics)
         by_id = {t.query_id: t for t in topics}
         if len(by_id) != len(topics):
             raise DataError("Judgments: a query id appears twice")
-        object.__setattr__(self, "topics", topics)
+        self._set(Compiled.build(topics), by_id, None)
+
+    def _set(
+        self,
+        compiled: Compiled,
+        by_id: dict[str, TopicJudgments],
+        view: Callable[[int], TopicJudgments] | None,
+    ) -> None:
+        object.__setattr__(self, "_compiled", compiled)
         object.__setattr__(self, "_by_id", by_id)
-        object.__setattr__(self, "_compiled", Compiled.build(topics))
+        object.__setattr__(self, "_view", view)
+        index = dict(zip(compiled.query_ids, range(len(compiled.query_ids)), strict=True))
+        object.__setattr__(self, "_index", index)
+
+    @classmethod
+    def _from_compiled(cls, compiled: Compiled, view: Callable[[int], TopicJudgments]) -> Judgments:
+        """A record of compiled arrays whose topic ``i`` is made by ``view(i)`` when asked for."""
+        if len(set(compiled.query_ids)) != len(compiled.query_ids):
+            raise DataError("Judgments: a query id appears twice")
+        record = cls.__new__(cls)
+        record._set(compiled, {}, view)
+        return record
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Judgments is read-only (cannot set {name!r})")
+
+    @property
+    def topics(self) -> tuple[TopicJudgments, ...]:
+        """The topics' judgments, in order."""
+        return tuple(map(self.__getitem__, self._compiled.query_ids))
 
     def __getitem__(self, query_id: str) -> TopicJudgments:
-        return self._by_id[query_id]
+        topic = self._by_id.get(query_id)
+        if topic is None:
+            if self._view is None:  # a record built from topics holds them all
+                raise KeyError(query_id)
+            topic = self._by_id[query_id] = self._view(self._index[query_id])
+        return topic
+
+    def __contains__(self, query_id: object) -> bool:
+        return query_id in self._index
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._by_id)
+        return iter(self._compiled.query_ids)
 
     def __len__(self) -> int:
-        return len(self.topics)
+        return len(self._compiled.query_ids)
 
     def __repr__(self) -> str:
         return f"Judgments({len(self)} topics)"
 
     @property
     def query_ids(self) -> tuple[str, ...]:
-        return tuple(self._by_id)
+        return self._compiled.query_ids
 
     @classmethod
     def from_topics(cls, topics: Iterable[Topic]) -> Judgments:

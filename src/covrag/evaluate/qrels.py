@@ -22,10 +22,12 @@ from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import Any, NamedTuple, cast
 
+from covrag.data._columns import read_columns
 from covrag.errors import DataError, MissingExtraError
 from covrag.evaluate._compiled import paused_gc
+from covrag.evaluate._qrels_columns import judgments_from_columns
 from covrag.evaluate.judgments import Judgments, RunLike, TopicJudgments
-from covrag.files import atomic_write_text
+from covrag.files import atomic_write_text, iter_lines
 from covrag.types import CoverageMatrix, Topic
 
 
@@ -134,32 +136,49 @@ def write_qrels(path: str | os.PathLike[str], qrels: Iterable[DiversityQrel]) ->
 
 
 def read_qrels(path: str | os.PathLike[str]) -> list[DiversityQrel]:
-    """Read TREC diversity qrels (four columns); raises DataError naming the bad line."""
+    """Read TREC diversity qrels (four columns); raises DataError naming the bad line (a
+    column count, a relevance that is not an integer, bytes that are not UTF-8)."""
     with paused_gc():  # a million small records: the collector's passes would cost more
         return _read_qrels_lines(path)
+
+
+def read_judgments(path: str | os.PathLike[str]) -> Judgments:
+    """Judgments from a TREC diversity qrels file: ``judgments_from_qrels(read_qrels(path))``.
+
+    A plain file (ASCII, four columns on every non-blank line) is read column-wise with numpy,
+    without a Python object per line, and each topic's ``TopicJudgments`` is made only when
+    asked for: what ``covrag eval --qrels`` uses. Any other file, and every error, goes through
+    :func:`read_qrels`.
+
+    Raises:
+        DataError: a line without 4 columns or with a non-integer relevance, naming the file
+            and the line.
+    """
+    columns = read_columns(path, 4)
+    judgments = None if columns is None else judgments_from_columns(columns)
+    return judgments if judgments is not None else judgments_from_qrels(read_qrels(path))
 
 
 def _read_qrels_lines(path: str | os.PathLike[str]) -> list[DiversityQrel]:
     """Line by line, for the message naming a bad line."""
     lines = []
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            parts = text.split()
-            if not parts:
-                continue
-            if len(parts) != 4:
-                raise DataError(
-                    "expected 4 columns 'query_id iteration doc_id relevance'",
-                    path=str(path),
-                    line=number,
-                )
-            try:
-                relevance = int(parts[3])
-            except ValueError:
-                raise DataError(
-                    "relevance must be an integer", path=str(path), line=number, field="relevance"
-                ) from None
-            lines.append(DiversityQrel(parts[0], parts[2], relevance, parts[1]))
+    for number, text in iter_lines(path):  # bytes that are not UTF-8: a DataError too
+        parts = text.split()
+        if not parts:
+            continue
+        if len(parts) != 4:
+            raise DataError(
+                "expected 4 columns 'query_id iteration doc_id relevance'",
+                path=str(path),
+                line=number,
+            )
+        try:
+            relevance = int(parts[3])
+        except ValueError:
+            raise DataError(
+                "relevance must be an integer", path=str(path), line=number, field="relevance"
+            ) from None
+        lines.append(DiversityQrel(parts[0], parts[2], relevance, parts[1]))
     return lines
 
 

@@ -1,0 +1,247 @@
+"""Whitespace-separated text files as column arrays (private): the fast path of the TREC readers.
+
+A file's bytes are split into tokens with numpy, without a Python object per line or per token,
+and a column's tokens are numbered (factorised) by sorting fixed-width integer keys. Only plain
+files take this path: ASCII, spaces and tabs between columns, ``\\n`` (or ``\\r\\n``) ending
+lines, and every non-blank line with the same number of columns. Anything else gives None, and
+the caller reads the file with its line-by-line parser, which names the bad line, field and
+file (or accepts what this path leaves to it, such as non-ASCII ids).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from covrag.types import FloatArray, IntArray
+
+ByteArray = npt.NDArray[np.uint8]
+WordArray = npt.NDArray[np.uint64]
+
+_NUMBER_BYTES = np.zeros(256, dtype=bool)
+_NUMBER_BYTES[list(b"0123456789.eE+-")] = True
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+# _KEEP[k]: the mask of the first k bytes of a big-endian 8-byte word.
+_KEEP = np.array([0] + [((1 << (8 * k)) - 1) << (64 - 8 * k) for k in range(1, 9)], np.uint64)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The tokens of a file with a fixed number of columns.
+
+    Attributes:
+        raw: The file's bytes, after one space and before 8 zero bytes.
+        windows: ``windows[i]``: the 8 bytes from offset ``i`` as a big-endian integer (a
+            strided view over the bytes; zeros past the end).
+        starts: (lines, columns) offset in ``raw`` of each token's first byte.
+        ends: (lines, columns) offset one past each token's last byte; None when a single
+            byte separates tokens throughout (each ends one byte before the next starts).
+        last_end: One past the last token's last byte.
+    """
+
+    raw: bytes | bytearray
+    windows: WordArray
+    starts: IntArray
+    ends: IntArray | None
+    last_end: int
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def lengths(self, column: int) -> IntArray:
+        """(lines,) bytes of each token of a column."""
+        if self.ends is not None:
+            ends = self.ends[:, column]
+        elif column + 1 < self.starts.shape[1]:
+            ends = self.starts[:, column + 1] - 1
+        else:
+            ends = np.append(self.starts[1:, 0] - 1, self.last_end)
+        result: IntArray = ends - self.starts[:, column]
+        return result
+
+    def texts(self, lines: Sequence[int] | IntArray, column: int) -> list[str]:
+        """Tokens of one column as strings."""
+        raw = self.raw
+        at = self.starts[lines, column]
+        ends = (at + self.lengths(column)[lines]).tolist()
+        starts = at.tolist()
+        return [raw[start:end].decode("ascii") for start, end in zip(starts, ends, strict=True)]
+
+
+def read_columns(path: str | os.PathLike[str], width: int) -> Columns | None:
+    """The tokens of a file if it is a plain file of ``width`` columns, else None."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        # One space before the file (every token starts after a non-token byte) and zeros
+        # after it (every token ends before one, and 8-byte windows stay inside).
+        padded = bytearray(size + 9)
+        padded[0] = ord(" ")
+        if handle.readinto(memoryview(padded)[1 : size + 1]) != size or handle.read(1):
+            return None  # the file changed while read: the careful reader reads it again
+    return _split(padded, size, width)
+
+
+def _split(padded: bytearray, size: int, width: int) -> Columns | None:
+    text = np.frombuffer(padded, dtype=np.uint8, count=size, offset=1)
+    if size == 0 or not padded.isascii():
+        return None
+    returns, newlines = padded.count(b"\r"), padded.count(b"\n")
+    if returns != padded.count(b"\r\n"):
+        return None
+    flags = np.empty(size + 2, dtype=bool)
+    if np.count_nonzero(np.less(text, 32, out=flags[:size])) != (
+        newlines + returns + padded.count(b"\t")
+    ):
+        return None  # other control bytes: some are line breaks to Python, some not
+    buf = np.frombuffer(padded, dtype=np.uint8, count=size + 2)
+    token = np.greater(buf, 32, out=flags)
+    edge = np.empty(size + 1, dtype=bool)
+    starts = np.flatnonzero(np.greater(token[1:], token[:-1], out=edge))
+    starts += 1
+    n = len(starts)
+    if n == 0 or n % width:
+        return None
+    last = int(starts[-1])
+    last_end = last + int(np.argmin(token[last:]))
+    outside = size - np.count_nonzero(token) - (int(starts[0]) - 1) - (size + 1 - last_end)
+    ends: IntArray | None = None
+    if outside == n - 1:
+        # A single byte between tokens (the common case): each token ends one byte before
+        # the next starts, and that byte says whether a line ends there.
+        breaks = np.empty(n, dtype=bool)
+        breaks[0] = False
+        np.equal(buf[starts[1:] - 1], 10, out=breaks[1:])
+    else:
+        ends = np.flatnonzero(np.less(token[1:], token[:-1], out=edge))
+        ends += 1
+        breaks = np.zeros(n + 1, dtype=bool)
+        breaks[np.searchsorted(starts, np.flatnonzero(buf == 10))] = True
+        breaks = breaks[:n]
+    grid = breaks.reshape(-1, width)
+    if not grid[1:, 0].all() or grid[:, 1:].any():
+        return None
+    windows: WordArray = np.ndarray((size + 1,), dtype=">u8", buffer=padded, strides=(1,))
+    return Columns(
+        padded,
+        windows,
+        starts.reshape(-1, width),
+        None if ends is None else ends.reshape(-1, width),
+        last_end,
+    )
+
+
+def words(columns: Columns, column: int) -> WordArray:
+    """(lines, words) each token as zero-padded 8-byte words: integer order is byte order."""
+    starts, lengths = columns.starts[:, column], columns.lengths(column)
+    n_words = max(1, -(-int(lengths.max()) // 8))
+    if n_words == 1:
+        word: WordArray = columns.windows[starts] & _KEEP[lengths]
+        return word[:, None]
+    result = np.empty((len(starts), n_words), dtype=np.uint64)
+    for j in range(n_words):
+        keep = _KEEP[np.clip(lengths - 8 * j, 0, 8)]
+        at = np.minimum(starts + 8 * j, len(columns.windows) - 1)
+        result[:, j] = columns.windows[at] & keep
+    return result
+
+
+def _group(keys: WordArray) -> tuple[IntArray, IntArray]:
+    """Codes of equal keys (in ascending key order) and each code's first index."""
+    order = np.argsort(keys)
+    ordered = keys[order]
+    new = np.empty(len(keys), dtype=bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    codes = np.empty(len(keys), dtype=np.int64)
+    codes[order] = np.cumsum(new) - 1
+    first: IntArray = np.minimum.reduceat(order, np.flatnonzero(new)).astype(np.int64)
+    return codes, first
+
+
+def _group_runs(keys: WordArray) -> tuple[IntArray, IntArray] | None:
+    """``_group`` for keys in long runs (a column of a file grouped by topic): group the runs'
+    keys only; None when runs are short."""
+    heads = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    if 4 * len(heads) > len(keys):
+        return None
+    codes, first = _group(keys[heads])
+    return np.repeat(codes, np.diff(np.append(heads, len(keys)))), heads[first]
+
+
+def factorize(columns: Columns, column: int) -> tuple[IntArray, IntArray] | None:
+    """Number a column's distinct tokens in byte order (string order, for ASCII).
+
+    Returns:
+        codes (lines,) and, per code, the first line that holds it; None in the (astronomically
+        unlikely) case of a hash collision between long tokens, left to the careful parser.
+    """
+    tokens = words(columns, column)
+    if tokens.shape[1] == 1:
+        keys = tokens[:, 0]
+        return _group_runs(keys) or _group(keys)
+    keys = tokens[:, 0].copy()
+    with np.errstate(over="ignore"):
+        for j in range(1, tokens.shape[1]):
+            keys = (keys ^ (keys >> np.uint64(29))) * _MIX + tokens[:, j]
+    codes, first = _group_runs(keys) or _group(keys)
+    if not (tokens[first[codes]] == tokens).all():
+        return None
+    ranks = np.empty(len(first), dtype=np.int64)
+    ranks[np.lexsort(tokens[first].T[::-1])] = np.arange(len(first))
+    by_rank = np.empty_like(first)
+    by_rank[ranks] = first
+    return ranks[codes], by_rank
+
+
+def _small_bytes(columns: Columns, column: int, width: int) -> ByteArray:
+    """(lines, width) bytes of a column's tokens of at most ``width`` <= 8 bytes, zero-padded."""
+    word = words(columns, column)[:, 0].astype(">u8")
+    matrix: ByteArray = word.view(np.uint8).reshape(-1, 8)[:, :width]
+    return matrix
+
+
+def parse_ints(columns: Columns, column: int) -> IntArray | None:
+    """A column as integers (an optional ``-`` and digits, 8 characters at most), else None."""
+    lengths = columns.lengths(column)
+    width = int(lengths.max())
+    if width == 1:  # one digit each (relevance grades)
+        digits = np.frombuffer(columns.raw, dtype=np.uint8)[columns.starts[:, column]]
+        grades: IntArray = digits.astype(np.int64) - ord("0")
+        return grades if ((grades >= 0) & (grades <= 9)).all() else None
+    if width > 8:
+        return None
+    matrix = _small_bytes(columns, column, width).astype(np.int64) - ord("0")
+    negative = matrix[:, 0] == ord("-") - ord("0")
+    if (negative & (lengths == 1)).any():
+        return None
+    offsets = np.arange(width)
+    digit = (offsets < lengths[:, None]) & (offsets >= negative[:, None])
+    if ((matrix < 0) | (matrix > 9))[digit].any():
+        return None
+    matrix[~digit] = 0
+    # Left-aligned digits: scale each row by the powers of ten of its own length.
+    powers = 10 ** np.arange(width + 1, dtype=np.int64)
+    place = np.clip(lengths[:, None] - 1 - offsets, 0, width)
+    values: IntArray = (matrix * powers[place]).sum(axis=1)
+    return np.where(negative, -values, values)
+
+
+def parse_floats(columns: Columns, column: int) -> FloatArray | None:
+    """A column as floats (digits, ``.``, ``e``, signs; no ``nan`` or ``inf``), else None.
+
+    numpy's conversion of byte strings rounds as Python's ``float`` does.
+    """
+    tokens = words(columns, column).astype(">u8")
+    text = tokens.view(f"S{8 * tokens.shape[1]}").ravel()
+    matrix = tokens.view(np.uint8)
+    if not _NUMBER_BYTES[matrix[matrix != 0]].all():
+        return None
+    try:
+        values: FloatArray = text.astype(np.float64)
+    except ValueError:
+        return None
+    return values
