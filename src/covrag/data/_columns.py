@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +22,8 @@ from covrag.types import FloatArray, IntArray
 
 ByteArray = npt.NDArray[np.uint8]
 WordArray = npt.NDArray[np.uint64]
+PositionArray = npt.NDArray[np.signedinteger[Any]]
+"""Byte offsets: 32-bit integers for files under 2 GiB (half the memory), else 64-bit."""
 
 _NUMBER_BYTES = np.zeros(256, dtype=bool)
 _NUMBER_BYTES[list(b"0123456789.eE+-")] = True
@@ -45,14 +48,14 @@ class Columns:
 
     raw: bytes | bytearray
     windows: WordArray
-    starts: IntArray
-    ends: IntArray | None
+    starts: PositionArray
+    ends: PositionArray | None
     last_end: int
 
     def __len__(self) -> int:
         return len(self.starts)
 
-    def lengths(self, column: int) -> IntArray:
+    def lengths(self, column: int) -> PositionArray:
         """(lines,) bytes of each token of a column."""
         if self.ends is not None:
             ends = self.ends[:, column]
@@ -60,7 +63,7 @@ class Columns:
             ends = self.starts[:, column + 1] - 1
         else:
             ends = np.append(self.starts[1:, 0] - 1, self.last_end)
-        result: IntArray = ends - self.starts[:, column]
+        result: PositionArray = ends - self.starts[:, column]
         return result
 
     def texts(self, lines: Sequence[int] | IntArray, column: int) -> list[str]:
@@ -100,24 +103,24 @@ def _split(padded: bytearray, size: int, width: int) -> Columns | None:
     buf = np.frombuffer(padded, dtype=np.uint8, count=size + 2)
     token = np.greater(buf, 32, out=flags)
     edge = np.empty(size + 1, dtype=bool)
-    starts = np.flatnonzero(np.greater(token[1:], token[:-1], out=edge))
-    starts += 1
+    starts = _positions(np.greater(token[1:], token[:-1], out=edge), 1)
     n = len(starts)
     if n == 0 or n % width:
         return None
     last = int(starts[-1])
     last_end = last + int(np.argmin(token[last:]))
     outside = size - np.count_nonzero(token) - (int(starts[0]) - 1) - (size + 1 - last_end)
-    ends: IntArray | None = None
+    ends: PositionArray | None = None
     if outside == n - 1:
         # A single byte between tokens (the common case): each token ends one byte before
         # the next starts, and that byte says whether a line ends there.
         breaks = np.empty(n, dtype=bool)
         breaks[0] = False
-        np.equal(buf[starts[1:] - 1], 10, out=breaks[1:])
+        starts -= 1  # in place: the separators (no array of that size made)
+        np.equal(buf[starts[1:]], 10, out=breaks[1:])
+        starts += 1
     else:
-        ends = np.flatnonzero(np.less(token[1:], token[:-1], out=edge))
-        ends += 1
+        ends = _positions(np.less(token[1:], token[:-1], out=edge), 1)
         breaks = np.zeros(n + 1, dtype=bool)
         breaks[np.searchsorted(starts, np.flatnonzero(buf == 10))] = True
         breaks = breaks[:n]
@@ -132,6 +135,23 @@ def _split(padded: bytearray, size: int, width: int) -> Columns | None:
         None if ends is None else ends.reshape(-1, width),
         last_end,
     )
+
+
+_BLOCK = 1 << 22
+
+
+def _positions(flags: npt.NDArray[np.bool_], shift: int) -> PositionArray:
+    """``np.flatnonzero(flags) + shift`` in 32-bit integers where they suffice, found block by
+    block: half the memory, and no temporary array as large as the result."""
+    dtype: type[np.signedinteger[Any]] = np.int32 if len(flags) + shift < 2**31 else np.int64
+    result: PositionArray = np.empty(np.count_nonzero(flags), dtype=dtype)
+    at = 0
+    for start in range(0, len(flags), _BLOCK):
+        found = np.flatnonzero(flags[start : start + _BLOCK])
+        found += start + shift
+        result[at : at + len(found)] = found
+        at += len(found)
+    return result
 
 
 def words(columns: Columns, column: int) -> WordArray:
