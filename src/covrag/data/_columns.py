@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -51,12 +51,16 @@ class Columns:
     starts: PositionArray
     ends: PositionArray | None
     last_end: int
+    _lengths: dict[int, PositionArray] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.starts)
 
     def lengths(self, column: int) -> PositionArray:
         """(lines,) bytes of each token of a column."""
+        cached = self._lengths.get(column)
+        if cached is not None:
+            return cached
         if self.ends is not None:
             ends = self.ends[:, column]
         elif column + 1 < self.starts.shape[1]:
@@ -64,15 +68,16 @@ class Columns:
         else:
             ends = np.append(self.starts[1:, 0] - 1, self.last_end)
         result: PositionArray = ends - self.starts[:, column]
+        self._lengths[column] = result
         return result
 
     def texts(self, lines: Sequence[int] | IntArray, column: int) -> list[str]:
-        """Tokens of one column as strings."""
-        raw = self.raw
-        at = self.starts[lines, column]
-        ends = (at + self.lengths(column)[lines]).tolist()
-        starts = at.tolist()
-        return [raw[start:end].decode("ascii") for start, end in zip(starts, ends, strict=True)]
+        """Tokens of one column as strings (converted as one array, not one by one)."""
+        tokens = _words_at(self.windows, self.starts[lines, column], self.lengths(column)[lines])
+        size = 8 * tokens.shape[1]
+        strings = tokens.astype(">u8").view(f"S{size}").ravel().astype(f"U{size}")
+        result: list[str] = strings.tolist()
+        return result
 
 
 def read_columns(path: str | os.PathLike[str], width: int) -> Columns | None:
@@ -89,27 +94,21 @@ def read_columns(path: str | os.PathLike[str], width: int) -> Columns | None:
 
 
 def _split(padded: bytearray, size: int, width: int) -> Columns | None:
-    text = np.frombuffer(padded, dtype=np.uint8, count=size, offset=1)
     if size == 0 or not padded.isascii():
         return None
-    returns, newlines = padded.count(b"\r"), padded.count(b"\n")
-    if returns != padded.count(b"\r\n"):
-        return None
-    flags = np.empty(size + 2, dtype=bool)
-    if np.count_nonzero(np.less(text, 32, out=flags[:size])) != (
-        newlines + returns + padded.count(b"\t")
-    ):
-        return None  # other control bytes: some are line breaks to Python, some not
     buf = np.frombuffer(padded, dtype=np.uint8, count=size + 2)
-    token = np.greater(buf, 32, out=flags)
-    edge = np.empty(size + 1, dtype=bool)
-    starts = _positions(np.greater(token[1:], token[:-1], out=edge), 1)
+    starts, token_bytes, control = _scan(buf, size)
+    tabs, newlines, returns = (int(control[c]) for c in (9, 10, 13))
+    if tabs + newlines + returns != int(control.sum()):
+        return None  # other control bytes: some are line breaks to Python, some not
+    if returns and (buf[np.flatnonzero(buf == 13) + 1] != 10).any():
+        return None  # a carriage return not before a newline: a line break to Python
     n = len(starts)
     if n == 0 or n % width:
         return None
     last = int(starts[-1])
-    last_end = last + int(np.argmin(token[last:]))
-    outside = size - np.count_nonzero(token) - (int(starts[0]) - 1) - (size + 1 - last_end)
+    last_end = last + int(np.argmin(buf[last:] > 32))
+    outside = size - token_bytes - (int(starts[0]) - 1) - (size + 1 - last_end)
     ends: PositionArray | None = None
     if outside == n - 1:
         # A single byte between tokens (the common case): each token ends one byte before
@@ -120,7 +119,7 @@ def _split(padded: bytearray, size: int, width: int) -> Columns | None:
         np.equal(buf[starts[1:]], 10, out=breaks[1:])
         starts += 1
     else:
-        ends = _positions(np.less(token[1:], token[:-1], out=edge), 1)
+        ends = _scan(buf, size, falling=True)[0]
         breaks = np.zeros(n + 1, dtype=bool)
         breaks[np.searchsorted(starts, np.flatnonzero(buf == 10))] = True
         breaks = breaks[:n]
@@ -137,35 +136,49 @@ def _split(padded: bytearray, size: int, width: int) -> Columns | None:
     )
 
 
-_BLOCK = 1 << 22
+_BLOCK = 1 << 21  # bytes per block: buffers under numpy's huge-page threshold, reused
 
 
-def _positions(flags: npt.NDArray[np.bool_], shift: int) -> PositionArray:
-    """``np.flatnonzero(flags) + shift`` in 32-bit integers where they suffice, found block by
-    block: half the memory, and no temporary array as large as the result."""
-    dtype: type[np.signedinteger[Any]] = np.int32 if len(flags) + shift < 2**31 else np.int64
-    result: PositionArray = np.empty(np.count_nonzero(flags), dtype=dtype)
-    at = 0
-    for start in range(0, len(flags), _BLOCK):
-        found = np.flatnonzero(flags[start : start + _BLOCK])
-        found += start + shift
-        result[at : at + len(found)] = found
-        at += len(found)
-    return result
+def _scan(buf: ByteArray, size: int, falling: bool = False) -> tuple[PositionArray, int, IntArray]:
+    """Offsets where tokens start (or, ``falling``, end), the number of token bytes, and the
+    count of each control byte (0 to 31) of the text ``buf[1 : size + 1]``, block by block.
+
+    ``buf[0]`` is a space and ``buf[size + 1]`` a zero. Offsets are 32-bit integers where they
+    suffice: half the memory, and no temporary array as large as the file.
+    """
+    dtype: type[np.signedinteger[Any]] = np.int32 if size + 2 < 2**31 else np.int64
+    pieces: list[PositionArray] = []
+    token_bytes = 0
+    control = np.zeros(32, dtype=np.int64)
+    for start in range(1, size + 2, _BLOCK):
+        window = buf[start - 1 : start + _BLOCK]
+        token = window > 32
+        edge = token[1:] < token[:-1] if falling else token[1:] > token[:-1]
+        found = np.flatnonzero(edge).astype(dtype)
+        found += start
+        pieces.append(found)
+        token_bytes += int(np.count_nonzero(token[1:]))
+        text = window[1:]
+        control += np.bincount(text[text < 32], minlength=32)
+    control[0] -= 1  # the zero after the text
+    return np.concatenate(pieces), token_bytes, control
 
 
 def words(columns: Columns, column: int) -> WordArray:
     """(lines, words) each token as zero-padded 8-byte words: integer order is byte order."""
-    starts, lengths = columns.starts[:, column], columns.lengths(column)
-    n_words = max(1, -(-int(lengths.max()) // 8))
+    return _words_at(columns.windows, columns.starts[:, column], columns.lengths(column))
+
+
+def _words_at(windows: WordArray, starts: PositionArray, lengths: PositionArray) -> WordArray:
+    n_words = max(1, -(-int(lengths.max(initial=0)) // 8))
     if n_words == 1:
-        word: WordArray = columns.windows[starts] & _KEEP[lengths]
+        word: WordArray = windows[starts] & _KEEP[lengths]
         return word[:, None]
     result = np.empty((len(starts), n_words), dtype=np.uint64)
     for j in range(n_words):
         keep = _KEEP[np.clip(lengths - 8 * j, 0, 8)]
-        at = np.minimum(starts + 8 * j, len(columns.windows) - 1)
-        result[:, j] = columns.windows[at] & keep
+        at = np.minimum(starts + 8 * j, len(windows) - 1)
+        result[:, j] = windows[at] & keep
     return result
 
 

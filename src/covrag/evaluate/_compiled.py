@@ -86,6 +86,7 @@ class Rows:
         costs: (rows,) token costs, -1 where unknown.
         actual: (topics,) aspects with at least one supporting judged doc.
         sentinel: The largest number of aspects of any topic.
+        keys: The rows' lookup keys when the builder has them, ascending (else computed).
     """
 
     query_ids: tuple[str, ...]
@@ -97,6 +98,7 @@ class Rows:
     costs: IntArray
     actual: IntArray
     sentinel: int
+    keys: IntArray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -181,9 +183,11 @@ class Compiled:
         per_topic = np.bincount(topic_of[relevant], minlength=n_topics)
         # Lookup keys: within a topic, rows are by doc id descending, so the keys of a
         # vocabulary in string order come sorted and need no sort.
-        keys = _keys(topic_of, rows.row_docs, len(rows.doc_names))
+        keys = rows.keys
         key_rows = np.arange(n_rows, dtype=np.int64)
-        if n_rows > 1 and not (keys[1:] > keys[:-1]).all():
+        if keys is None:
+            keys = _keys(topic_of, rows.row_docs, len(rows.doc_names))
+        if rows.keys is None and n_rows > 1 and not (keys[1:] > keys[:-1]).all():
             key_rows = np.argsort(keys, kind="stable")
             keys = keys[key_rows]
         costs = np.append(rows.costs, _MISSING).astype(np.int64)
@@ -266,7 +270,15 @@ class Compiled:
         for topic in topics:
             query_id = self.query_ids[topic]
             ranking = run.get(query_id)
-            rankings.append(() if ranking is None else check_ranking(query_id, ranking, depth))
+            if ranking is None:
+                rankings.append(())
+                continue
+            if type(ranking) is tuple or type(ranking) is list:  # the checks, inline (fast)
+                prefix = ranking if depth is None else ranking[:depth]
+                if len(set(prefix)) == len(prefix):
+                    rankings.append(prefix)
+                    continue
+            rankings.append(check_ranking(query_id, ranking, depth))
         lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
         width = depth if depth is not None else int(lengths.max(initial=0))
         rows = np.full((len(topics), width), self.empty, dtype=np.int64)

@@ -73,7 +73,7 @@ def _padded(masks: npt.NDArray[np.uint64], sentinel: int) -> tuple[AspectArray, 
     doc_aspects[-1] = sentinel
     if sentinel <= 16:  # a table of every bitmask
         table = np.ascontiguousarray(_bit_table(sentinel)[:, :width], dtype=dtype)
-        np.take(table, masks.view(np.int64), axis=0, out=doc_aspects[:-1])
+        np.take(table, masks.view(np.int64), axis=0, out=doc_aspects[:-1], mode="clip")
         return doc_aspects, counts
     left = masks.copy()
     for slot in range(width):
@@ -157,6 +157,7 @@ def judgments_from_columns(columns: Columns) -> Judgments | None:
             costs=np.full(len(row_keys), -1, dtype=np.int64),
             actual=per_topic,
             sentinel=sentinel,
+            keys=row_keys,  # topic * n_docs + (n_docs - 1 - doc): the lookup keys, ascending
         )
     )
     names = columns.texts(aspects[1], _ASPECT)
