@@ -132,7 +132,9 @@ def judgments_from_columns(columns: Columns) -> Judgments | None:
         topic[relevant] * n_aspects + aspects[0][relevant], n_topics * n_aspects
     )
     first = np.full(len(pair_keys), len(relevance), dtype=np.int64)
-    np.minimum.at(first, pair_of_line, relevant)
+    # A pair's first line heads one of its runs of consecutive lines: only heads are compared.
+    heads = np.flatnonzero(np.concatenate([[True], pair_of_line[1:] != pair_of_line[:-1]]))
+    np.minimum.at(first, pair_of_line[heads], relevant[heads])
     pair_topic = pair_keys // n_aspects
     by_appearance = np.argsort(pair_topic * len(relevance) + first)
     per_topic = np.bincount(pair_topic, minlength=n_topics)
