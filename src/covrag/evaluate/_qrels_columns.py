@@ -10,11 +10,13 @@ sorted integer arrays, and each topic's ``TopicJudgments`` is made only when ask
 from __future__ import annotations
 
 import functools
+import os
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from covrag.data._columns import Columns, factorize, parse_ints
+from covrag.data._columns import Columns, factorize, parse_ints, read_columns
 from covrag.evaluate._compiled import Compiled, Rows
 from covrag.evaluate._kernels import AspectArray, aspect_dtype
 from covrag.evaluate.judgments import Judgments, TopicJudgments
@@ -113,8 +115,19 @@ class _TopicViews:
         return TopicJudgments(c.query_ids[i], labels, aspects)
 
 
-def judgments_from_columns(columns: Columns) -> Judgments | None:
-    """The judgments of a plain qrels file, or None to leave it to the line-by-line reader."""
+class _Lines(NamedTuple):
+    """What the record needs of a qrels file's columns (the file's bytes can go after this)."""
+
+    relevance: IntArray
+    topic: IntArray  # per line: the topic, numbered in order of first appearance
+    doc: IntArray  # per line: the doc's code, codes in string order
+    aspect: IntArray  # per line: the aspect's code
+    query_ids: tuple[str, ...]  # in topic order
+    doc_names: list[str]
+    aspect_names: list[str]
+
+
+def _lines(columns: Columns) -> _Lines | None:
     relevance = parse_ints(columns, _RELEVANCE)
     queries = factorize(columns, _QUERY)
     docs = factorize(columns, _DOC)
@@ -122,14 +135,44 @@ def judgments_from_columns(columns: Columns) -> Judgments | None:
     if relevance is None or queries is None or docs is None or aspects is None:
         return None
     rank = _first_appearance(queries[1])
-    topic = rank[queries[0]]
-    n_topics, n_docs, n_aspects = len(rank), len(docs[1]), len(aspects[1])
+    return _Lines(
+        relevance,
+        rank[queries[0]],
+        docs[0],
+        aspects[0],
+        tuple(columns.texts(queries[1][np.argsort(rank)], _QUERY)),
+        columns.texts(docs[1], _DOC),
+        columns.texts(aspects[1], _ASPECT),
+    )
+
+
+def read_qrels_columns(path: str | os.PathLike[str]) -> Judgments | None:
+    """The judgments of a plain qrels file, or None to leave it to the line-by-line reader."""
+    columns = read_columns(path, 4)
+    lines = None if columns is None else _lines(columns)
+    del columns  # the file's bytes and token offsets go before the record is built
+    return None if lines is None else _judgments(lines)
+
+
+def judgments_from_columns(columns: Columns) -> Judgments | None:
+    """The judgments of a plain qrels file's columns, or None (as :func:`read_qrels_columns`)."""
+    lines = _lines(columns)
+    return None if lines is None else _judgments(lines)
+
+
+def _judgments(lines: _Lines) -> Judgments | None:
+    relevance, topic = lines.relevance, lines.topic
+    n_topics, n_docs, n_aspects = (
+        len(lines.query_ids),
+        len(lines.doc_names),
+        len(lines.aspect_names),
+    )
     # Rows: distinct (topic, doc) pairs, by topic, then doc id descending.
-    row_keys, row_of_line = _distinct(topic * n_docs + (n_docs - 1 - docs[0]), n_topics * n_docs)
+    row_keys, row_of_line = _distinct(topic * n_docs + (n_docs - 1 - lines.doc), n_topics * n_docs)
     # Each topic's aspects, numbered in order of first appearance on a relevant line.
     relevant = np.flatnonzero(relevance > 0)
     pair_keys, pair_of_line = _distinct(
-        topic[relevant] * n_aspects + aspects[0][relevant], n_topics * n_aspects
+        topic[relevant] * n_aspects + lines.aspect[relevant], n_topics * n_aspects
     )
     first = np.full(len(pair_keys), len(relevance), dtype=np.int64)
     # A pair's first line heads one of its runs of consecutive lines: only heads are compared.
@@ -150,8 +193,8 @@ def judgments_from_columns(columns: Columns) -> Judgments | None:
     doc_aspects, n_aspects_of_doc = _padded(masks, sentinel)
     compiled = Compiled.assemble(
         Rows(
-            query_ids=tuple(columns.texts(queries[1][np.argsort(rank)], _QUERY)),
-            doc_names=columns.texts(docs[1], _DOC),
+            query_ids=lines.query_ids,
+            doc_names=lines.doc_names,
             row_docs=n_docs - 1 - row_keys % n_docs,
             n_docs=np.bincount(row_keys // n_docs, minlength=n_topics),
             doc_aspects=doc_aspects,
@@ -162,6 +205,6 @@ def judgments_from_columns(columns: Columns) -> Judgments | None:
             keys=row_keys,  # topic * n_docs + (n_docs - 1 - doc): the lookup keys, ascending
         )
     )
-    names = columns.texts(aspects[1], _ASPECT)
     topic_aspects = (pair_keys % n_aspects)[by_appearance]
-    return Judgments._from_compiled(compiled, _TopicViews(compiled, names, topic_aspects, offsets))
+    views = _TopicViews(compiled, lines.aspect_names, topic_aspects, offsets)
+    return Judgments._from_compiled(compiled, views)

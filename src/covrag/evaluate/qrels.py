@@ -22,10 +22,9 @@ from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import Any, NamedTuple, cast
 
-from covrag.data._columns import read_columns
 from covrag.errors import DataError, MissingExtraError
 from covrag.evaluate._compiled import paused_gc
-from covrag.evaluate._qrels_columns import judgments_from_columns
+from covrag.evaluate._qrels_columns import read_qrels_columns
 from covrag.evaluate.judgments import Judgments, RunLike, TopicJudgments
 from covrag.files import atomic_write_text, iter_lines
 from covrag.types import CoverageMatrix, Topic
@@ -154,8 +153,7 @@ def read_judgments(path: str | os.PathLike[str]) -> Judgments:
         DataError: a line without 4 columns or with a non-integer relevance, naming the file
             and the line.
     """
-    columns = read_columns(path, 4)
-    judgments = None if columns is None else judgments_from_columns(columns)
+    judgments = read_qrels_columns(path)
     return judgments if judgments is not None else judgments_from_qrels(read_qrels(path))
 
 
