@@ -68,7 +68,7 @@ def paused_gc() -> Iterator[None]:
 
 
 _MISSING = -1
-_IDEAL_BLOCK = 1 << 22  # elements of (topics x candidates x width) per ideal-ranking batch
+_IDEAL_BLOCK = 1 << 20  # elements of (topics x candidates x width) per ideal-ranking batch
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 MeasuresLike = str | Measure | Iterable[str | Measure]
 
-_BLOCK = 1 << 22  # array elements per batch of topics
+_BLOCK = 1 << 20  # array elements per batch of topics
 
 
 @dataclass(frozen=True, eq=False)
