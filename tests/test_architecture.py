@@ -55,6 +55,7 @@ IMPORTERS = {
 
 FOUNDATIONS = frozenset(
     {"types", "errors", "registry", "files", "text", "tokens", "embed", "version", "schema"}
+    | {"packaged"}
     | {"data", "llm"}
 )
 STAGES = frozenset({"plan", "retrieve", "coverage", "select", "generate", "evaluate", "report"})

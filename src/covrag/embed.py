@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from covrag.errors import MissingExtraError
+from covrag.packaged import resolve_model
 from covrag.tokens import default_model_path
 from covrag.types import FloatArray
 
@@ -40,7 +41,7 @@ class Encoder:
             raise MissingExtraError("sentence-transformers", "embed") from exc
         # The packaged model is a local folder: never ask a hub for it (told to this load only,
         # not through the process's environment).
-        path = str(default_model_path()) if model is None else model
+        path = str(default_model_path()) if model is None else resolve_model(model)
         self.name = DEFAULT_MODEL if model is None else model
         _quiet_transformers()
         self._model = SentenceTransformer(path, device="cpu", local_files_only=model is None)
