@@ -21,6 +21,7 @@ from covrag.cli._common import (
     check_measures,
     check_outputs,
     config_from_args,
+    field_default,
     parse_budget,
     progress_bar,
     write_files,
@@ -64,6 +65,7 @@ def register(sub: Subparsers) -> None:
         help="also these selectors over each --coverage estimator whose threshold is fitted per "
         "fold (F1 over the training topics' labelled pairs)",
     )
+    _add_train_options(p)
     p.add_argument("--budget", default="k=10", help="budget: k=10, tokens=1024 or both")
     add_config_options(p, CVConfig, CV_OPTIONS)
     add_prepare_args(p, multiple=True)
@@ -75,6 +77,71 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--out", type=Path, default=None, help="folder for summary.json")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(run_command=run_cv_command)
+
+
+def _add_train_options(p: argparse.ArgumentParser) -> None:
+    from covrag.train.coverage import TrainConfig
+
+    g = p.add_argument_group(
+        "estimators trained per fold",
+        "a cross-encoder trained on each fold's training topics, then read by each --selectors "
+        "entry that reads coverage (bundled datasets)",
+    )
+    g.add_argument(
+        "--train-coverage",
+        nargs="+",
+        default=[],
+        metavar="FORMS",
+        help="train on these aspect forms, one setting per value: statements, questions or "
+        "statements+questions",
+    )
+    g.add_argument("--train-cache", type=Path, default=None, help="folder keeping fold models")
+    g.add_argument("--train-base", default=None, help="model to start from (default: MiniLM)")
+    g.add_argument("--train-lr", type=float, default=field_default(TrainConfig, "learning_rate"))
+    g.add_argument("--train-epochs", type=float, default=field_default(TrainConfig, "epochs"))
+    g.add_argument("--train-neg-ratio", type=float, default=4.0, help="negatives per positive")
+
+
+def trained_settings(args: argparse.Namespace) -> list[Setting]:
+    """The settings of ``--train-coverage``: each forms value x each coverage-reading selector."""
+    from covrag.coverage.cross_encoder import CrossEncoderCoverage
+    from covrag.data import BUNDLED, load_dataset
+    from covrag.data.question_forms import FORMS
+    from covrag.pipeline import build_methods
+    from covrag.train.coverage import TrainConfig
+    from covrag.train.cv_coverage import TrainedCoverage
+
+    if not args.train_coverage:
+        return []
+    if args.dataset not in BUNDLED or args.train_cache is None:
+        raise ConfigError("--train-coverage needs a bundled --dataset and --train-cache")
+    variants = [tuple(v.split("+")) for v in args.train_coverage]
+    wanted = {f for v in variants for f in v}
+    bad = sorted(wanted - set(FORMS))
+    if bad:
+        raise ConfigError(f"--train-coverage: unknown form {bad[0]!r} (forms: {', '.join(FORMS)})")
+    splits = dict.fromkeys(s.split(":")[0] for s in args.splits)
+    forms = {
+        form: {
+            t.query_id: t
+            for split in splits
+            for t in load_dataset(f"{args.dataset}:{split}:{form}")
+        }
+        for form in wanted
+    }
+    config = TrainConfig(
+        base_model=args.train_base, learning_rate=args.train_lr, epochs=args.train_epochs
+    )
+    methods = [
+        m
+        for m in build_methods(args.selectors, ["cross-encoder"])
+        if isinstance(m.coverage, CrossEncoderCoverage)
+    ]
+    return [
+        TrainedCoverage(m, forms, v, config, args.train_cache, args.train_neg_ratio or None)
+        for v in variants
+        for m in methods
+    ]
 
 
 def cv_topics(dataset: str, splits: Sequence[str]) -> tuple[list[Topic], list[Topic]]:
@@ -104,7 +171,7 @@ def build_settings(args: argparse.Namespace) -> list[Setting]:
         for method in build_methods(args.calibrate_threshold, args.coverage):
             if method.coverage is not None and repr(method.coverage) != "gold":
                 settings.append(CalibratedThreshold(method))
-    return settings
+    return settings + trained_settings(args)
 
 
 def run_cv_command(args: argparse.Namespace, console: Console) -> int:
