@@ -10,6 +10,7 @@ import pytest
 
 from covrag.cli import main
 from covrag.coverage import CrossEncoderCoverage
+from covrag.errors import DataError
 from covrag.train.calibrate import best_f1_threshold, roc_auc
 from covrag.train.coverage import TrainConfig, train_cross_encoder
 from covrag.train.pairs import Pair, dataset_pairs, topic_pairs
@@ -146,3 +147,62 @@ def test_int8_onnx_export_scores_like_the_torch_model(tiny_model: Path, tmp_path
     from covrag.coverage.cross_encoder import _scorer
 
     assert _scorer(str(folder), 64, 32).backend == "onnxruntime"
+
+
+def test_static_int8_scores_a_pair_the_same_in_any_batch(tiny_model: Path, tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    from covrag.coverage.onnx_model import OnnxPairScorer, export_onnx
+
+    pair = ("Cars pollute the air in cities.", "pollution")
+    longer = ("Car bans hurt local shops. " + "They lose customers every day. " * 6, "economy")
+    calibration = [pair, longer, ("Car bans hurt local shops.", "pollution")] * 4
+    found = {}
+    for kind, pairs in (("dynamic", None), ("static", calibration)):
+        export_onnx(tiny_model, tmp_path / kind, calibration=pairs)
+        scorer = OnnxPairScorer(tmp_path / kind, batch_size=8)
+        alone = scorer.predict([pair])[0]
+        batched = scorer.predict([pair, longer, longer])[0]
+        found[kind] = (alone, abs(alone - batched))
+    torch_score = CrossEncoderCoverage(model=str(tiny_model)).estimate(topic()).probs[0, 0]
+    assert found["static"][1] < 1e-6  # fixed activation scales: the batch makes no difference
+    assert abs(found["static"][0] - torch_score) < 0.05
+    assert abs(found["dynamic"][0] - torch_score) < 0.05
+
+
+def _weights(folder: Path) -> dict[str, np.ndarray]:
+    from safetensors.numpy import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+def test_an_interrupted_training_run_resumes_to_the_same_model(tmp_path: Path) -> None:
+    pairs = [
+        Pair("Cars pollute the air in cities.", "pollution", 1, "q"),
+        Pair("Car bans hurt local shops.", "pollution", 0, "q"),
+        Pair("Car bans hurt local shops.", "economy", 1, "q"),
+        Pair("Cars pollute the air in cities.", "economy", 0, "q"),
+    ] * 6
+    config = TrainConfig(batch_size=4, epochs=1.0, checkpoint_every=2)
+    whole = train_cross_encoder({"inline": pairs}, tmp_path / "whole", config)
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_step_5(step: int, total: int, loss: float) -> None:
+        if step == 5:
+            raise Stop
+
+    out = tmp_path / "resumed"
+    with pytest.raises(Stop):
+        train_cross_encoder({"inline": pairs}, out, config, progress=stop_at_step_5)
+    assert (tmp_path / "resumed.checkpoint" / "state.pt").is_file() and not out.exists()
+    with pytest.raises(DataError, match="other training pairs or settings"):
+        train_cross_encoder({"inline": pairs[:-1]}, out, config)
+    card = train_cross_encoder({"inline": pairs}, out, config)
+    assert card.steps == whole.steps == 6
+    assert card.notes == ["resumed from the checkpoint at step 4"]
+    assert not (tmp_path / "resumed.checkpoint").exists()
+    expected, got = _weights(tmp_path / "whole"), _weights(out)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=0, atol=1e-6, err_msg=name)

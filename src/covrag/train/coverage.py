@@ -9,9 +9,12 @@ to padding. The result is a standard ``AutoModelForSequenceClassification`` fold
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
+import os
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from covrag.errors import DataError, MissingExtraError
+from covrag.packaged import resolve_model
 from covrag.tokens import default_model_path
 from covrag.train.pairs import Pair, shuffled
 
@@ -41,6 +45,8 @@ class TrainConfig:
             and the card reports how many were.
         seed: Seed of shuffling, batching and the new head's initialisation.
         threads: CPU threads for torch.
+        checkpoint_every: Optimiser steps between checkpoints (0 = none). A run that stops
+            resumes from its last checkpoint when started again with the same settings.
     """
 
     base_model: str | None = None
@@ -51,6 +57,7 @@ class TrainConfig:
     max_length: int = 160
     seed: int = 0
     threads: int = 2
+    checkpoint_every: int = 200
 
 
 @dataclass
@@ -101,6 +108,11 @@ def train_cross_encoder(
 ) -> TrainingCard:
     """Fine-tune on the pairs of each named source and save model, tokenizer and card to ``out``.
 
+    Every ``config.checkpoint_every`` steps the model, optimiser, schedule and random state go to
+    ``OUT.checkpoint/``; started again with the same pairs and settings, the run resumes from
+    there and ends with the same model as an uninterrupted run. The checkpoint is removed once
+    the model is saved.
+
     Args:
         train: Source name -> its labelled pairs (all sources are shuffled together).
         out: Folder to write (created; an existing model there is replaced only on success).
@@ -116,18 +128,63 @@ def train_cross_encoder(
         raise DataError("training needs both positive and negative pairs")
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.threads)
-    base = config.base_model or str(default_model_path())
+    base = resolve_model(config.base_model) if config.base_model else str(default_model_path())
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
     model.train()
     plan = _batch_plan(pairs, tokenizer, config)
     optimizer, scheduler = _optimizer(torch, model, config, len(plan))
-    loss_fn = torch.nn.BCEWithLogitsLoss()
-    started = time.perf_counter()
-    running = 0.0
-    truncated = 0
-    for step, batch in enumerate(plan):
-        chosen = [pairs[i] for i in batch]
+    state = _Run(torch, model, optimizer, scheduler)
+    checkpoint = Checkpoint(out.with_name(out.name + ".checkpoint"), _fingerprint(pairs, config))
+    checkpoint.restore(state)
+    for step in range(state.step, len(plan)):
+        state.step_on([pairs[i] for i in plan[step]], tokenizer, config)
+        if progress is not None:
+            progress(step + 1, len(plan), state.running)
+        if (step + 1) % 100 == 0:
+            rate = (step + 1 - state.resumed_at) * config.batch_size / state.elapsed()
+            logger.info(
+                "step %d/%d, loss %.4f, %.1f pairs/s", step + 1, len(plan), state.running, rate
+            )
+        if config.checkpoint_every and (step + 1) % config.checkpoint_every == 0:
+            checkpoint.save(state)
+    model.eval()
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    card = TrainingCard(
+        config=asdict(config),
+        train_pairs={name: len(source) for name, source in train.items()},
+        steps=len(plan),
+        seconds=round(state.seconds_before + state.elapsed(), 1),
+        truncated_pairs=state.truncated,
+    )
+    if state.resumed_at:
+        card.notes.append(f"resumed from the checkpoint at step {state.resumed_at}")
+    card.save(out)
+    checkpoint.clear()
+    logger.info("trained %d steps in %.0f s", len(plan), card.seconds)
+    return card
+
+
+class _Run:
+    """The mutable state of one training run: what a checkpoint saves."""
+
+    def __init__(self, torch: Any, model: Any, optimizer: Any, scheduler: Any) -> None:
+        self.torch, self.model, self.optimizer, self.scheduler = torch, model, optimizer, scheduler
+        self.loss_fn = torch.nn.BCEWithLogitsLoss()
+        self.step = 0
+        self.resumed_at = 0
+        self.running = 0.0
+        self.truncated = 0
+        self.seconds_before = 0.0
+        self.started = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return max(time.perf_counter() - self.started, 1e-9)
+
+    def step_on(self, chosen: Sequence[Pair], tokenizer: Any, config: TrainConfig) -> None:
+        torch = self.torch
         encoded = tokenizer(
             [p.passage for p in chosen],
             [p.aspect for p in chosen],
@@ -137,36 +194,87 @@ def train_cross_encoder(
             return_tensors="pt",
             return_overflowing_tokens=False,
         )
-        truncated += int((encoded["attention_mask"].sum(dim=1) >= config.max_length).sum())
+        self.truncated += int((encoded["attention_mask"].sum(dim=1) >= config.max_length).sum())
         labels = torch.tensor([float(p.label) for p in chosen])
-        loss = loss_fn(model(**encoded).logits.squeeze(-1), labels)
+        loss = self.loss_fn(self.model(**encoded).logits.squeeze(-1), labels)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad()
         value = float(loss.item())
-        running = 0.98 * running + 0.02 * value if step else value
-        if progress is not None:
-            progress(step + 1, len(plan), running)
-        if (step + 1) % 100 == 0:
-            rate = (step + 1) * config.batch_size / (time.perf_counter() - started)
-            logger.info("step %d/%d, loss %.4f, %.1f pairs/s", step + 1, len(plan), running, rate)
-    seconds = time.perf_counter() - started
-    model.eval()
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    card = TrainingCard(
-        config=asdict(config),
-        train_pairs={name: len(source) for name, source in train.items()},
-        steps=len(plan),
-        seconds=round(seconds, 1),
-        truncated_pairs=truncated,
-    )
-    card.save(out)
-    logger.info("trained %d steps in %.0f s", len(plan), seconds)
-    return card
+        self.running = 0.98 * self.running + 0.02 * value if self.step else value
+        self.step += 1
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "rng": self.torch.get_rng_state(),
+            "step": self.step,
+            "running": self.running,
+            "truncated": self.truncated,
+            "seconds": self.seconds_before + self.elapsed(),
+        }
+
+    def load_state_dict(self, saved: Mapping[str, Any]) -> None:
+        self.model.load_state_dict(saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        self.torch.set_rng_state(saved["rng"])
+        self.step = self.resumed_at = int(saved["step"])
+        self.running = float(saved["running"])
+        self.truncated = int(saved["truncated"])
+        self.seconds_before = float(saved["seconds"])
+        self.started = time.perf_counter()
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A training run's checkpoint folder, tied to the pairs and settings it was made with."""
+
+    folder: Path
+    fingerprint: str
+
+    @property
+    def file(self) -> Path:
+        return self.folder / "state.pt"
+
+    def restore(self, state: _Run) -> bool:
+        """Load the checkpoint into ``state`` if there is one; False when there is none."""
+        if not self.file.is_file():
+            return False
+        saved = state.torch.load(self.file, map_location="cpu", weights_only=False)
+        if saved.get("fingerprint") != self.fingerprint:
+            raise DataError(
+                f"{self.folder}: this checkpoint was made with other training pairs or settings; "
+                "rerun with the same ones to resume, or delete the folder to start afresh"
+            )
+        state.load_state_dict(saved)
+        logger.info("resuming from %s at step %d", self.folder, state.step)
+        return True
+
+    def save(self, state: _Run) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        partial = self.file.with_name(self.file.name + ".partial")
+        state.torch.save({**state.state_dict(), "fingerprint": self.fingerprint}, partial)
+        os.replace(partial, self.file)
+
+    def clear(self) -> None:
+        if self.folder.is_dir():
+            shutil.rmtree(self.folder)
+
+
+def _fingerprint(pairs: Sequence[Pair], config: TrainConfig) -> str:
+    """What a checkpoint must match to be resumed: the pairs and every setting that shapes the
+    run (not the thread count or the checkpoint interval)."""
+    digest = hashlib.sha256()
+    settings = {k: v for k, v in asdict(config).items() if k not in ("threads", "checkpoint_every")}
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    for pair in pairs:
+        digest.update(f"{pair.passage}\x1f{pair.aspect}\x1f{pair.label}\x1e".encode())
+    return digest.hexdigest()
 
 
 def _batch_plan(pairs: Sequence[Pair], tokenizer: Any, config: TrainConfig) -> list[list[int]]:
