@@ -129,6 +129,13 @@ def _add_train_coverage(train: Subparsers) -> None:
         default=None,
         help="also export an int8 ONNX copy (what covrag ships) to this folder",
     )
+    p.add_argument(
+        "--quantize",
+        choices=("dynamic", "static"),
+        default="dynamic",
+        help="int8 activation scales of the ONNX copy: dynamic (per batch) or static (fixed from "
+        "256 training pairs, so a pair's score does not depend on its batch)",
+    )
     p.add_argument("--seed", type=int, default=field_default(TrainConfig, "seed"))
     p.set_defaults(run_command=run_train_coverage)
 
@@ -274,7 +281,15 @@ def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
         def report(step: int, total: int, loss: float) -> None:
             progress.update(task, completed=step, total=total, description=f"loss {loss:.3f}")
 
-        run = train_coverage(train, dev, args.out, config, onnx_out=args.onnx_out, progress=report)
+        run = train_coverage(
+            train,
+            dev,
+            args.out,
+            config,
+            onnx_out=args.onnx_out,
+            quantize=args.quantize,
+            progress=report,
+        )
     if run.onnx is not None:
         console.print(f"int8 ONNX model: {run.onnx} ({run.onnx.stat().st_size / 1e6:.1f} MB)")
     table = Table(title=f"coverage cross-encoder -> {args.out}")

@@ -16,10 +16,13 @@ from pathlib import Path
 from covrag.data import load_dataset
 from covrag.train.calibrate import Calibration, calibrate_pairs
 from covrag.train.coverage import TrainConfig, TrainingCard, train_cross_encoder
-from covrag.train.pairs import Pair, dataset_pairs
+from covrag.train.pairs import Pair, dataset_pairs, shuffled
 
 #: Called as ``progress(step, total_steps, running_loss)``.
 Progress = Callable[[int, int, float], None]
+
+#: Training pairs whose activations fix the scales of a statically quantised model.
+CALIBRATION_PAIRS = 256
 
 THRESHOLD_NOTE = "threshold: maximises F1 over all dev pairs together (dev splits only; never test)"
 
@@ -58,10 +61,12 @@ def train_coverage(
     config: TrainConfig,
     *,
     onnx_out: Path | None = None,
+    quantize: str = "dynamic",
     progress: Progress | None = None,
 ) -> CoverageRun:
     """Fine-tune on ``train``, calibrate the threshold on ``dev``, save the card in ``out`` and
-    export the int8 ONNX model to ``onnx_out`` when given."""
+    export the int8 ONNX model to ``onnx_out`` when given (``quantize="static"``: activation
+    scales fixed from 256 training pairs drawn with the training seed)."""
     card = train_cross_encoder(train, out, config, progress=progress)
     calibration = calibrate_pairs(out, dev, max_length=config.max_length)
     card.dev = calibration.per_dataset
@@ -72,5 +77,9 @@ def train_coverage(
     if onnx_out is not None:
         from covrag.coverage.onnx_model import export_onnx
 
-        exported = export_onnx(out, onnx_out)
+        scales: list[tuple[str, str]] | None = None
+        if quantize == "static":
+            pairs = shuffled([p for source in train.values() for p in source], config.seed)
+            scales = [(p.passage, p.aspect) for p in pairs[:CALIBRATION_PAIRS]]
+        exported = export_onnx(out, onnx_out, calibration=scales)
     return CoverageRun(card, calibration, exported)
