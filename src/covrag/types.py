@@ -273,10 +273,21 @@ class Selection:
 
 @dataclass(frozen=True, slots=True)
 class Citation:
-    """A sentence of an answer with the passage ids it cites."""
+    """A sentence of an answer with the passage ids it cites.
+
+    Attributes:
+        text: The sentence.
+        passage_ids: The passages it cites.
+        aspect_id: The aspect (sub-question) whose paragraph it belongs to, when the writer
+            planned the answer by aspect.
+        framing: True for the writer's own framing (e.g. what the corpus does not answer),
+            which cites nothing by design.
+    """
 
     text: str
     passage_ids: tuple[str, ...] = ()
+    aspect_id: str | None = None
+    framing: bool = False
 
 
 @dataclass(frozen=True)

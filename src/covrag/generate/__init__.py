@@ -1,11 +1,13 @@
 """Generation: cited answers from selected passages, and DES's critique-and-rewrite loop.
 
-The verb is :meth:`CritiqueRewriteGenerator.generate`; :class:`CitedWriter` writes and rewrites,
+The verb is :meth:`CritiqueRewriteGenerator.generate`; :class:`SynthesisWriter` (the default)
+writes an answer planned by aspect, :class:`CitedWriter` (``extractive``) free cited prose;
 :class:`Critic` names what an answer under-used, :func:`parse_citations` turns ``[n]`` marks into
 passage ids and reports the ones that name no passage.
 """
 
 from covrag.generate.citations import InvalidCitation, ParsedAnswer, parse_citations
+from covrag.generate.copying import copied_share, copies
 from covrag.generate.critique import (
     FEEDBACK_MODES,
     Critic,
@@ -13,12 +15,34 @@ from covrag.generate.critique import (
     answer_support,
     aspects_in_answer,
 )
-from covrag.generate.generator import CritiqueRewriteGenerator
-from covrag.generate.records import Critique, Draft, GenerationResult, LLMCost, answer_record
+from covrag.generate.generator import CritiqueRewriteGenerator, Writer, rewrite_verdict
+from covrag.generate.records import (
+    Critique,
+    Draft,
+    GenerationResult,
+    LLMCost,
+    WritingContext,
+    answer_record,
+)
+from covrag.generate.synthesis import SynthesisWriter, plan_parts
 from covrag.generate.writer import CitedWriter, truncate_words
+
+#: Writer name (``covrag ask --writer``) -> class.
+WRITERS: dict[str, type[CitedWriter] | type[SynthesisWriter]] = {
+    SynthesisWriter.name: SynthesisWriter,
+    CitedWriter.name: CitedWriter,
+}
 
 __all__ = [
     "FEEDBACK_MODES",
+    "WRITERS",
+    "SynthesisWriter",
+    "Writer",
+    "WritingContext",
+    "copied_share",
+    "copies",
+    "plan_parts",
+    "rewrite_verdict",
     "CitedWriter",
     "Critic",
     "Critique",

@@ -46,7 +46,7 @@ class ParsedAnswer:
     Attributes:
         answer: The sentences with the passage ids they validly cite.
         invalid: Citations of passages that do not exist (never mapped to an id).
-        uncited: Indexes of sentences that cite nothing valid.
+        uncited: Indexes of sentences that cite nothing valid (the writer's framing aside).
     """
 
     answer: Answer
@@ -54,7 +54,8 @@ class ParsedAnswer:
 
     @property
     def uncited(self) -> tuple[int, ...]:
-        return tuple(i for i, s in enumerate(self.answer.sentences) if not s.passage_ids)
+        sentences = self.answer.sentences
+        return tuple(i for i, s in enumerate(sentences) if not s.passage_ids and not s.framing)
 
     @property
     def cited_passage_ids(self) -> tuple[str, ...]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,31 +33,16 @@ from covrag.coverage.base import answer_support as answer_support  # re-exported
 from covrag.errors import ConfigError, StructuredOutputError
 from covrag.generate.citations import number_of, render_answer
 from covrag.generate.records import Critique, Draft, LLMCost, ids
+from covrag.generate.records import CritiqueContext as CritiqueContext  # re-exported
 from covrag.generate.writer import passages_block
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
 from covrag.schema.llm import Reply, int_in, sized, with_fields
-from covrag.types import Answer, Aspect, BoolArray, CoverageMatrix, Passage
+from covrag.types import Answer, Aspect, BoolArray, Passage
 
 logger = logging.getLogger(__name__)
 
 FEEDBACK_MODES = ("self", "pointers", "oracle-pointers", "oracle-nuggets")
-
-
-@dataclass(frozen=True)
-class CritiqueContext:
-    """What the critique may know beyond the passages and the answer.
-
-    Attributes:
-        aspects: The aspects a complete answer covers (sub-questions, or gold nuggets).
-        coverage: Estimated coverage of the context passages (rows) x ``aspects`` (columns);
-            rows or columns it lacks count as not covered.
-        labels: Gold labels, passage id -> aspect ids it supports (the oracle modes need them).
-    """
-
-    aspects: tuple[Aspect, ...] = ()
-    coverage: CoverageMatrix | None = None
-    labels: Mapping[str, frozenset[str]] | None = None
 
 
 def aspects_in_answer(
@@ -247,4 +231,13 @@ class Critic:
                 lines.append(
                     f"- Passages {marks(pointed)} make points that the answer does not state."
                 )
+                # Then each missed sub-question by name, with the passages that answer it (not in
+                # the oracle modes: the aspects are gold nuggets there, and their text is what
+                # oracle-nuggets alone may show).
+                text = {a.id: a.text for a in aspects}
+                for aspect, support in pointers.items() if self.mode == "pointers" else ():
+                    lines.append(
+                        f'- The answer does not address "{text.get(aspect, aspect)}", which '
+                        f"passages {marks(support)} answer."
+                    )
         return "\n".join(lines)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from covrag.errors import ConfigError
 from covrag.generate.critique import Critic, CritiqueContext
-from covrag.generate.records import Critique, Draft, GenerationResult
-from covrag.generate.writer import CitedWriter
+from covrag.generate.records import Critique, Draft, GenerationResult, WritingContext
+from covrag.generate.synthesis import nothing_found
 from covrag.types import Passage
 
 logger = logging.getLogger(__name__)
@@ -17,11 +19,65 @@ logger = logging.getLogger(__name__)
 StepCallback = Callable[[str], None]
 
 
+class Writer(Protocol):
+    """What the generator needs of a writer (:class:`CitedWriter`, :class:`SynthesisWriter`)."""
+
+    def write(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        *,
+        outline: Sequence[str] = (),
+        context: WritingContext | None = None,
+    ) -> Draft: ...
+
+    def rewrite(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        previous: Draft,
+        feedback: str,
+        *,
+        outline: Sequence[str] = (),
+        context: WritingContext | None = None,
+    ) -> Draft: ...
+
+
+def _cited(draft: Draft) -> set[str]:
+    return {p for s in draft.answer.sentences for p in s.passage_ids}
+
+
+def rewrite_verdict(previous: Draft, rewrite: Draft) -> str:
+    """Whether a rewrite is kept: ``accepted``, ``unchanged``, or ``rejected: <why>``.
+
+    A rewrite is rejected when it is empty where the draft was not, cites passages the draft
+    cited but fewer of them in all, or leaves more sentences uncited; the draft is then kept. A
+    rewrite with the draft's sentences and citations is ``unchanged``.
+    """
+    before, after = previous.answer.sentences, rewrite.answer.sentences
+    if [(s.text, s.passage_ids) for s in before] == [(s.text, s.passage_ids) for s in after]:
+        return "unchanged"
+    if before and not after:
+        return "rejected: the rewrite is empty"
+    lost = _cited(previous) - _cited(rewrite)
+    if lost and len(_cited(rewrite)) < len(_cited(previous)):
+        return f"rejected: the rewrite lost the citations of {', '.join(sorted(lost))}"
+    if len(rewrite.parsed.uncited) > len(previous.parsed.uncited):
+        return "rejected: the rewrite leaves more sentences uncited"
+    if len(rewrite.notes) > len(previous.notes):
+        return "rejected: the rewrite failed the writer's checks"
+    return "accepted"
+
+
 class CritiqueRewriteGenerator:
     """Writes a cited answer and improves it with critique-and-rewrite passes.
 
     Pass ``i`` critiques draft ``i - 1`` (:class:`~covrag.generate.critique.Critic`) and rewrites
-    it over the same passages (:meth:`CitedWriter.rewrite`, about 18 sentences). DES saw vital
+    it over the same passages (the writer's ``rewrite``). The rewrite is checked
+    (:func:`rewrite_verdict`): one that is empty, loses citations or fails the writer's checks
+    is rejected, recorded as such in the critique's ``verdict``, and draft ``i - 1`` is kept as
+    draft ``i``. With no passages at all the answer says the corpus does not answer the question,
+    and no model is asked. DES saw vital
     nugget coverage rise over two passes and a third give some back, hence the default of 2.
     Every draft is kept, so one run yields the answers after 0, 1, ..., ``passes`` passes.
 
@@ -40,7 +96,7 @@ class CritiqueRewriteGenerator:
         3
     """
 
-    def __init__(self, writer: CitedWriter, critic: Critic | None = None, *, passes: int = 2):
+    def __init__(self, writer: Writer, critic: Critic | None = None, *, passes: int = 2):
         if passes < 0:
             raise ConfigError(f"passes must be >= 0, got {passes}")
         if passes and critic is None:
@@ -71,21 +127,27 @@ class CritiqueRewriteGenerator:
             on_step: Called after each LLM step (progress reporting).
         """
         passages = tuple(passages)
-        drafts: list[Draft] = [self.writer.write(question, passages, outline=outline)]
+        if passages:
+            first = self.writer.write(question, passages, outline=outline, context=context)
+        else:  # nothing cleared the floor: say so, and ask no model
+            first = nothing_found(context or WritingContext())
+        drafts: list[Draft] = [first]
         critiques: list[Critique] = []
         if on_step:
             on_step("write")
-        for i in range(1, self.passes + 1):
+        for i in range(1, self.passes + 1 if passages else 1):
             assert self.critic is not None
             critique = self.critic.critique(question, passages, drafts[-1], context)
-            critiques.append(critique)
             if on_step:
                 on_step(f"critique {i}")
             draft = self.writer.rewrite(
-                question, passages, drafts[-1], critique.feedback, outline=outline
+                question, passages, drafts[-1], critique.feedback, outline=outline, context=context
             )
-            if not draft.answer.sentences and drafts[-1].answer.sentences:
-                logger.warning("pass %d: the rewrite is empty; keeping it, as the record says", i)
+            verdict = rewrite_verdict(drafts[-1], draft)
+            if verdict.startswith("rejected"):
+                logger.warning("pass %d: %s; the previous draft is kept", i, verdict)
+                draft = drafts[-1]
+            critiques.append(dataclasses.replace(critique, verdict=verdict))
             drafts.append(draft)
             if on_step:
                 on_step(f"rewrite {i}")

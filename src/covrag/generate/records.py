@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from covrag.generate.citations import ParsedAnswer
 from covrag.llm.cost import LLMCost as LLMCost  # re-exported: generation records carry it
-from covrag.types import Answer, Passage
+from covrag.types import Answer, Aspect, Citation, CoverageMatrix, Passage
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ class Draft:
         target_sentences: How many sentences the prompt asked for.
         cut_off: Whether the reply stopped at the token limit (its last sentence may be partial).
         cost: What writing it cost.
+        notes: What the writer had to do instead of what it was asked (e.g. a fallback).
     """
 
     parsed: ParsedAnswer
@@ -28,6 +29,7 @@ class Draft:
     target_sentences: int
     cut_off: bool = False
     cost: LLMCost = LLMCost()
+    notes: tuple[str, ...] = ()
 
     @property
     def answer(self) -> Answer:
@@ -52,7 +54,27 @@ class Draft:
             found.append(f"{len(uncited)} sentence(s) cite no passage")
         if self.cut_off:
             found.append("the reply was cut off at the token limit")
-        return tuple(found)
+        return (*found, *self.notes)
+
+
+@dataclass(frozen=True)
+class WritingContext:
+    """What the writer and the critique may know beyond the passages and the answer.
+
+    Attributes:
+        aspects: The aspects a complete answer covers (sub-questions, or gold nuggets).
+        coverage: Estimated coverage of the context passages (rows) x ``aspects`` (columns);
+            rows or columns it lacks count as not covered.
+        labels: Gold labels, passage id -> aspect ids it supports (the oracle modes need them).
+    """
+
+    aspects: tuple[Aspect, ...] = ()
+    coverage: CoverageMatrix | None = None
+    labels: Mapping[str, frozenset[str]] | None = None
+
+
+#: The name the critique step has always used for :class:`WritingContext`.
+CritiqueContext = WritingContext
 
 
 @dataclass(frozen=True)
@@ -68,6 +90,8 @@ class Critique:
         pointers: For each missing aspect, the context passages that cover it.
         feedback: The feedback text given to the rewrite.
         cost: What the LLM critique cost.
+        verdict: What became of the rewrite it led to: ``accepted``, ``unchanged`` (the
+            rewrite repeats the draft), or ``rejected: <why>`` (the previous draft was kept).
     """
 
     mode: str
@@ -78,6 +102,7 @@ class Critique:
     pointers: tuple[tuple[str, tuple[str, ...]], ...] = ()
     feedback: str = ""
     cost: LLMCost = LLMCost()
+    verdict: str = ""
 
 
 @dataclass(frozen=True)
@@ -126,8 +151,17 @@ class GenerationResult:
 
 def answer_record(answer: Answer) -> dict[str, Any]:
     """The run-file ``answer`` object (what ``covrag report`` reads)."""
-    sentences = [{"text": s.text, "passage_ids": list(s.passage_ids)} for s in answer.sentences]
-    return {"sentences": sentences}
+    return {"sentences": [sentence_record(s) for s in answer.sentences]}
+
+
+def sentence_record(sentence: Citation) -> dict[str, Any]:
+    """One answer sentence; its aspect and framing flag only when set."""
+    record: dict[str, Any] = {"text": sentence.text, "passage_ids": list(sentence.passage_ids)}
+    if sentence.aspect_id is not None:
+        record["aspect_id"] = sentence.aspect_id
+    if sentence.framing:
+        record["framing"] = True
+    return record
 
 
 def draft_record(draft: Draft) -> dict[str, Any]:
@@ -153,6 +187,7 @@ def critique_record(critique: Critique) -> dict[str, Any]:
         "missing_aspects": list(critique.missing_aspects),
         "pointers": {aspect: list(ids) for aspect, ids in critique.pointers},
         "feedback": critique.feedback,
+        "verdict": critique.verdict,
         "cost": critique.cost.as_dict(),
     }
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from covrag.errors import ConfigError
 from covrag.generate.citations import parse_citations, render_answer
-from covrag.generate.records import Draft, LLMCost, ids
+from covrag.generate.records import Draft, LLMCost, WritingContext, ids
 from covrag.llm.base import LLM, ChatParams, Message, system, user
 from covrag.llm.prompts import passages_block as passages_block  # re-exported
 from covrag.llm.prompts import truncate_words as truncate_words  # re-exported
@@ -41,7 +41,11 @@ CITATION_RULES = (
 
 
 class CitedWriter:
-    """Writes and rewrites cited answers from numbered passages.
+    """Writes and rewrites cited answers from numbered passages (``--writer extractive``).
+
+    The writer of covrag before the synthesising one: it asks for free prose with ``[n]``
+    citations, and a small model tends to copy each passage into one cited sentence (hence its
+    name in the CLI; :class:`~covrag.generate.SynthesisWriter` plans the answer by aspect).
 
     Args:
         llm: The model.
@@ -59,6 +63,8 @@ class CitedWriter:
         >>> draft.answer.sentences[0].passage_ids  # doctest: +SKIP
         ('p3',)
     """
+
+    name = "extractive"
 
     def __init__(
         self,
@@ -103,9 +109,15 @@ class CitedWriter:
         return "\n\n".join(parts)
 
     def write(
-        self, question: str, passages: Sequence[Passage], *, outline: Sequence[str] = ()
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        *,
+        outline: Sequence[str] = (),
+        context: WritingContext | None = None,
     ) -> Draft:
-        """The first answer to ``question`` from ``passages``."""
+        """The first answer to ``question`` from ``passages`` (``context`` is not read: this
+        writer does not plan by aspect)."""
         _check_passages(passages)
         request = (
             f"{self._context(question, passages)}\n\n"
@@ -125,6 +137,7 @@ class CitedWriter:
         feedback: str,
         *,
         outline: Sequence[str] = (),
+        context: WritingContext | None = None,
     ) -> Draft:
         """A new answer over the same passages that acts on the critique's ``feedback``."""
         _check_passages(passages)

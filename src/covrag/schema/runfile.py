@@ -210,21 +210,31 @@ class RunSelection(_Record):
 class RunSentence(_Record):
     text: str
     passage_ids: list[str] = []
+    aspect_id: str | None = None
+    framing: bool = False
+
+    def to_citation(self) -> Citation:
+        return Citation(self.text, tuple(self.passage_ids), self.aspect_id, self.framing)
+
+    @classmethod
+    def of(cls, s: Citation) -> Self:
+        values: dict[str, Any] = {"text": s.text, "passage_ids": list(s.passage_ids)}
+        if s.aspect_id is not None:  # written only when set: older readers see the same record
+            values["aspect_id"] = s.aspect_id
+        if s.framing:
+            values["framing"] = True
+        return cls.model_construct(**values)
 
 
 class RunAnswer(_Record):
     sentences: list[RunSentence]
 
     def to_answer(self) -> Answer:
-        return Answer(tuple(Citation(s.text, tuple(s.passage_ids)) for s in self.sentences))
+        return Answer(tuple(s.to_citation() for s in self.sentences))
 
     @classmethod
     def of(cls, answer: Answer) -> Self:
-        sentences = [
-            RunSentence.model_construct(text=s.text, passage_ids=list(s.passage_ids))
-            for s in answer.sentences
-        ]
-        return cls.model_construct(sentences=sentences)
+        return cls.model_construct(sentences=[RunSentence.of(s) for s in answer.sentences])
 
 
 class RunTopic(_Record):

@@ -11,6 +11,7 @@ from covrag.select.exact import (
 )
 from covrag.select.expected import ExpectedCoverageSelector
 from covrag.select.facility import FacilityLocationSelector
+from covrag.select.floor import above_floor, passage_support, select_above_floor
 from covrag.select.greedy import GreedyCoverageSelector
 from covrag.select.lmvu import LMVUSelector
 from covrag.select.mmkp import MMKPSelector
@@ -34,7 +35,10 @@ __all__ = [
     "RandomSelector",
     "Selector",
     "TopKSelector",
+    "above_floor",
     "optimum_coverage",
     "parse_selector",
+    "passage_support",
+    "select_above_floor",
     "solve_exact",
 ]

@@ -1,0 +1,119 @@
+"""Choose the coverage floor of ``covrag ask`` by leave-topics-out cross-validation on ArgKP.
+
+    .venv/bin/python benchmarks/cv_floor.py [--floors 0 0.05 0.1 0.2 0.3 0.5 0.8] [--folds 4]
+
+Each ArgKP train + dev topic is asked twice, as ``covrag ask`` would with the topic's key points
+(in their question form, ``argkp2021:SPLIT:questions``) as the sub-questions:
+
+- **answerable**: one BM25 search per sub-question and one for the question over the pooled
+  arguments of every topic, fused into a pool of 50 (the ask default); the shipped
+  cross-encoder scores pool x sub-questions; expected coverage selects k = 8 among the passages
+  that clear the floor. Measured: StRecall@8 on the gold labels (key points of the topic that a
+  selected argument makes) and the slots filled.
+- **unanswerable**: the same, over a corpus without the topic's own arguments; every selected
+  passage is padding. Measured: the share of the 8 slots left empty.
+
+Per topic the objective is the mean of the two (StRecall@8 answerable, empty share unanswerable).
+For each fold the floor with the best mean objective on the other folds is chosen and scored on
+the held-out fold (:func:`covrag.pipeline.cv.assign_folds`, seeded). Prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from covrag.coverage import CrossEncoderCoverage
+from covrag.data import load_dataset
+from covrag.pipeline import PrepareConfig, prepare
+from covrag.pipeline.ask import retrieve_pool
+from covrag.pipeline.cv import assign_folds
+from covrag.plan import C2Query
+from covrag.retrieve import BM25Retriever
+from covrag.select import parse_selector, select_above_floor
+from covrag.select.base import Candidates
+from covrag.types import Budget, Topic
+
+
+def _candidates(topic: Topic, corpus: list, estimator: CrossEncoderCoverage) -> Candidates:
+    retriever = BM25Retriever().index(corpus)
+    query = C2Query.explicit(topic.query, (), ())
+    _, pooled = retrieve_pool(query, topic.aspects, retriever, 50)
+    return prepare(pooled, estimator, PrepareConfig(relevance="dense")).candidates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--floors", type=float, nargs="+", default=[0, 0.05, 0.1, 0.2, 0.3, 0.5])
+    parser.add_argument("--folds", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--k", type=int, default=8)
+    parser.add_argument("--selector", default="expected-coverage")
+    parser.add_argument("--out", type=Path, default=Path("cv-floor.json"))
+    args = parser.parse_args()
+
+    topics = [*load_dataset("argkp2021:train:questions"), *load_dataset("argkp2021:dev:questions")]
+    estimator = CrossEncoderCoverage()
+    selector = parse_selector(args.selector)
+    budget = Budget(max_passages=args.k)
+    everything = {p.id: p for t in topics for p in t.passages}
+    rows: dict[str, dict[str, list[float]]] = {}
+    for n, topic in enumerate(topics, start=1):
+        own = set(topic.passage_ids)
+        answerable = _candidates(topic, list(everything.values()), estimator)
+        others = [p for pid, p in everything.items() if pid not in own]
+        unanswerable = _candidates(topic, others, estimator)
+        wanted = {a.id for a in topic.aspects}
+        values: dict[str, list[float]] = {"strecall": [], "filled": [], "empty_off": []}
+        for floor in args.floors:
+            chosen = select_above_floor(selector, answerable, budget, floor)
+            made = {a for p in chosen.passage_ids for a in topic.labels.get(p, ())} & wanted
+            values["strecall"].append(len(made) / len(wanted))
+            values["filled"].append(len(chosen) / args.k)
+            padded = select_above_floor(selector, unanswerable, budget, floor)
+            values["empty_off"].append(1 - len(padded) / args.k)
+        rows[topic.query_id] = values
+        print(f"{n}/{len(topics)} {topic.query_id}: {values}", flush=True)
+
+    ids = sorted(rows)
+    objective = {
+        q: 0.5 * np.array(rows[q]["strecall"]) + 0.5 * np.array(rows[q]["empty_off"]) for q in ids
+    }
+    folds = assign_folds(ids, args.folds, args.seed)
+    held: dict[str, int] = {}
+    for fold in range(args.folds):
+        train = [q for q in ids if folds[q] != fold]
+        best = int(np.argmax(np.mean([objective[q] for q in train], axis=0)))
+        print(f"fold {fold}: chose floor {args.floors[best]}", flush=True)
+        for q in ids:
+            if folds[q] == fold:
+                held[q] = best
+
+    def mean(measure: str, pick: dict[str, int]) -> float:
+        return float(np.mean([rows[q][measure][pick[q]] for q in ids]))
+
+    lines = ["| floor | objective | StRecall@8 | slots filled | unanswerable: slots empty |"]
+    lines.append("|---|---|---|---|---|")
+    cv_objective = float(np.mean([objective[q][held[q]] for q in ids]))
+    lines.append(
+        f"| **CV choice** | **{cv_objective:.3f}** | {mean('strecall', held):.3f} | "
+        f"{mean('filled', held):.3f} | {mean('empty_off', held):.3f} |"
+    )
+    for i, floor in enumerate(args.floors):
+        fixed = dict.fromkeys(ids, i)
+        value = float(np.mean([objective[q][i] for q in ids]))
+        lines.append(
+            f"| {floor:g} | {value:.3f} | {mean('strecall', fixed):.3f} | "
+            f"{mean('filled', fixed):.3f} | {mean('empty_off', fixed):.3f} |"
+        )
+    print("\n".join(lines))
+    args.out.write_text(
+        json.dumps({"floors": args.floors, "rows": rows, "held_out_choice": held}, indent=2)
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,380 @@
+"""The synthesising writer: one short cited paragraph per covered aspect, and what is missing.
+
+The answer is planned by aspect before the model writes a word. Each wanted aspect (a
+sub-question, or an ``include`` request) that some context passage answers under the coverage
+matrix becomes a *part*, with those passages (:func:`plan_parts`); parts follow the outline's
+order when one was planned, else the aspects' order. The model writes one to three sentences
+per part, in its own words, each citing the part's passages, as constrained JSON
+(:func:`synthesis_reply`) checked by :func:`check_paragraphs`: every part answered once and in
+order, every sentence cites at least one of its part's passages, and no sentence copies a
+passage (:func:`~covrag.generate.copying.copies`). An invalid reply is retried with the
+problem named.
+
+The aspects no context passage covers are stated in one framing sentence, marked as the writer's
+own (``Citation.framing``), never cited. With no context at all the answer is that sentence and no
+model is called.
+
+The fallback stays honest: when the model still fails the checks, each part it got right is
+kept and each other part quotes its best passage's first sentence, in quotation marks and cited,
+and the draft says so in its problems.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from covrag.errors import ConfigError, StructuredOutputError
+from covrag.generate.citations import ParsedAnswer
+from covrag.generate.copying import copies
+from covrag.generate.records import Draft, LLMCost, WritingContext
+from covrag.llm.base import LLM, ChatParams, system, user
+from covrag.llm.prompts import passages_block
+from covrag.llm.structured import chat_json, extract_json
+from covrag.schema.llm import Reply, int_in, parse_reply, sized, with_fields
+from covrag.text import split_sentences
+from covrag.types import Answer, Aspect, Citation, Passage
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = (
+    "You write short, accurate answers in your own words from numbered passages, and you cite "
+    "the passages that support each sentence."
+)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One paragraph of the plan: an aspect and the context passages that cover it."""
+
+    aspect: Aspect
+    passage_ids: tuple[str, ...]
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _outline_rank(aspect: Aspect, outline: Sequence[str]) -> int:
+    """The outline step that shares the most words with the aspect (its first, on ties)."""
+    words = _words(aspect.text)
+    overlaps = [len(words & _words(step)) for step in outline]
+    return max(range(len(outline)), key=lambda i: (overlaps[i], -i))
+
+
+def plan_parts(
+    passages: Sequence[Passage], context: WritingContext, outline: Sequence[str] = ()
+) -> tuple[tuple[Part, ...], tuple[Aspect, ...]]:
+    """The parts of the answer (in outline order when there is an outline) and the wanted
+    aspects no context passage answers.
+
+    A passage supports the aspects it covers (probability at or above the matrix's threshold)
+    and, in any case, the wanted aspect it most probably answers, so every passage of the
+    context is used once at least (the selection's floor already kept out those that answer
+    nothing). A part's passages are ordered by probability.
+    """
+    wanted = [a for a in context.aspects if a.polarity != "exclude"]
+    coverage = context.coverage
+    support: dict[str, list[tuple[float, str]]] = {a.id: [] for a in wanted}
+    if coverage is not None and wanted:
+        rows = {p: i for i, p in enumerate(coverage.passage_ids)}
+        cols = [coverage.aspect_ids.index(a.id) for a in wanted if a.id in coverage.aspect_ids]
+        ids = [coverage.aspect_ids[j] for j in cols]
+        for p in passages:
+            if p.id not in rows or not cols:
+                continue
+            probs = np.asarray(coverage.probs[rows[p.id], cols], dtype=np.float64)
+            best = int(np.argmax(probs))
+            for k, aspect_id in enumerate(ids):
+                if k == best or probs[k] >= coverage.threshold:
+                    support[aspect_id].append((-float(probs[k]), p.id))
+    parts = [Part(a, tuple(pid for _, pid in sorted(support[a.id]))) for a in wanted]
+    missing = tuple(part.aspect for part in parts if not part.passage_ids)
+    kept = [part for part in parts if part.passage_ids]
+    if outline:
+        kept.sort(key=lambda part: _outline_rank(part.aspect, outline))  # stable
+    return tuple(kept), missing
+
+
+def missing_sentence(missing: Sequence[Aspect], any_part: bool) -> Citation | None:
+    """The framing sentence that names what the corpus does not answer (None when nothing)."""
+    if not missing and any_part:
+        return None
+    if not any_part:
+        text = "The corpus does not answer this question: no passage found covers any of "
+        text += "its sub-questions" + (
+            ": " + "; ".join(f'"{a.text}"' for a in missing) + "." if missing else "."
+        )
+        return Citation(text, (), None, framing=True)
+    named = "; ".join(f'"{a.text}"' for a in missing)
+    return Citation(f"The corpus does not answer: {named}.", (), None, framing=True)
+
+
+def nothing_found(context: WritingContext) -> Draft:
+    """The answer when no passage made it into the context: one framing sentence."""
+    wanted = [a for a in context.aspects if a.polarity != "exclude"]
+    framing = missing_sentence(wanted, False)
+    assert framing is not None
+    return Draft(ParsedAnswer(Answer((framing,))), "", 1)
+
+
+class SentenceItem(Reply):
+    text: str
+    cites: list[int]
+
+
+class ParagraphItem(Reply):
+    part: int
+    sentences: list[SentenceItem]
+
+
+class SynthesisReply(Reply):
+    """``{"paragraphs": [{"part": 1, "sentences": [{"text": "...", "cites": [2]}]}]}``."""
+
+    paragraphs: list[ParagraphItem]
+
+
+@functools.lru_cache(maxsize=128)
+def synthesis_reply(parts: int, k: int) -> type[SynthesisReply]:
+    """Exactly ``parts`` paragraphs of 1-3 sentences, each citing 1..``k`` passages."""
+    sentence = with_fields(SentenceItem, cites=sized(int_in(1, k), 1, k))
+    paragraph = with_fields(ParagraphItem, part=int_in(1, parts), sentences=sized(sentence, 1, 3))
+    return with_fields(SynthesisReply, paragraphs=sized(paragraph, parts, parts))
+
+
+def paragraph_problems(item: ParagraphItem, part: Part, passages: Sequence[Passage]) -> list[str]:
+    """What is wrong with one paragraph (empty when it is usable)."""
+    number = {p.id: i for i, p in enumerate(passages, start=1)}
+    allowed = {number[p] for p in part.passage_ids}
+    texts = [p.text for p in passages]
+    problems = []
+    for s, sentence in enumerate(item.sentences, start=1):
+        where = f"part {item.part} sentence {s}"
+        if not any(c.isalpha() for c in sentence.text):
+            problems.append(f"{where} is empty")
+        elif not allowed & set(sentence.cites):
+            marks = "".join(f"[{n}]" for n in sorted(allowed))
+            problems.append(f"{where} cites none of its part's passages {marks}")
+        elif copies(sentence.text, texts):
+            problems.append(f"{where} copies a passage; say it in your own words")
+    return problems
+
+
+def check_paragraphs(
+    reply: SynthesisReply, parts: Sequence[Part], passages: Sequence[Passage]
+) -> list[ParagraphItem]:
+    """The paragraphs in part order; raises ``ValueError`` naming what is wrong."""
+    numbers = [p.part for p in reply.paragraphs]
+    if numbers != list(range(1, len(parts) + 1)):
+        raise ValueError(f"write one paragraph per part, parts 1 to {len(parts)} in order")
+    problems = [
+        problem
+        for item, part in zip(reply.paragraphs, parts, strict=True)
+        for problem in paragraph_problems(item, part, passages)
+    ]
+    if problems:
+        raise ValueError("; ".join(problems[:3]))
+    return list(reply.paragraphs)
+
+
+def quote_part(part: Part, passages: Sequence[Passage]) -> list[Citation]:
+    """The fallback for one part: its best passage's first sentence, quoted and cited."""
+    best = next(p for p in passages if p.id == part.passage_ids[0])
+    first = (split_sentences(best.text) or [best.text])[0].strip()
+    return [Citation(f'One source says: "{first}"', (best.id,), part.aspect.id)]
+
+
+def to_sentences(item: ParagraphItem, part: Part, passages: Sequence[Passage]) -> list[Citation]:
+    """A checked paragraph as answer sentences (cites outside the context never occur: the
+    schema bounds them)."""
+    ids = [p.id for p in passages]
+    return [
+        Citation(s.text.strip(), tuple(dict.fromkeys(ids[n - 1] for n in s.cites)), part.aspect.id)
+        for s in item.sentences
+    ]
+
+
+def salvage(
+    raw: str, parts: Sequence[Part], passages: Sequence[Passage]
+) -> tuple[list[list[Citation]], list[int]]:
+    """From a rejected reply, the paragraphs that pass their checks; the others (1-based part
+    numbers, returned) quote their passages."""
+    good: dict[int, ParagraphItem] = {}
+    try:
+        value = parse_reply(synthesis_reply(len(parts), len(passages)), extract_json(raw))
+        for item in value.paragraphs:
+            if 1 <= item.part <= len(parts) and item.part not in good:
+                if not paragraph_problems(item, parts[item.part - 1], passages):
+                    good[item.part] = item
+    except ValueError:
+        pass
+    paragraphs, quoted = [], []
+    for i, part in enumerate(parts, start=1):
+        if i in good:
+            paragraphs.append(to_sentences(good[i], part, passages))
+        else:
+            paragraphs.append(quote_part(part, passages))
+            quoted.append(i)
+    return paragraphs, quoted
+
+
+class SynthesisWriter:
+    """Writes an answer planned by aspect: one short cited paragraph per covered aspect.
+
+    Args:
+        llm: The model.
+        max_words: Each passage is cut to this many words in the prompt (None: never cut).
+        max_tokens: Most tokens the model may write (a rewrite: 1.5 times as many).
+        exclude: Topics the answer must leave out (a coverage-conditioned request).
+        retries: Extra attempts when the reply fails its checks.
+
+    Example:
+        >>> from covrag.llm import parse_llm
+        >>> writer = SynthesisWriter(parse_llm("local"))  # doctest: +SKIP
+        >>> draft = writer.write(question, passages, context=WritingContext(aspects, matrix))
+        ... # doctest: +SKIP
+    """
+
+    name = "synthesis"
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        max_words: int | None = 250,
+        max_tokens: int = 800,
+        exclude: Sequence[str] = (),
+        retries: int = 1,
+    ) -> None:
+        if max_words is not None and max_words < 1:
+            raise ConfigError(f"max_words must be >= 1 or None, got {max_words}")
+        self.llm = llm
+        self.max_words = max_words
+        self.max_tokens = max_tokens
+        self.exclude = tuple(exclude)
+        self.retries = retries
+
+    def __repr__(self) -> str:
+        return f"SynthesisWriter({self.llm.describe()!r}, max_words={self.max_words})"
+
+    def _request(self, question: str, passages: Sequence[Passage], parts: Sequence[Part]) -> str:
+        number = {p.id: i for i, p in enumerate(passages, start=1)}
+        plan = "\n".join(
+            f"Part {i}: {part.aspect.text} (passages "
+            + ", ".join(f"[{number[p]}]" for p in part.passage_ids)
+            + ")"
+            for i, part in enumerate(parts, start=1)
+        )
+        avoid = f" Do not write about: {'; '.join(self.exclude)}." if self.exclude else ""
+        return (
+            f"Question: {question}\n\nPassages:\n{passages_block(passages, self.max_words)}\n\n"
+            f"Plan of the answer, one part per sub-question:\n{plan}\n\n"
+            "Write one short paragraph per part, in the order of the plan: 1 to 3 sentences "
+            "that answer the part's sub-question in your own words, bringing its passages "
+            "together. Do not copy sentences from the passages. Each sentence cites, by number, "
+            f"the passages that support it, at least one of its part's passages.{avoid}\n"
+            'Reply with JSON only: {"paragraphs": [{"part": 1, "sentences": [{"text": "...", '
+            '"cites": [2]}]}, ...]}.'
+        )
+
+    def write(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        *,
+        outline: Sequence[str] = (),
+        context: WritingContext | None = None,
+    ) -> Draft:
+        """The first answer to ``question`` from ``passages``."""
+        parts, missing = plan_parts(passages, context or WritingContext(), outline)
+        request = self._request(question, passages, parts) if parts else ""
+        return self._draft(request, passages, parts, missing, 1.0)
+
+    def rewrite(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        previous: Draft,
+        feedback: str,
+        *,
+        outline: Sequence[str] = (),
+        context: WritingContext | None = None,
+    ) -> Draft:
+        """A new answer over the same plan that acts on the critique's ``feedback``."""
+        parts, missing = plan_parts(passages, context or WritingContext(), outline)
+        if not parts:
+            return self._draft("", passages, parts, missing, 1.5)
+        number = {p.id: i for i, p in enumerate(passages, start=1)}
+        part_of = {part.aspect.id: i for i, part in enumerate(parts, start=1)}
+        earlier = "\n".join(
+            f"(part {part_of.get(s.aspect_id or '', '-')}) {s.text} "
+            + "".join(f"[{number[p]}]" for p in s.passage_ids if p in number)
+            for s in previous.answer.sentences
+            if not s.framing
+        )
+        request = (
+            f"{self._request(question, passages, parts)}\n\n"
+            f"Your previous answer:\n{earlier or '(empty)'}\n\nFeedback on it:\n"
+            f"{feedback or '(none)'}\n\nWrite the answer again, acting on the feedback: keep "
+            "what is correct, add what it says is missing from the passages it names, and "
+            "never copy the feedback itself into the answer."
+        )
+        return self._draft(request, passages, parts, missing, 1.5)
+
+    def _draft(
+        self,
+        request: str,
+        passages: Sequence[Passage],
+        parts: Sequence[Part],
+        missing: Sequence[Aspect],
+        scale: float,
+    ) -> Draft:
+        paragraphs: list[list[Citation]] = []
+        notes: list[str] = []
+        raw, cost, cut_off = "", LLMCost(), False
+        if parts:
+            params = ChatParams(
+                temperature=self.llm.params.temperature,
+                max_tokens=int(self.max_tokens * scale),
+                seed=self.llm.params.seed,
+            )
+            messages = [system(SYSTEM_PROMPT), user(request)]
+            reply_model = synthesis_reply(len(parts), len(passages))
+            try:
+                reply = chat_json(
+                    self.llm,
+                    messages,
+                    reply_model,
+                    task="synthesis",
+                    check=lambda v: check_paragraphs(v, parts, passages),
+                    retries=self.retries,
+                    params=params,
+                )
+                raw, cost = reply.results[-1].text, LLMCost.of(reply.results)
+                paragraphs = [
+                    to_sentences(item, part, passages)
+                    for item, part in zip(reply.value, parts, strict=True)
+                ]
+            except StructuredOutputError as exc:
+                raw = exc.attempts[-1][0] if exc.attempts else ""
+                cut_off = "cut off" in (exc.attempts[-1][1] if exc.attempts else "")
+                paragraphs, quoted = salvage(raw, parts, passages)
+                notes.append(
+                    f"the model failed the writer's checks ({exc.attempts[-1][1]}); part(s) "
+                    f"{', '.join(map(str, quoted))} quote their best passage instead"
+                )
+                logger.warning("synthesis: %s", notes[-1])
+        sentences = [s for paragraph in paragraphs for s in paragraph]
+        framing = missing_sentence(missing, bool(parts))
+        if framing is not None:
+            sentences.append(framing)
+        answer = Answer(tuple(sentences))
+        target = sum(len(p) for p in paragraphs) or len(sentences)
+        return Draft(
+            ParsedAnswer(answer), raw, target, cut_off=cut_off, cost=cost, notes=tuple(notes)
+        )

@@ -1,0 +1,97 @@
+"""A coverage floor: never pad a context with passages that answer none of the aspects.
+
+Every selector fills its budget: once nothing new can be covered, it falls back to relevance
+order (DES's rule), so a question the corpus cannot answer still gets ``k`` passages, all off
+topic. The floor removes such passages from the pool *before* selection: a passage stays only
+when its estimated probability of answering at least one wanted aspect (not an ``exclude`` one)
+reaches ``floor``:
+
+    support(p) = max_{a wanted} P[p, a]        keep p  iff  support(p) >= floor
+
+The selector then chooses among what is left and returns fewer than ``k`` passages (possibly
+none) when fewer clear the floor. The coverage probability is the relevance signal here: a
+passage's retriever score says how well it matches the words of the question, the estimator how
+likely it answers one of its sub-questions. The value is chosen by leave-topics-out
+cross-validation (docs/BENCHMARKS.md, "never pad"); 0 disables the floor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from covrag.errors import ConfigError
+from covrag.select.base import Candidates, Selector
+from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Selection
+
+
+def passage_support(candidates: Candidates) -> FloatArray:
+    """Per passage: its highest probability of answering a wanted aspect (0 without any)."""
+    coverage = candidates.coverage
+    n = len(candidates)
+    if coverage is None or not coverage.aspect_ids:
+        return np.zeros(n)
+    wanted = np.ones(len(coverage.aspect_ids), dtype=bool)
+    if candidates.excluded is not None:
+        wanted &= ~np.asarray(candidates.excluded, dtype=bool)
+    if not wanted.any():
+        return np.zeros(n)
+    support: FloatArray = np.asarray(coverage.probs, dtype=np.float64)[:, wanted].max(axis=1)
+    return support
+
+
+def subset(candidates: Candidates, keep: IntArray) -> Candidates:
+    """The candidates at the pool indexes ``keep`` (in that order), every signal cut alike."""
+    keep = np.asarray(keep, dtype=np.int64)
+    coverage = candidates.coverage
+    if coverage is not None:
+        coverage = CoverageMatrix(
+            tuple(coverage.passage_ids[i] for i in keep),
+            coverage.aspect_ids,
+            np.asarray(coverage.probs)[keep],
+            threshold=coverage.threshold,
+            source=coverage.source,
+            pairs_scored=coverage.pairs_scored,
+            seconds=coverage.seconds,
+        )
+    pieces, owner = candidates.piece_embeddings, candidates.piece_owner
+    if pieces is not None and owner is not None:
+        position = {int(i): j for j, i in enumerate(keep)}
+        rows = [r for r, o in enumerate(owner) if int(o) in position]
+        pieces = pieces[rows]
+        owner = np.array([position[int(owner[r])] for r in rows], dtype=np.int64)
+        order = np.argsort(owner, kind="stable")
+        pieces, owner = pieces[order], owner[order]
+    return Candidates(
+        query_id=candidates.query_id,
+        query=candidates.query,
+        passages=tuple(candidates.passages[i] for i in keep),
+        relevance=candidates.relevance[keep],
+        costs=candidates.costs[keep],
+        coverage=coverage,
+        embeddings=None if candidates.embeddings is None else candidates.embeddings[keep],
+        query_embedding=candidates.query_embedding,
+        aspect_weights=candidates.aspect_weights,
+        excluded=candidates.excluded,
+        piece_embeddings=pieces,
+        piece_owner=owner,
+    )
+
+
+def above_floor(candidates: Candidates, floor: float) -> Candidates:
+    """The candidates whose :func:`passage_support` reaches ``floor`` (all of them at 0)."""
+    if not 0.0 <= floor <= 1.0:
+        raise ConfigError(f"the coverage floor must lie in [0, 1], got {floor}")
+    if floor == 0.0:
+        return candidates
+    if candidates.coverage is None:
+        raise ConfigError("a coverage floor needs a coverage matrix (choose --coverage)")
+    keep = np.flatnonzero(passage_support(candidates) >= floor)
+    return subset(candidates, keep)
+
+
+def select_above_floor(
+    selector: Selector, candidates: Candidates, budget: Budget, floor: float
+) -> Selection:
+    """``selector``'s choice among the candidates that clear ``floor``: it may hold fewer than
+    the budget allows, or nothing."""
+    return selector.select(above_floor(candidates, floor), budget)
