@@ -40,7 +40,7 @@ def test_ask_runs_every_stage_and_records_it(tmp_path: Path) -> None:
         "Should schools require uniforms?",
         llm,
         BM25Retriever().index(CORPUS),
-        AskConfig(pool=4, k=2, passes=1),
+        AskConfig(pool=4, k=2, passes=1, writer="extractive"),
         exclude=["religion"],
         aspects=(*ASPECTS, Aspect("exc1", "religion", polarity="exclude")),
         estimator=KeywordCoverage(),
@@ -82,7 +82,7 @@ def test_ask_runs_every_stage_and_records_it(tmp_path: Path) -> None:
 def test_ask_asks_the_llm_for_sub_questions() -> None:
     questions = ["Do uniforms reduce bullying?", "What do uniforms cost parents?"]
     llm = ScriptedLLM([items_reply(*questions), "Uniforms reduce bullying [1]."])
-    config = AskConfig(subquestions=2, pool=3, k=1, passes=0)
+    config = AskConfig(subquestions=2, pool=3, k=1, passes=0, writer="extractive")
     result = ask(
         "Should schools require uniforms?",
         llm,
@@ -103,7 +103,7 @@ def test_eval_answers_cli_compares_passes_with_the_cheap_judge(tmp_path: Path, c
         "Should schools require uniforms?",
         llm,
         BM25Retriever().index(CORPUS),
-        AskConfig(pool=4, k=2, passes=1),
+        AskConfig(pool=4, k=2, passes=1, writer="extractive"),
         aspects=ASPECTS,
         estimator=KeywordCoverage(),
     )
@@ -159,7 +159,7 @@ def test_an_outline_the_llm_cannot_plan_falls_back_to_sub_questions() -> None:
         "Should schools require uniforms?",
         llm,
         BM25Retriever().index(CORPUS),
-        AskConfig(subquestions=1, pool=3, k=1, passes=0, outline=True),
+        AskConfig(subquestions=1, pool=3, k=1, passes=0, outline=True, writer="extractive"),
         estimator=KeywordCoverage(),
     )
     assert result.plan is None and result.subquestions is not None

@@ -90,7 +90,9 @@ def test_retrieve_pool_searches_the_wanted_aspects_only() -> None:
 
 def test_build_generator_follows_the_config() -> None:
     llm = ScriptedLLM([])
-    config = AskConfig(passes=1, feedback="self", max_words=40, sentences=3, max_tokens=200)
+    config = AskConfig(
+        passes=1, feedback="self", max_words=40, sentences=3, max_tokens=200, writer="extractive"
+    )
     generator = build_generator(llm, config, KeywordCoverage(), exclude=["religion"])
     assert generator.passes == 1
     writer, critic = generator.writer, generator.critic
@@ -105,7 +107,7 @@ def test_ask_selects_with_the_default_selector() -> None:
         "Should schools require uniforms?",
         llm,
         BM25Retriever().index(CORPUS),
-        AskConfig(pool=4, k=2, passes=0),
+        AskConfig(pool=4, k=2, passes=0, writer="extractive"),
         aspects=ASPECTS,
         estimator=KeywordCoverage(),
     )

@@ -33,7 +33,7 @@ def test_ask_run_record_is_a_run_file_with_the_plan_and_costs() -> None:
         "Should schools require uniforms?",
         llm,
         BM25Retriever().index(CORPUS),
-        AskConfig(pool=4, k=2, passes=1),
+        AskConfig(pool=4, k=2, passes=1, writer="extractive"),
         aspects=ASPECTS,
         estimator=KeywordCoverage(),
     )
@@ -73,7 +73,7 @@ def test_ask_drafts_are_read_through_the_schema(tmp_path: Path) -> None:
     from test_ask import ASPECTS, CORPUS, CRITIQUE
 
     llm = ScriptedLLM(["Uniforms reduce bullying [1].", CRITIQUE, "They cost [2]."])
-    config = AskConfig(pool=4, k=2, passes=1)
+    config = AskConfig(pool=4, k=2, passes=1, writer="extractive")
     retriever = BM25Retriever().index(CORPUS)
     result = ask("Uniforms?", llm, retriever, config, aspects=ASPECTS, estimator=KeywordCoverage())
     data = result.run_record()

@@ -66,7 +66,8 @@ def register(sub: Subparsers) -> None:
 
     p = sub.add_parser(
         "eval-answers",
-        help="judge answers in run files: nugget support, transfer, V_strict, citation precision",
+        help="judge answers in run files: nugget support, transfer, V_strict, citation precision, "
+        "copy rate",
     )
     p.add_argument("runs", nargs="+", type=Path, help="run JSON files (covrag ask, benchmarks)")
     p.add_argument(
@@ -224,7 +225,8 @@ def run_eval_answers(args: argparse.Namespace, console: Console) -> int:
         task = progress.add_task("judge answers", total=total)
         evaluations = evaluate_variants(variants, judge, on_answer=lambda: progress.advance(task))
     # Without the LLM judge only the cross-encoder's measures (and the cited share) are defined.
-    measures = [m for m in ANSWER_MEASURES if not args.no_llm or "~" in m or m == "cited_share"]
+    string_measures = ("cited_share", "copy_rate")  # no judge needed
+    measures = [m for m in ANSWER_MEASURES if not args.no_llm or "~" in m or m in string_measures]
     summaries = compare_variants(evaluations, measures=measures, seed=args.seed)
     table = Table(title=f"Answers: {total} judged")
     table.add_column("variant")

@@ -27,6 +27,7 @@ ANSWER_MEASURES = (
     "answer_strecall~ce",
     "transfer_rate~ce",
     "cited_share",
+    "copy_rate",
 )
 
 

@@ -10,6 +10,10 @@ DES's answer measures, per topic (the nuggets are the topic's aspects):
   the labels: :func:`vital_from_labels`;
 - **citation precision**: of the sentences that cite at least one passage, the share whose cited
   passages support them; NaN when no sentence cites. **cited share**: sentences that cite.
+- **copy rate**: the share of the answer's sentences that copy a context passage, verbatim or
+  nearly: the longest common substring of the normalised sentence and passage covers at least
+  0.9 of the sentence (:func:`covrag.generate.copying.copies`); NaN for an empty answer. Judged
+  by neither judge: it is a string measure.
 
 Two judges: an LLM (``support`` / ``partial`` / ``not`` per nugget, supported or not per cited
 sentence; constrained JSON, one call per answer for each question) and the coverage
@@ -31,6 +35,7 @@ import numpy as np
 
 from covrag.coverage.base import CoverageEstimator, answer_support
 from covrag.errors import ConfigError, StructuredOutputError
+from covrag.generate.copying import copies
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.cost import LLMCost
 from covrag.llm.prompts import passages_block
@@ -112,6 +117,7 @@ class AnswerEvaluation:
         sentences: One judgment per sentence that cites a valid passage.
         n_sentences: Sentences in the answer.
         cost: What the LLM judge spent.
+        copied: Sentences that copy a context passage (see the copy rate).
     """
 
     query_id: str
@@ -121,6 +127,7 @@ class AnswerEvaluation:
     sentences: tuple[SentenceJudgment, ...]
     n_sentences: int
     cost: LLMCost = LLMCost()
+    copied: int = 0
 
     def _supported(self, judge: str, strict: bool = False) -> dict[str, bool | None]:
         if judge not in JUDGES:
@@ -155,6 +162,10 @@ class AnswerEvaluation:
     def cited_share(self) -> float:
         return len(self.sentences) / self.n_sentences if self.n_sentences else float("nan")
 
+    @property
+    def copy_rate(self) -> float:
+        return self.copied / self.n_sentences if self.n_sentences else float("nan")
+
     def measures(self) -> dict[str, float]:
         """Every measure under both judges (``name`` = LLM judge, ``name~ce`` = cross-encoder)."""
         values: dict[str, float] = {}
@@ -164,6 +175,7 @@ class AnswerEvaluation:
             values[f"v_strict{suffix}"] = self.v_strict(judge)
             values[f"citation_precision{suffix}"] = self.citation_precision(judge)
         values["cited_share"] = self.cited_share
+        values["copy_rate"] = self.copy_rate
         values["context_strecall"] = (
             len(self.in_context) / len(self.nuggets) if self.nuggets else float("nan")
         )
@@ -434,6 +446,7 @@ def evaluate_answer(
         sentences=sentences,
         n_sentences=len(answer.sentences),
         cost=cost,
+        copied=sum(copies(s.text, [p.text for p in context]) for s in answer.sentences),
     )
 
 

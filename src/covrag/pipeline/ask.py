@@ -12,8 +12,11 @@ file that ``covrag report`` renders, and evaluated later (``covrag eval-answers`
   (:class:`~covrag.retrieve.MultiQueryRetriever`) into the candidate pool.
 - **estimate**: the coverage matrix of pool x aspects (the shipped cross-encoder by default).
 - **select**: expected coverage (by default; DES's greedy coverage with
-  ``selector="greedy-coverage"``) under a passage budget, with its trace.
-- **generate**: a cited answer and critique-and-rewrite passes
+  ``selector="greedy-coverage"``) under a passage budget, with its trace, among the passages
+  that clear the coverage floor (``config.floor``): a question the corpus cannot answer gets
+  fewer passages, or none, never off-topic padding.
+- **generate**: a cited answer (by default planned by aspect,
+  :class:`~covrag.generate.SynthesisWriter`) and critique-and-rewrite passes
   (:class:`~covrag.generate.CritiqueRewriteGenerator`).
 """
 
@@ -29,7 +32,14 @@ from typing import Any
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError, StructuredOutputError
-from covrag.generate import CitedWriter, Critic, CritiqueContext, CritiqueRewriteGenerator
+from covrag.generate import (
+    CitedWriter,
+    Critic,
+    CritiqueContext,
+    CritiqueRewriteGenerator,
+    SynthesisWriter,
+    Writer,
+)
 from covrag.generate.records import GenerationResult, LLMCost
 from covrag.llm.base import LLM
 from covrag.pipeline.config import AskConfig, PrepareConfig
@@ -37,7 +47,7 @@ from covrag.pipeline.prepare import prepare
 from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
 from covrag.retrieve import MultiQueryRetriever, Retriever
 from covrag.schema.ask import ask_plan, ask_run_record
-from covrag.select import parse_selector
+from covrag.select import parse_selector, select_above_floor
 from covrag.types import Aspect, Budget, CoverageMatrix, Selection, Topic
 
 logger = logging.getLogger(__name__)
@@ -219,14 +229,20 @@ def build_generator(
 ) -> CritiqueRewriteGenerator:
     """The writer and critic ``config`` asks for: ``judge`` tells the critic which aspects the
     answer covers (``pointers`` feedback)."""
-    writer = CitedWriter(
-        llm,
-        sentences=config.sentences,
-        rewrite_sentences=config.rewrite_sentences,
-        max_words=config.max_words,
-        max_tokens=config.max_tokens,
-        exclude=exclude,
-    )
+    writer: Writer
+    if config.writer == "synthesis":
+        writer = SynthesisWriter(
+            llm, max_words=config.max_words, max_tokens=config.max_tokens, exclude=exclude
+        )
+    else:
+        writer = CitedWriter(
+            llm,
+            sentences=config.sentences,
+            rewrite_sentences=config.rewrite_sentences,
+            max_words=config.max_words,
+            max_tokens=config.max_tokens,
+            exclude=exclude,
+        )
     critic = Critic(llm, mode=config.feedback, estimator=judge, max_words=config.max_words)
     return CritiqueRewriteGenerator(writer, critic, passes=config.passes)
 
@@ -297,7 +313,10 @@ def ask(
     clock.stop("estimate", pairs_scored=coverage.pairs_scored)
 
     clock.start("select")
-    selection = parse_selector(config.selector).select(candidates, Budget(max_passages=config.k))
+    selector = parse_selector(config.selector)
+    selection = select_above_floor(
+        selector, candidates, Budget(max_passages=config.k), config.floor
+    )
     clock.stop("select")
 
     clock.start("generate")

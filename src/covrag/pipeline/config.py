@@ -18,6 +18,7 @@ from covrag.tokens import TokenCounter
 
 RelevanceSource = Literal["dense", "score", "order"]
 FeedbackMode = Literal["self", "pointers"]
+WriterName = Literal["synthesis", "extractive"]
 RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "score", "order")
 
 #: The selector used wherever a caller names none (ask, the server, the integrations): the best
@@ -25,6 +26,10 @@ RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "score", "order")
 DEFAULT_SELECTOR = "expected-coverage"
 #: The coverage estimator used wherever a caller names none: the shipped cross-encoder.
 DEFAULT_COVERAGE = "cross-encoder"
+#: The coverage floor of ``ask``: a passage enters the context only when the estimator gives it
+#: at least this probability of answering one wanted aspect. Chosen by leave-topics-out
+#: cross-validation on ArgKP train + dev (BENCHMARKS.md, "never pad").
+DEFAULT_FLOOR = 0.7
 
 
 def _help(text: str, **extra: object) -> dict[str, object]:
@@ -90,6 +95,21 @@ class AskConfig:
         default=DEFAULT_COVERAGE,
         metadata=_help("coverage estimator spec (cross-encoder, embedding, ...)"),
     )
+    floor: float = field(
+        default=DEFAULT_FLOOR,
+        metadata=_help(
+            "coverage floor: only passages with at least this estimated probability of "
+            "answering a sub-question are selected, so the context may hold fewer than k "
+            "(0 = always fill k)"
+        ),
+    )
+    writer: WriterName = field(
+        default="synthesis",
+        metadata=_help(
+            "synthesis = one short cited paragraph per covered sub-question, and what the "
+            "corpus does not answer; extractive = free cited prose (the earlier writer)"
+        ),
+    )
     passes: int = field(
         default=2, metadata=_help("critique-and-rewrite passes (0 = the first answer only)")
     )
@@ -121,6 +141,8 @@ class AskConfig:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.subquestions < 0 or self.passes < 0:
             raise ConfigError("subquestions and passes must be >= 0")
+        if not 0.0 <= self.floor <= 1.0:
+            raise ConfigError(f"floor must lie in [0, 1], got {self.floor}")
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,10 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .heatmap a text.row{fill:#1f3a5f}
 .figure{overflow-x:auto}
 .answer p{margin:4px 0}
-.answer a.cite{text-decoration:none;font-size:12px;vertical-align:super}
+.answer a.cite,.answer-by-aspect a.cite{text-decoration:none;font-size:12px;vertical-align:super}
+.answer-by-aspect td{vertical-align:top}.answer-by-aspect td p{margin:0}
+.answer-by-aspect .aspect-cell{width:28%}.answer-by-aspect ul.cited{margin:0;padding-left:16px}
+.answer-by-aspect tr.framing td{background:#fffbea}
 .legend span.swatch{display:inline-block;width:18px;height:3px;margin:0 4px 3px 10px;
  vertical-align:middle}
 .legend span.swatch.oracle{border-top:3px dashed #111;height:0}

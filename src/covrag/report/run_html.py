@@ -5,6 +5,9 @@ from __future__ import annotations
 from covrag.report.page import page
 from covrag.report.runfile import RunFile, TopicRun
 from covrag.report.svg import HeatmapRow, esc, heatmap_svg, scale_svg
+from covrag.types import Citation, Passage
+
+_DOT = " \u00b7 "
 
 
 def passage_anchor(topic_index: int, passage_index: int) -> str:
@@ -177,17 +180,74 @@ def _trace(ti: int, run: TopicRun, index: dict[str, int], labels: dict[str, str]
     )
 
 
+def _cites(ti: int, pids: tuple[str, ...], index: dict[str, int], rank: dict[str, int]) -> str:
+    return "".join(
+        f'<a class="cite" href="#{passage_anchor(ti, index[pid])}" '
+        f'title="{esc(pid)}">[{rank[pid] if pid in rank else esc(pid)}]</a>'
+        for pid in pids
+        if pid in index
+    )
+
+
 def _answer(ti: int, run: TopicRun, index: dict[str, int], rank: dict[str, int]) -> str:
     assert run.answer is not None
-    sentences = []
-    for sentence in run.answer.sentences:
-        cites = "".join(
-            f'<a class="cite" href="#{passage_anchor(ti, index[pid])}" '
-            f'title="{esc(pid)}">[{rank[pid] if pid in rank else esc(pid)}]</a>'
-            for pid in sentence.passage_ids
+    sentences = run.answer.sentences
+    if any(s.aspect_id is not None or s.framing for s in sentences):
+        return _answer_by_aspect(ti, run, index, rank)
+    body = " ".join(f"{esc(s.text)}{_cites(ti, s.passage_ids, index, rank)}" for s in sentences)
+    return f'<h3>Answer</h3><div class="answer"><p>{body}</p></div>'
+
+
+def _source(passage: Passage) -> str:
+    """What a passage says of its document, when the index recorded it."""
+    facts = [
+        str(value)
+        for name in ("title", "doc_id", "source")
+        if (value := getattr(passage, name, None) or passage.metadata.get(name))
+    ]
+    return f' <span class="muted">{esc(_DOT.join(facts))}</span>' if facts else ""
+
+
+def _answer_by_aspect(ti: int, run: TopicRun, index: dict[str, int], rank: dict[str, int]) -> str:
+    """One row per paragraph: the aspect it covers, its sentences, the passages it cites."""
+    assert run.answer is not None
+    aspects = {a.id: a for a in run.topic.aspects}
+    labels = {a.id: f"A{j}" for j, a in enumerate(run.topic.aspects, start=1)}
+    passages = {p.id: p for p in run.topic.passages}
+    groups: dict[str | None, list[Citation]] = {}
+    framing: list[Citation] = []
+    for s in run.answer.sentences:
+        (framing if s.framing else groups.setdefault(s.aspect_id, [])).append(s)
+    rows = []
+    for aspect_id, group in groups.items():
+        aspect = aspects.get(aspect_id or "")
+        head = (
+            f'<span class="tag">{esc(labels[aspect.id])}</span> {esc(aspect.text)}'
+            if aspect is not None
+            else '<span class="muted">no aspect</span>'
         )
-        sentences.append(f"{esc(sentence.text)}{cites}")
-    return f'<h3>Answer</h3><div class="answer"><p>{" ".join(sentences)}</p></div>'
+        text = " ".join(f"{esc(s.text)}{_cites(ti, s.passage_ids, index, rank)}" for s in group)
+        cited = dict.fromkeys(p for s in group for p in s.passage_ids if p in passages)
+        sources = "".join(
+            f'<li><a class="pid" href="#{passage_anchor(ti, index[p])}">'
+            f"[{rank.get(p, '-')}] {esc(p)}</a>{_source(passages[p])}</li>"
+            for p in cited
+        )
+        rows.append(
+            f'<tr class="paragraph"><td class="aspect-cell">{head}</td><td><p>{text}</p></td>'
+            f'<td><ul class="cited">{sources}</ul></td></tr>'
+        )
+    for s in framing:
+        rows.append(
+            '<tr class="paragraph framing"><td><span class="tag uncovered">not answered'
+            f'</span></td><td><p><i>{esc(s.text)}</i></p></td><td class="muted">'
+            "the writer's framing: cites nothing</td></tr>"
+        )
+    return (
+        '<h3>Answer</h3><table class="answer-by-aspect"><thead><tr><th>aspect</th>'
+        f"<th>paragraph</th><th>cited passages</th></tr></thead><tbody>{''.join(rows)}"
+        "</tbody></table>"
+    )
 
 
 def _passages(ti: int, run: TopicRun, rank: dict[str, int]) -> str:

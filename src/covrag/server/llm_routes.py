@@ -266,6 +266,7 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
             by_id = {p.id: p for p in candidates.passages}
             context = [by_id[p] for p in selection.passage_ids]
     settings = AskConfig(
+        writer="extractive",  # the request's passages are the context as given
         passes=request.passes,
         feedback=request.feedback,
         max_words=request.max_words,
