@@ -167,3 +167,66 @@ def test_an_outline_the_llm_cannot_plan_falls_back_to_sub_questions() -> None:
     assert len(result.warnings) == 1 and result.warnings[0].startswith("no outline (QTree")
     assert "Follow this outline" not in llm.requests[-1][0][-1].content
     assert result.run_record()["topics"][0]["warnings"] == list(result.warnings)
+
+
+# Their words reach the uniform passages (school, money), their keywords (sugar, tax) do not.
+SUGAR = (Aspect("sq1", "sugar in school drinks"), Aspect("sq2", "tax money each year"))
+
+
+def test_a_question_the_corpus_cannot_answer_gets_no_padding_and_says_so() -> None:
+    llm = ScriptedLLM([])  # nothing to write: no model call at all
+    question = "Should governments tax sugary drinks?"
+    retriever = BM25Retriever().index(CORPUS)
+    config = AskConfig(pool=5, k=3, passes=2)
+    result = ask(question, llm, retriever, config, aspects=SUGAR, estimator=KeywordCoverage())
+    assert result.selection.passage_ids == () and llm.requests == []
+    (sentence,) = result.generation.answer.sentences
+    assert sentence.framing and sentence.text.startswith("The corpus does not answer this question")
+    assert '"sugar in school drinks"' in sentence.text
+    record = result.run_record()["topics"][0]
+    assert record["answer"]["sentences"][0]["framing"] is True
+    # Without the floor the selector pads k with whatever the pool holds.
+    padded = AskConfig(pool=5, k=3, passes=0, floor=0.0, writer="extractive")
+    llm = ScriptedLLM(["Uniforms cut bullying [1]."])
+    result = ask(question, llm, retriever, padded, aspects=SUGAR, estimator=KeywordCoverage())
+    assert len(result.selection) == 3 and result.selection.covered == ()
+
+
+def test_a_partly_answerable_question_names_what_the_corpus_does_not_answer() -> None:
+    reply = {
+        "paragraphs": [
+            {"part": 1, "sentences": [{"text": "Dressing alike cuts it.", "cites": [1]}]}
+        ]
+    }
+    llm = ScriptedLLM([json.dumps(reply)], supports_schema=True)
+    aspects = (Aspect("sq1", "bullying at school"), SUGAR[1])
+    config = AskConfig(pool=5, k=3, passes=0)
+    retriever = BM25Retriever().index(CORPUS)
+    result = ask(
+        "Uniforms and soda?", llm, retriever, config, aspects=aspects, estimator=KeywordCoverage()
+    )
+    assert result.selection.passage_ids == ("c1",)  # the only passage that answers anything
+    first, framing = result.generation.answer.sentences
+    assert first.passage_ids == ("c1",) and first.aspect_id == "sq1"
+    assert framing.framing and framing.text == 'The corpus does not answer: "tax money each year".'
+
+
+@pytest.mark.model
+def test_ask_cli_on_a_question_the_corpus_cannot_answer(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("xllamacpp")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": p.id, "text": p.text}) + "\n" for p in CORPUS))
+    out = tmp_path / "ask.json"
+    args = ["ask", "Should governments tax sugary drinks?", "--corpus", str(corpus)]
+    args += ["--llm", "local(model='smollm2', n_threads=1)", "--no-llm-cache"]
+    args += ["--aspects", "Do sugar taxes cut obesity?", "Who pays a tax on soft drinks?"]
+    args += ["--k", "3", "--pool", "5", "--out", str(out)]
+    code = main(args)
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "The corpus does not answer this question" in captured.out
+    record = json.loads(out.read_text())["topics"][0]
+    assert record["selection"]["steps"] == [] and record["costs"]["generate"]["llm"]["calls"] == 0
+    html = tmp_path / "ask.html"
+    assert main(["report", str(out), "-o", str(html)]) == 0
+    assert 'class="paragraph framing"' in html.read_text()

@@ -158,3 +158,29 @@ def test_variants_are_tested_against_the_baseline_with_holm() -> None:
     assert summaries[2].p_values["answer_strecall"] == 1.0
     table = markdown_table(summaries, ["answer_strecall"])
     assert "| better | 8 | 1.000* (p=" in table
+
+
+def test_copy_rate_counts_sentences_that_copy_a_passage_and_framing_states_no_nugget() -> None:
+    from covrag.types import Answer, Citation
+
+    answer = Answer(
+        (
+            Citation("Uniforms reduce bullying because nobody stands out.", ("p1",)),  # verbatim
+            Citation("Families pay for uniforms every year.", ("p2",)),  # a paraphrase
+            Citation('The corpus does not answer: "express identity".', (), framing=True),
+        )
+    )
+    e = evaluate_answer(
+        "q",
+        QUESTION,
+        answer,
+        aspects=ASPECTS,
+        context=PASSAGES,
+        in_context=frozenset({"a1", "a2", "a3"}),
+        vital=frozenset(),
+        estimator=KeywordCoverage(),
+    )
+    assert e.copied == 1 and e.measures()["copy_rate"] == pytest.approx(1 / 3)
+    # The framing names "express identity" but states nothing: a3 is not supported.
+    assert [n.cheap for n in e.nuggets] == [True, False, False]
+    assert evaluation([None] * 4, [False] * 4, []).copy_rate == 0.0  # 4 sentences, none copied

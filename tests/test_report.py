@@ -190,3 +190,38 @@ def test_cli_report_reads_a_bench_folder_and_refuses_other_json(tmp_path: Path) 
     (tmp_path / "other.json").write_text('{"hello": 1}')
     assert main(["report", str(tmp_path / "other.json"), "-o", str(tmp_path / "o.html")]) == 2
     assert not (tmp_path / "o.html").exists()
+
+
+def run_by_aspect() -> dict[str, Any]:
+    """The run of :func:`run_data` answered by aspect: a paragraph per aspect, and a framing
+    sentence naming what the corpus does not answer; one passage carries its document."""
+    data = run_data(answer=False)
+    topic = data["topics"][0]
+    topic["passages"][1]["title"] = "Shops & cars"  # an indexed document's fields (extra keys)
+    topic["answer"] = {
+        "sentences": [
+            {"text": "Exhaust fouls the air.", "passage_ids": ["p1"], "aspect_id": "a1"},
+            {"text": "Streets empty of cars lose trade.", "passage_ids": ["p2"], "aspect_id": "a2"},
+            {"text": "Shoppers go elsewhere.", "passage_ids": ["p2", "p1"], "aspect_id": "a2"},
+            {"text": 'The corpus does not answer: "noise".', "passage_ids": [], "framing": True},
+        ]
+    }
+    return data
+
+
+def test_report_shows_each_paragraph_next_to_its_aspect_and_cited_passages() -> None:
+    html = render_report(run_by_aspect())
+    table = html[html.index('class="answer-by-aspect"') :]
+    rows = re.findall(r'<tr class="paragraph[^"]*">(.*?)</tr>', table)
+    assert len(rows) == 3  # a1, a2 (two sentences), the framing
+    assert ">A1</span> pollution" in rows[0] and "Exhaust fouls the air." in rows[0]
+    assert "Streets empty of cars lose trade." in rows[1] and "Shoppers go elsewhere." in rows[1]
+    # The cited passages, each once, linked to the passage list.
+    assert rows[1].count('class="pid" href="#t0-p1"') == 1
+    assert rows[1].count('class="pid" href="#t0-p0"') == 1
+    assert "Shops &amp; cars" in rows[1]  # the document's title, escaped
+    assert "not answered" in rows[2] and "cites nothing" in rows[2]
+    parsed = parse_run_file(run_by_aspect(), "inline")
+    answer = parsed.topics[0].answer
+    assert answer is not None and answer.sentences[3].framing
+    assert answer.sentences[0].aspect_id == "a1"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from covrag.report import render_report
-from test_report import bench_summary, run_data
+from test_report import bench_summary, run_by_aspect, run_data
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
@@ -141,5 +141,33 @@ def test_bench_report_draws_measures_against_k_with_the_optimum(
         box = oracle.bounding_box()
         assert box is not None and box["width"] > 100  # a line across the three budgets
     save(page, tmp_path, "bench-report.png")
+    assert browser.errors == []
+    assert all(url.startswith(("file:", "data:", "about:")) for url in browser.requests)
+
+
+def test_answer_by_aspect_sits_beside_its_aspect_and_cited_passages(
+    browser: Browser, tmp_path: Path
+) -> None:
+    page = browser.open(render_report(run_by_aspect()), tmp_path / "by-aspect.html")
+    table = page.locator("table.answer-by-aspect")
+    assert table.is_visible()
+    rows = table.locator("tr.paragraph")
+    assert rows.count() == 3
+    # Each paragraph row: the aspect, the paragraph and its cited passages side by side.
+    cells = [rows.nth(1).locator("td").nth(i).bounding_box() for i in range(3)]
+    assert all(c is not None for c in cells)
+    left, middle, right = cells
+    assert left is not None and middle is not None and right is not None
+    assert left["x"] < middle["x"] < right["x"] and abs(left["y"] - right["y"]) < 2
+    assert "economy" in rows.nth(1).locator("td").nth(0).inner_text()
+    assert rows.nth(1).locator("ul.cited li").count() == 2
+    framing = table.locator("tr.framing")
+    assert "not answered" in framing.inner_text() and framing.locator("a").count() == 0
+    # A paragraph's citation and its passage link both lead to the passage.
+    rows.nth(0).locator("a.cite").first.click()
+    assert page.evaluate("location.hash") == "#t0-p0"
+    rows.nth(1).locator("ul.cited a.pid").first.click()
+    assert "Car bans hurt shops." in page.locator(":target").inner_text()
+    save(page, tmp_path, "report-by-aspect.png")
     assert browser.errors == []
     assert all(url.startswith(("file:", "data:", "about:")) for url in browser.requests)

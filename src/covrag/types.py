@@ -300,6 +300,10 @@ class Answer:
     def text(self) -> str:
         return " ".join(s.text for s in self.sentences)
 
+    def substantive(self) -> Answer:
+        """The answer without the writer's framing sentences (what can state a nugget)."""
+        return Answer(tuple(s for s in self.sentences if not s.framing))
+
 
 def as_mapping(values: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """A read-only view of ``values`` (an empty one for None)."""

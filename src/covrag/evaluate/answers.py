@@ -413,15 +413,17 @@ def evaluate_answer(
     cost = LLMCost()
     llm_labels: list[SupportLabel | None] = [None] * len(nuggets)
     llm_cites: dict[int, bool | None] = {}
+    # The writer's framing ("the corpus does not answer X") states no nugget: judged without it.
+    stated = answer.substantive()
     if llm_judge is not None:
-        llm_labels, spent = llm_judge.nuggets(question, answer, nuggets)
+        llm_labels, spent = llm_judge.nuggets(question, stated, nuggets)
         verdicts, spent2 = llm_judge.citations(answer, context)
         llm_cites = dict(verdicts)
         cost = spent + spent2
     cheap: list[tuple[bool | None, float]] = [(None, math.nan)] * len(nuggets)
     cheap_cites: dict[int, bool] = {}
     if estimator is not None:
-        cheap = list(cheap_nuggets(estimator, answer, nuggets))
+        cheap = list(cheap_nuggets(estimator, stated, nuggets))
         cheap_cites = dict(cheap_citations(estimator, answer, context))
     known = {p.id for p in context}
     sentences = tuple(

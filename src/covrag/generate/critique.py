@@ -49,6 +49,7 @@ def aspects_in_answer(
     estimator: CoverageEstimator, answer: Answer, aspects: Sequence[Aspect]
 ) -> frozenset[str]:
     """Ids of the aspects at least one sentence of the answer covers, per ``estimator``."""
+    answer = answer.substantive()  # "the corpus does not answer X" does not cover X
     if not answer.sentences or not aspects:
         return frozenset()
     matrix = answer_support(estimator, answer, aspects)

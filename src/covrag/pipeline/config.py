@@ -29,7 +29,7 @@ DEFAULT_COVERAGE = "cross-encoder"
 #: The coverage floor of ``ask``: a passage enters the context only when the estimator gives it
 #: at least this probability of answering one wanted aspect. Chosen by leave-topics-out
 #: cross-validation on ArgKP train + dev (BENCHMARKS.md, "never pad").
-DEFAULT_FLOOR = 0.7
+DEFAULT_FLOOR = 0.9
 
 
 def _help(text: str, **extra: object) -> dict[str, object]:

@@ -110,7 +110,9 @@ class RunPassage(_Record):
     score: float | None = None
 
     def to_passage(self) -> Passage:
-        return Passage(self.id, self.text, tokens=self.tokens, score=self.score)
+        # Extra keys (a document's title, id, source path, ...) travel as metadata.
+        extra = dict(self.model_extra or {})
+        return Passage(self.id, self.text, tokens=self.tokens, score=self.score, metadata=extra)
 
     @classmethod
     def of(cls, p: Passage) -> Self:

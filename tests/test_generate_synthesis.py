@@ -1,0 +1,180 @@
+"""The synthesising writer: the plan by aspect, its checks, the honest fallback and the checked
+rewrite (a scripted LLM for the logic around the model, the tiny real model for the whole)."""
+
+from __future__ import annotations
+
+import json
+
+from covrag.generate import (
+    CitedWriter,
+    Critic,
+    CritiqueRewriteGenerator,
+    SynthesisWriter,
+    WritingContext,
+    copied_share,
+    copies,
+    plan_parts,
+    rewrite_verdict,
+)
+from covrag.types import Aspect, Topic
+from generate_support import ASPECTS, PASSAGES, KeywordCoverage, tiny_llm_one_thread
+from llm_support import ScriptedLLM
+
+QUESTION = "Should schools require uniforms?"
+# a4 ("religion") is in no passage: the corpus does not answer it.
+WANTED = (*ASPECTS, Aspect("a4", "religion in school"))
+
+
+def context(aspects: tuple[Aspect, ...] = WANTED) -> WritingContext:
+    topic = Topic("q", QUESTION, PASSAGES, aspects)
+    return WritingContext(aspects, KeywordCoverage().estimate(topic))
+
+
+def paragraphs(*items: tuple[int, str, list[int]]) -> str:
+    return json.dumps(
+        {
+            "paragraphs": [
+                {"part": part, "sentences": [{"text": text, "cites": cites}]}
+                for part, text, cites in items
+            ]
+        }
+    )
+
+
+GOOD = paragraphs(
+    (1, "Pupils who dress alike are picked on less.", [1]),
+    (2, "Families pay for the clothes each year.", [2]),
+    (3, "Pupils lose a way to show who they are.", [3]),
+)
+
+
+def test_copy_rate_definition() -> None:
+    passage = "Uniforms reduce bullying because nobody stands out."
+    assert copied_share("Uniforms reduce bullying because nobody stands out!", passage) == 1.0
+    assert copies("uniforms  reduce bullying, because nobody stands out", [passage])
+    assert not copies("Pupils who dress alike are picked on less.", [passage])
+    assert not copies("", [passage]) and copied_share("x", "") == 0.0
+
+
+def test_plan_follows_coverage_and_outline_and_names_what_is_missing() -> None:
+    parts, missing = plan_parts(PASSAGES, context())
+    assert [(p.aspect.id, p.passage_ids) for p in parts] == [
+        ("a1", ("p1",)), ("a2", ("p2",)), ("a3", ("p3",)),
+    ]  # fmt: skip
+    assert [a.id for a in missing] == ["a4"]
+    outline = ("What cost do parents bear?", "Can pupils express identity?", "Does bullying fall?")
+    parts, _ = plan_parts(PASSAGES, context(), outline)
+    assert [p.aspect.id for p in parts] == ["a2", "a3", "a1"]
+    excluded = (*ASPECTS[:2], Aspect("a3", "express identity", polarity="exclude"))
+    parts, missing = plan_parts(PASSAGES, context(excluded))
+    assert [p.aspect.id for p in parts] == ["a1", "a2"] and missing == ()
+
+
+def test_writes_one_cited_paragraph_per_aspect_and_frames_the_gaps() -> None:
+    llm = ScriptedLLM([GOOD], supports_schema=True)
+    draft = SynthesisWriter(llm, exclude=["religion"]).write(QUESTION, PASSAGES, context=context())
+    prompt = llm.requests[0][0][-1].content
+    assert "Part 1: bullying falls with uniforms (passages [1])" in prompt
+    assert "Do not write about: religion." in prompt and llm.requests[0][1] is not None
+    sentences = draft.answer.sentences
+    assert [(s.aspect_id, s.passage_ids) for s in sentences[:3]] == [
+        ("a1", ("p1",)), ("a2", ("p2",)), ("a3", ("p3",)),
+    ]  # fmt: skip
+    assert sentences[3].framing and sentences[3].passage_ids == ()
+    assert sentences[3].text == 'The corpus does not answer: "religion in school".'
+    assert draft.problems == ()  # the framing sentence is not "uncited"
+
+
+def test_a_copied_or_uncited_sentence_is_sent_back_then_quoted_honestly() -> None:
+    copied = paragraphs(
+        (1, "Uniforms reduce bullying because nobody stands out.", [1]),
+        (2, "Families pay for the clothes.", [3]),  # cites none of part 2's passages
+        (3, "Pupils lose a way to show who they are.", [3]),
+    )
+    llm = ScriptedLLM([copied, copied], supports_schema=True)
+    draft = SynthesisWriter(llm, retries=1).write(QUESTION, PASSAGES, context=context())
+    retry = llm.requests[1][0][-1].content
+    assert "part 1 sentence 1 copies a passage" in retry
+    assert "part 2 sentence 1 cites none of its part's passages [2]" in retry
+    texts = [s.text for s in draft.answer.sentences]
+    # Part 3 passed its checks and is kept; parts 1 and 2 quote their passage, marked as quotes.
+    assert texts[0] == 'One source says: "Uniforms reduce bullying because nobody stands out."'
+    assert texts[1].startswith('One source says: "Uniforms cost') and texts[2].startswith("Pupils")
+    assert any("quote their best passage" in p and "1, 2" in p for p in draft.problems)
+
+
+def test_no_context_means_no_model_call_and_a_plain_statement() -> None:
+    llm = ScriptedLLM([])
+    generator = CritiqueRewriteGenerator(SynthesisWriter(llm), Critic(llm), passes=2)
+    result = generator.generate("Should governments tax sugary drinks?", [], context=context())
+    (sentence,) = result.answer.sentences
+    assert sentence.framing and sentence.text.startswith("The corpus does not answer this question")
+    assert llm.requests == [] and result.critiques == ()
+    # The extractive writer gets the same answer: no passage, nothing to copy.
+    extractive = CritiqueRewriteGenerator(CitedWriter(llm), Critic(llm), passes=1)
+    again = extractive.generate("Should governments tax sugary drinks?", [], context=context())
+    assert again.answer == result.answer and llm.requests == []
+
+
+def test_rewrites_are_checked_and_a_worse_one_is_not_kept() -> None:
+    failing = paragraphs(
+        (1, "Pupils who dress alike are picked on less.", [1]),
+        (2, "Families pay for the clothes each year.", [1]),
+        (3, "Pupils lose a way to show who they are.", [1]),
+    )
+    critique = json.dumps({"underused": [], "missing": ""})
+    llm = ScriptedLLM([GOOD, critique, GOOD, critique, failing, failing], supports_schema=True)
+    critic = Critic(llm, estimator=KeywordCoverage())
+    result = CritiqueRewriteGenerator(SynthesisWriter(llm), critic, passes=2).generate(
+        QUESTION, PASSAGES, context=context()
+    )
+    # Pass 1 repeats the draft: unchanged. Pass 2 fails the checks twice (parts 2 and 3 cite
+    # another part's passage) and falls back to quotes: rejected, the draft is kept.
+    assert [c.verdict for c in result.critiques] == [
+        "unchanged", "rejected: the rewrite failed the writer's checks",
+    ]  # fmt: skip
+    assert result.drafts[2] == result.drafts[1] and result.answer == result.drafts[0].answer
+    assert result.to_json()["critiques"][1]["verdict"].startswith("rejected")
+    rewrite_prompt = llm.requests[2][0][-1].content
+    assert "Your previous answer:\n(part 1) Pupils who dress alike are picked on less. [1]" in (
+        rewrite_prompt
+    )
+
+
+def test_verdicts() -> None:
+    replies = ["A [1]. B [2].", "A [1]. B [2].", "A [1]. C [2]. D [3].", "", "A [1]. B [1]."]
+    writer = CitedWriter(ScriptedLLM(replies))
+    first, same, better, empty, lost = (writer.write(QUESTION, PASSAGES) for _ in range(5))
+    assert rewrite_verdict(first, lost) == "rejected: the rewrite lost the citations of p2"
+    assert rewrite_verdict(first, same) == "unchanged"
+    assert rewrite_verdict(first, better) == "accepted"
+    assert rewrite_verdict(first, empty) == "rejected: the rewrite is empty"
+    uncited = CitedWriter(ScriptedLLM(["A [1]. B [2]. C."])).write(QUESTION, PASSAGES)
+    assert rewrite_verdict(first, uncited) == "rejected: the rewrite leaves more sentences uncited"
+
+
+def test_critique_names_missing_sub_questions_by_their_text() -> None:
+    llm = ScriptedLLM(
+        [paragraphs((1, "Dressing alike cuts bullying.", [1])), '{"underused": [], "missing": ""}'],
+        supports_schema=True,
+    )
+    only_a1 = WritingContext(ASPECTS, context().coverage)
+    draft = SynthesisWriter(llm).write(QUESTION, PASSAGES[:1], context=only_a1)
+    critique = Critic(llm, estimator=KeywordCoverage()).critique(QUESTION, PASSAGES, draft, only_a1)
+    assert '- The answer does not address "cost to parents", which passages [2] answer.' in (
+        critique.feedback
+    )
+    assert "never cites passages [2], [3]" in critique.feedback
+
+
+def test_tiny_model_answers_honestly_whatever_it_writes() -> None:
+    llm = tiny_llm_one_thread()
+    writer = SynthesisWriter(llm, max_tokens=160, retries=0)
+    draft = writer.write(QUESTION, PASSAGES, context=context())
+    known = {p.id for p in PASSAGES}
+    sentences = draft.answer.sentences
+    assert sentences and all(set(s.passage_ids) <= known for s in sentences)
+    # Every sentence cites a passage or is the writer's framing, marked as such.
+    assert all(s.passage_ids or s.framing for s in sentences)
+    assert sentences[-1].framing and "religion in school" in sentences[-1].text
+    assert {s.aspect_id for s in sentences if not s.framing} == {"a1", "a2", "a3"}

@@ -1,0 +1,74 @@
+"""The coverage floor: selection stops rather than padding the context with passages that
+answer nothing (every selector, every budget)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from covrag.errors import ConfigError
+from covrag.select import (
+    SELECTORS,
+    above_floor,
+    parse_selector,
+    passage_support,
+    select_above_floor,
+)
+from covrag.select.base import Candidates
+from covrag.types import Budget, CoverageMatrix, Passage
+
+# Support of each passage for aspects a, b (c is excluded).
+PROBS = {
+    "p0": [0.9, 0.1, 0.0],
+    "p1": [0.2, 0.6, 0.0],
+    "p2": [0.05, 0.1, 0.99],  # answers only the excluded aspect
+    "p3": [0.01, 0.02, 0.0],
+    "p4": [0.3, 0.0, 0.0],
+}
+
+
+def pool(probs: dict[str, list[float]] = PROBS) -> Candidates:
+    ids = tuple(probs)
+    rng = np.random.default_rng(0)
+    embeddings = rng.normal(size=(len(ids), 4))
+    embeddings /= np.linalg.norm(embeddings, axis=1, keepdims=True)
+    return Candidates(
+        "q",
+        "question",
+        tuple(Passage(p, f"text of {p}", tokens=5) for p in ids),
+        relevance=np.array([0.1, 0.2, 0.9, 0.95, 0.3]),  # off-topic passages rank high
+        coverage=CoverageMatrix(ids, ("a", "b", "c"), np.array(list(probs.values())), 0.5),
+        embeddings=embeddings,
+        query_embedding=embeddings[0],
+        excluded=np.array([False, False, True]),
+        piece_embeddings=np.repeat(embeddings, 2, axis=0),
+        piece_owner=np.repeat(np.arange(len(ids)), 2),
+    )
+
+
+def test_support_ignores_excluded_aspects() -> None:
+    assert passage_support(pool()).tolist() == [0.9, 0.6, 0.1, 0.02, 0.3]
+
+
+def test_floor_keeps_only_passages_that_answer_something() -> None:
+    kept = above_floor(pool(), 0.25)
+    assert [p.id for p in kept.passages] == ["p0", "p1", "p4"]
+    assert kept.coverage is not None and kept.coverage.passage_ids == ("p0", "p1", "p4")
+    assert kept.relevance.tolist() == [0.1, 0.2, 0.3]
+    assert kept.embeddings is not None and kept.embeddings.shape == (3, 4)
+    assert kept.piece_owner is not None and kept.piece_owner.tolist() == [0, 0, 1, 1, 2, 2]
+    assert above_floor(pool(), 0.0) is not None and len(above_floor(pool(), 0.0)) == 5
+    with pytest.raises(ConfigError, match=r"\[0, 1\]"):
+        above_floor(pool(), 1.5)
+
+
+@pytest.mark.parametrize("name", sorted(SELECTORS.names()))
+def test_every_selector_stops_below_k_instead_of_padding(name: str) -> None:
+    selector = parse_selector(name)
+    budget = Budget(max_passages=4)
+    unfloored = selector.select(pool(), budget)
+    assert len(unfloored) == 4  # fills k, off-topic passages included
+    chosen = select_above_floor(selector, pool(), budget, 0.25)
+    assert set(chosen.passage_ids) <= {"p0", "p1", "p4"} and len(chosen) <= 3
+    nothing = select_above_floor(selector, pool(), budget, 0.95)
+    assert nothing.passage_ids == ()
