@@ -62,6 +62,7 @@ def main() -> None:
     parser.add_argument("--subquestions", type=int, default=8)
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--writers", nargs="+", default=["extractive", "synthesis"])
+    parser.add_argument("--no-llm-judge", action="store_true", help="cross-encoder judge only")
     parser.add_argument("--out", type=Path, default=Path("bench-writers"))
     args = parser.parse_args()
 
@@ -74,7 +75,7 @@ def main() -> None:
     estimator = CrossEncoderCoverage()
     selector = parse_selector("greedy-coverage")
     budget = Budget(max_passages=args.k)
-    judge = LLMAnswerJudge(llm)
+    judge = None if args.no_llm_judge else LLMAnswerJudge(llm)
     decomposer = LLMDecomposer(llm, n=args.subquestions)
     writers: dict[str, Writer] = {"extractive": CitedWriter(llm), "synthesis": SynthesisWriter(llm)}
     per: dict[str, list[AnswerEvaluation]] = {}
