@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from covrag.cli._common import (
@@ -183,9 +184,17 @@ def _print_ask(result: AskResult, console: Console) -> None:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     final = result.generation.drafts[-1]
     console.print(f"\n[bold]Answer[/] (after {len(result.generation.drafts) - 1} passes)")
+    heading = None
     for sentence in final.answer.sentences:
+        if sentence.aspect_id is not None and sentence.aspect_id != heading:
+            heading = sentence.aspect_id  # a paragraph per aspect: name the aspect first
+            console.print(
+                f"  [bold]{escape(aspect_text.get(heading, heading))}[/]", highlight=False
+            )
         marks = "".join(f"[{number[p]}]" for p in sentence.passage_ids if p in number)
-        console.print(f"  {sentence.text} {marks}", highlight=False)
+        body = escape(sentence.text)
+        text = f"[italic]{body}[/]" if sentence.framing else f"{body} {escape(marks)}"
+        console.print(f"  {text}", highlight=False)
     for problem in final.problems:
         console.print(f"[yellow]warning:[/] {problem}")
     for i, critique in enumerate(result.generation.critiques, start=1):
