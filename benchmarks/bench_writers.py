@@ -42,7 +42,7 @@ from covrag.generate import (
     Writer,
     WritingContext,
 )
-from covrag.llm import parse_llm
+from covrag.llm import LLM, parse_llm
 from covrag.pipeline import PrepareConfig, prepare
 from covrag.plan import LLMDecomposer
 from covrag.report.runfile import run_file_record, topic_run_record
@@ -56,6 +56,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="argkp2021:dev")
     parser.add_argument("--sample", type=int, default=None, help="random topics (seeded)")
+    parser.add_argument("--limit", type=int, default=None, help="the first N topics only")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--llm", default="local(n_threads=1)")
     parser.add_argument("--k", type=int, default=8)
@@ -117,19 +118,36 @@ def main() -> None:
                 records.setdefault(variant, []).append(record)
             seconds = time.perf_counter() - started
             print(f"{n}/{len(topics)} {topic.query_id} {name}: {seconds:.0f} s", flush=True)
+        # Written after every topic, so a run cut short still reports the topics it finished.
+        write_out(args, llm, topics[:n], per, records, verdicts, started)
 
+
+def write_out(
+    args: argparse.Namespace,
+    llm: LLM,
+    topics: list[Topic],
+    per: dict[str, list[AnswerEvaluation]],
+    records: dict[str, list[dict[str, object]]],
+    verdicts: dict[str, list[str]],
+    started: float,
+) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     for variant, topic_records in records.items():
         run = run_file_record(
             topic_records,
             dataset=args.dataset,
-            selector=repr(selector),
-            coverage=repr(estimator),
-            budget=str(budget),
+            selector="greedy-coverage",
+            coverage="cross-encoder",
+            budget=f"k={args.k}",
         )
         path = args.out / f"run-{variant.replace('#', '-passes')}.json"
         atomic_write_text(path, json.dumps(run) + "\n")
-    summaries = compare_variants(per, measures=MEASURES)
+    measures = (
+        MEASURES
+        if not args.no_llm_judge
+        else [m for m in MEASURES if "~" in m or "_" not in m or m in ("cited_share", "copy_rate")]
+    )
+    summaries = compare_variants(per, measures=measures)
     sentences = {v: sum(e.n_sentences for e in es) / len(es) for v, es in per.items()}
     summary = {
         "dataset": args.dataset,
@@ -140,10 +158,11 @@ def main() -> None:
         "verdicts": verdicts,
         "llm_usage": llm.usage.as_dict(),
         "seconds": round(time.perf_counter() - started, 1),
+        "table": markdown_table(summaries, measures),
     }
     atomic_write_text(args.out / "summary.json", json.dumps(summary, indent=2) + "\n")
-    print(markdown_table(summaries, MEASURES))
-    print(json.dumps({k: summary[k] for k in ("sentences", "verdicts", "llm_usage", "seconds")}))
+    print(summary["table"], flush=True)
+    print(json.dumps({k: summary[k] for k in ("sentences", "verdicts", "seconds")}), flush=True)
 
 
 if __name__ == "__main__":
