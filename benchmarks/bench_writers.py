@@ -142,11 +142,8 @@ def write_out(
         )
         path = args.out / f"run-{variant.replace('#', '-passes')}.json"
         atomic_write_text(path, json.dumps(run) + "\n")
-    measures = (
-        MEASURES
-        if not args.no_llm_judge
-        else [m for m in MEASURES if "~" in m or "_" not in m or m in ("cited_share", "copy_rate")]
-    )
+    judgeless = ("cited_share", "copy_rate")  # measures that need no judge
+    measures = [m for m in MEASURES if not args.no_llm_judge or "~" in m or m in judgeless]
     summaries = compare_variants(per, measures=measures)
     sentences = {v: sum(e.n_sentences for e in es) / len(es) for v, es in per.items()}
     summary = {
