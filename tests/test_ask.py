@@ -200,7 +200,7 @@ def test_a_partly_answerable_question_names_what_the_corpus_does_not_answer() ->
     }
     llm = ScriptedLLM([json.dumps(reply)], supports_schema=True)
     aspects = (Aspect("sq1", "bullying at school"), SUGAR[1])
-    config = AskConfig(pool=5, k=3, passes=0)
+    config = AskConfig(pool=5, k=3, passes=0, writer="synthesis")
     retriever = BM25Retriever().index(CORPUS)
     result = ask(
         "Uniforms and soda?", llm, retriever, config, aspects=aspects, estimator=KeywordCoverage()

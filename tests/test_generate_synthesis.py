@@ -178,3 +178,15 @@ def test_tiny_model_answers_honestly_whatever_it_writes() -> None:
     assert all(s.passage_ids or s.framing for s in sentences)
     assert sentences[-1].framing and "religion in school" in sentences[-1].text
     assert {s.aspect_id for s in sentences if not s.framing} == {"a1", "a2", "a3"}
+
+
+def test_the_extractive_writer_also_names_what_no_passage_answers() -> None:
+    from covrag.generate.citations import render_answer
+
+    llm = ScriptedLLM(["Uniforms cut bullying [1]."])
+    draft = CitedWriter(llm).write(QUESTION, PASSAGES, context=context())
+    last = draft.answer.sentences[-1]
+    assert last.framing and last.text == 'The corpus does not answer: "religion in school".'
+    assert draft.problems == ()
+    # Prompts show the model its own sentences only, never the writer's framing.
+    assert render_answer(draft.answer, ["p1", "p2", "p3"]) == "Uniforms cut bullying [1]."

@@ -1,7 +1,7 @@
 """Generation: cited answers from selected passages, and DES's critique-and-rewrite loop.
 
-The verb is :meth:`CritiqueRewriteGenerator.generate`; :class:`SynthesisWriter` (the default)
-writes an answer planned by aspect, :class:`CitedWriter` (``extractive``) free cited prose;
+The verb is :meth:`CritiqueRewriteGenerator.generate`; :class:`CitedWriter` (``extractive``, the
+default) writes free cited prose, :class:`SynthesisWriter` an answer planned by aspect;
 :class:`Critic` names what an answer under-used, :func:`parse_citations` turns ``[n]`` marks into
 passage ids and reports the ones that name no passage.
 """

@@ -154,10 +154,13 @@ def number_of(passage_ids: Sequence[str]) -> dict[str, int]:
 
 
 def render_answer(answer: Answer, passage_ids: Sequence[str]) -> str:
-    """The answer as text with ``[n]`` citations again (for critique and rewrite prompts)."""
+    """The answer as text with ``[n]`` citations again (for critique and rewrite prompts),
+    without the writer's framing sentences."""
     numbers = number_of(passage_ids)
     lines = []
     for sentence in answer.sentences:
+        if sentence.framing:  # the writer's own words, not the model's: never shown back
+            continue
         marks = "".join(f"[{numbers[p]}]" for p in sentence.passage_ids if p in numbers)
         body = sentence.text
         if marks:

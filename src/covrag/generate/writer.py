@@ -17,12 +17,13 @@ import logging
 from collections.abc import Sequence
 
 from covrag.errors import ConfigError
-from covrag.generate.citations import parse_citations, render_answer
+from covrag.generate.citations import ParsedAnswer, parse_citations, render_answer
 from covrag.generate.records import Draft, LLMCost, WritingContext, ids
+from covrag.generate.synthesis import missing_sentence, plan_parts
 from covrag.llm.base import LLM, ChatParams, Message, system, user
 from covrag.llm.prompts import passages_block as passages_block  # re-exported
 from covrag.llm.prompts import truncate_words as truncate_words  # re-exported
-from covrag.types import Passage
+from covrag.types import Answer, Passage
 
 logger = logging.getLogger(__name__)
 
@@ -116,8 +117,8 @@ class CitedWriter:
         outline: Sequence[str] = (),
         context: WritingContext | None = None,
     ) -> Draft:
-        """The first answer to ``question`` from ``passages`` (``context`` is not read: this
-        writer does not plan by aspect)."""
+        """The first answer to ``question`` from ``passages``; with a ``context``, a closing
+        framing sentence names the wanted aspects no passage answers."""
         _check_passages(passages)
         request = (
             f"{self._context(question, passages)}\n\n"
@@ -127,7 +128,8 @@ class CitedWriter:
         constraints = self._constraints(outline)
         if constraints:
             request += f"\n\n{constraints}"
-        return self._draft([system(SYSTEM_PROMPT), user(request)], passages, self.sentences, 1.0)
+        messages = [system(SYSTEM_PROMPT), user(request)]
+        return self._draft(messages, passages, self.sentences, 1.0, context)
 
     def rewrite(
         self,
@@ -155,10 +157,15 @@ class CitedWriter:
         if constraints:
             request += f"\n\n{constraints}"
         messages = [system(SYSTEM_PROMPT), user(request)]
-        return self._draft(messages, passages, self.rewrite_sentences, 1.5)
+        return self._draft(messages, passages, self.rewrite_sentences, 1.5, context)
 
     def _draft(
-        self, messages: list[Message], passages: Sequence[Passage], target: int, scale: float
+        self,
+        messages: list[Message],
+        passages: Sequence[Passage],
+        target: int,
+        scale: float,
+        context: WritingContext | None,
     ) -> Draft:
         params = ChatParams(
             temperature=self.llm.params.temperature,
@@ -167,6 +174,12 @@ class CitedWriter:
         )
         result = self.llm.chat(messages, params=params)
         parsed = parse_citations(result.text, ids(passages))
+        if context is not None:  # name what no passage answers, as the writer's framing
+            parts, missing = plan_parts(passages, context)
+            framing = missing_sentence(missing, bool(parts))
+            if framing is not None:
+                sentences = (*parsed.answer.sentences, framing)
+                parsed = ParsedAnswer(Answer(sentences), parsed.invalid)
         draft = Draft(
             parsed=parsed,
             raw=result.text,

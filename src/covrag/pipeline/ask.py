@@ -15,8 +15,9 @@ file that ``covrag report`` renders, and evaluated later (``covrag eval-answers`
   ``selector="greedy-coverage"``) under a passage budget, with its trace, among the passages
   that clear the coverage floor (``config.floor``): a question the corpus cannot answer gets
   fewer passages, or none, never off-topic padding.
-- **generate**: a cited answer (by default planned by aspect,
-  :class:`~covrag.generate.SynthesisWriter`) and critique-and-rewrite passes
+- **generate**: a cited answer (free cited prose, or planned by aspect with
+  ``writer="synthesis"``, :class:`~covrag.generate.SynthesisWriter`) and critique-and-rewrite
+  passes
   (:class:`~covrag.generate.CritiqueRewriteGenerator`).
 """
 

@@ -104,10 +104,13 @@ class AskConfig:
         ),
     )
     writer: WriterName = field(
-        default="synthesis",
+        # extractive stays the default: on ArgKP and Perspectrum dev the synthesising writer
+        # copies nothing but states fewer key points (BENCHMARKS.md section 14)
+        default="extractive",
         metadata=_help(
-            "synthesis = one short cited paragraph per covered sub-question, and what the "
-            "corpus does not answer; extractive = free cited prose (the earlier writer)"
+            "extractive = free cited prose, about 12 sentences; synthesis = one short cited "
+            "paragraph per covered sub-question, in its own words (both name what the corpus "
+            "does not answer)"
         ),
     )
     passes: int = field(
