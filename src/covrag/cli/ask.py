@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,8 +20,10 @@ from covrag.cli._common import (
     add_llm_args,
     check_outputs,
     config_from_args,
+    err_console,
     progress_bar,
 )
+from covrag.cli._docs import add_chunk_args, cached_index, chunker_from_args, index_documents
 from covrag.pipeline.config import AskConfig
 from covrag.types import Aspect
 
@@ -42,13 +45,25 @@ def register(sub: Subparsers) -> None:
         help="answer a question: plan -> retrieve -> estimate -> select -> cited answer",
     )
     p.add_argument("question", help="the question")
-    p.add_argument(
+    source = p.add_mutually_exclusive_group()
+    source.add_argument(
         "--corpus",
         default="bundled",
         help="passage JSONL, bundled name[:split], coverage JSONL, or 'bundled' (default: the "
         "pools of all bundled datasets)",
     )
-    p.add_argument("--index", type=Path, default=None, help="a saved index (covrag index)")
+    source.add_argument(
+        "--index", type=Path, default=None, help="a saved index (covrag index --docs/--corpus)"
+    )
+    source.add_argument(
+        "--docs",
+        nargs="+",
+        default=None,
+        metavar="PATH",
+        help="answer from these files, folders or globs (.txt, .md, .html, .pdf, passage "
+        ".jsonl), indexed on the fly (BM25) and cached: unchanged files are not read again",
+    )
+    add_chunk_args(p)
     p.add_argument("--include", nargs="+", default=[], help="subtopics the answer must cover")
     p.add_argument("--exclude", nargs="+", default=[], help="subtopics the answer must leave out")
     p.add_argument(
@@ -61,7 +76,16 @@ def register(sub: Subparsers) -> None:
     add_config_options(p, AskConfig, ASK_OPTIONS)
     add_llm_args(p)
     p.add_argument(
-        "--out", type=Path, default=DEFAULT_ASK_OUT, help="run JSON to write (covrag report)"
+        "--out",
+        type=Path,
+        default=None,
+        help=f"run JSON to write (covrag report; default: {DEFAULT_ASK_OUT}, none with --json)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the run record (the run file's JSON) to stdout and nothing else; progress "
+        "and warnings go to stderr",
     )
     p.set_defaults(run_command=run_ask)
 
@@ -89,12 +113,20 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(run_command=run_eval_answers)
 
 
-def _retriever(args: argparse.Namespace) -> Retriever:
+def _index_docs(args: argparse.Namespace, console: Console) -> tuple[Path, list[str]]:
+    """The cached index of ``--docs``, updated; and a warning per file it skipped."""
+    chunker = chunker_from_args(args)
+    folder = cached_index(args.docs, "bm25", chunker)
+    report = index_documents(args.docs, folder, "bm25", chunker, console)
+    return folder, [f"skipped {s.source}: {s.reason}" for s in report.skipped]
+
+
+def _retriever(index: Path | None, corpus: str) -> Retriever:
     from covrag.retrieve import BM25Retriever, load_corpus, load_index
 
-    if args.index is not None:
-        return load_index(args.index)
-    return BM25Retriever().index(load_corpus(args.corpus))
+    if index is not None:
+        return load_index(index)
+    return BM25Retriever().index(load_corpus(corpus))
 
 
 def _given_aspects(args: argparse.Namespace) -> tuple[Aspect, ...] | None:
@@ -111,14 +143,21 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
     from covrag.llm import parse_llm
     from covrag.pipeline import STAGES, ask
 
-    check_outputs([("--corpus", args.corpus), ("--index", args.index)], [("--out", args.out)])
+    out = args.out if args.out is not None or args.json else DEFAULT_ASK_OUT
+    inputs = [("--corpus", args.corpus), ("--index", args.index)]
+    inputs += [("--docs", path) for path in args.docs or ()]
+    check_outputs(inputs, [("--out", out)])
+    if args.json:
+        # stdout carries the record alone: everything shown goes to stderr.
+        console = err_console
     config = config_from_args(AskConfig, args, ASK_OPTIONS)
     llm = parse_llm(args.llm, cache=not args.no_llm_cache)
     steps = len(STAGES) + 1 + 2 * args.passes
     started = time.perf_counter()
+    index, skipped = (args.index, []) if args.docs is None else _index_docs(args, console)
     with progress_bar(console) as progress:
         task = progress.add_task("load the corpus", total=steps)
-        retriever = _retriever(args)
+        retriever = _retriever(index, args.corpus)
         progress.advance(task)
 
         def on_stage(name: str) -> None:
@@ -141,9 +180,19 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
             aspects=_given_aspects(args),
             on_stage=on_stage,
         )
-    atomic_write_text(args.out, json.dumps(result.run_record()) + "\n")
+    if skipped:
+        result = dataclasses.replace(result, warnings=(*result.warnings, *skipped))
+    record = json.dumps(result.run_record())
+    if out is not None:
+        atomic_write_text(out, record + "\n")
+    if args.json:
+        sys.stdout.write(record + "\n")
+        sys.stdout.flush()
+        for warning in result.warnings:
+            console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        return 0
     _print_ask(result, console)
-    console.print(f"\nwrote {args.out} (render it: covrag report {args.out} -o answer.html)")
+    console.print(f"\nwrote {out} (render it: covrag report {out} -o answer.html)")
     return 0
 
 

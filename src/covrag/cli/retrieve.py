@@ -10,20 +10,34 @@ from rich.console import Console
 from rich.table import Table
 
 from covrag.cli._common import Subparsers, check_outputs
+from covrag.cli._docs import add_chunk_args, chunker_from_args, index_documents
 
 _SHOWN_CHARS = 160  # display only: the table shows the start of long passages
 
 
 def register(sub: Subparsers) -> None:
     """Register ``covrag index`` and ``covrag search``."""
-    p = sub.add_parser("index", help="build and save a retrieval index over a passage corpus")
-    p.add_argument(
+    p = sub.add_parser(
+        "index",
+        help="build and save a retrieval index over your documents or a passage corpus",
+    )
+    source = p.add_mutually_exclusive_group()
+    source.add_argument(
+        "--docs",
+        nargs="+",
+        default=None,
+        metavar="PATH",
+        help="files, folders (searched recursively) or globs of .txt, .md, .html, .pdf and "
+        "passage .jsonl files; an existing index at --out is updated incrementally",
+    )
+    source.add_argument(
         "--corpus",
-        default="bundled",
+        default=None,
         help="passage JSONL path, bundled name[:split], coverage JSONL path, or 'bundled' "
-        "(default: the pools of all bundled datasets)",
+        "(default without --docs: the pools of all bundled datasets)",
     )
     p.add_argument("--kind", choices=["bm25", "dense", "hybrid"], default="bm25")
+    add_chunk_args(p)
     p.add_argument("--out", required=True, type=Path, help="index folder to write")
     p.set_defaults(run_command=run_index)
 
@@ -37,9 +51,14 @@ def register(sub: Subparsers) -> None:
 def run_index(args: argparse.Namespace, console: Console) -> int:
     from covrag.retrieve import load_corpus, make_retriever
 
-    check_outputs([("--corpus", args.corpus)], [], [("--out", args.out)])
+    if args.docs is not None:
+        check_outputs([("--docs", p) for p in args.docs], [], [("--out", args.out)])
+        index_documents(args.docs, args.out, args.kind, chunker_from_args(args), console)
+        return 0
+    corpus = args.corpus or "bundled"
+    check_outputs([("--corpus", corpus)], [], [("--out", args.out)])
     started = time.perf_counter()
-    passages = load_corpus(args.corpus)
+    passages = load_corpus(corpus)
     read_seconds = time.perf_counter() - started
     retriever = make_retriever(args.kind)
     started = time.perf_counter()
@@ -47,7 +66,7 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     index_seconds = time.perf_counter() - started
     retriever.save(args.out)
     console.print(
-        f"indexed {len(passages)} passages from {args.corpus} ({args.kind}) in "
+        f"indexed {len(passages)} passages from {corpus} ({args.kind}) in "
         f"{index_seconds:.2f} s (corpus read in {read_seconds:.2f} s) -> {args.out}",
         highlight=False,
     )

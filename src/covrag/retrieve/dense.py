@@ -122,6 +122,33 @@ class DenseRetriever:
         )
         return self
 
+    def reindex(self, passages: Sequence[Passage], previous: object) -> DenseRetriever:
+        """Index ``passages``, taking the embedding of each passage ``previous`` (a dense
+        retriever of the same model) already holds with the same id and text; only the others
+        are embedded. Anything else as ``previous`` embeds everything (:meth:`index`).
+        """
+        passages = check_corpus(passages)
+        if (
+            not isinstance(previous, DenseRetriever)
+            or previous._embeddings is None
+            or previous.model_name != self.model_name
+        ):
+            return self.index(passages)
+        row = {(p.id, p.text): i for i, p in enumerate(previous.passages)}
+        known = [row.get((p.id, p.text)) for p in passages]
+        new = [i for i, r in enumerate(known) if r is None]
+        embeddings = np.zeros((len(passages), previous._embeddings.shape[1]), dtype=np.float32)
+        kept = [(i, r) for i, r in enumerate(known) if r is not None]
+        if kept:
+            at, rows = zip(*kept, strict=True)
+            embeddings[list(at)] = previous._embeddings[list(rows)]
+        if new:
+            texts = [passages[i].text for i in new]
+            embeddings[new] = self.encoder.encode(texts).astype(np.float32)
+        self._set(passages, embeddings)
+        logger.info("dense reindexed %d passages (%d embedded)", len(passages), len(new))
+        return self
+
     def _set(self, passages: tuple[Passage, ...], embeddings: F32Array) -> None:
         embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
         embeddings.setflags(write=False)

@@ -120,6 +120,20 @@ class HybridRetriever:
             retriever.index(passages)
         return self
 
+    def reindex(self, passages: Sequence[Passage], previous: object) -> HybridRetriever:
+        """Index ``passages``; each part that can reuses the same part of ``previous`` (a
+        hybrid retriever of the same parts), e.g. a dense part's embeddings."""
+        olds: Sequence[object] = ()
+        if isinstance(previous, HybridRetriever):
+            olds = previous.retrievers
+        for i, retriever in enumerate(self._indexable()):
+            reindex = getattr(retriever, "reindex", None)
+            if i < len(olds) and type(olds[i]) is type(retriever) and callable(reindex):
+                reindex(passages, olds[i])
+            else:
+                retriever.index(passages)
+        return self
+
     def search(self, query: str, k: int) -> Ranking:
         """The ``k`` best passages of the fused ranking for ``query``."""
         return self.search_many([query], k)[0]

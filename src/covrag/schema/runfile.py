@@ -9,13 +9,17 @@ aspects, and (when a generator wrote one) the answer with its citations::
      "coverage": "gold", "budget": "k=10",
      "topics": [{"query_id": "...", "query": "...",
                  "aspects": [{"id", "text", "weight", "vital", "polarity"}],
-                 "passages": [{"id", "text", "tokens", "score"}],
+                 "passages": [{"id", "text", "tokens", "score",
+                               "doc_id", "title", "source", "start", "end"}],
                  "coverage": {"passage_ids", "aspect_ids", "probs", "threshold", "source", ...},
                  "selection": {"selector", "budget", "tokens_used", "seconds",
                                "steps": [{"passage_id", "score", "newly_covered", "tokens"}]},
                  "answer": {"sentences": [{"text", "passage_ids"}]}}]}
 
-``coverage`` may be null (a selector that reads none) and ``answer`` may be absent. Non-finite
+``coverage`` may be null (a selector that reads none) and ``answer`` may be absent. A passage cut
+from a user's document (``covrag index --docs``) also names the document (``doc_id``, ``title``,
+``source``) and where in its extracted text it lies (``start``, ``end``); other passages leave
+these out. Non-finite
 step scores are written as null and read back as NaN; probabilities are written to 6 decimals.
 Other fields (``covrag ask`` adds its plan, searches, drafts and costs) are allowed and ignored
 by the reader. A run file round-trips: the records read back equal the records written, their
@@ -43,6 +47,7 @@ from covrag.types import (
     Selection,
     SelectionStep,
     Topic,
+    as_mapping,
 )
 
 RUN_FORMAT = 1
@@ -103,20 +108,35 @@ class RunAspect(_Record):
         )
 
 
+#: Where a passage of a user's document comes from (``covrag index --docs``): written to the run
+#: file when the passage's metadata has them, so an answer's citations can name the document.
+ORIGIN_FIELDS = ("doc_id", "title", "source", "start", "end")
+
+
 class RunPassage(_Record):
     id: str
     text: str
     tokens: int | None = None
     score: float | None = None
+    doc_id: str | None = Field(default=None, description="the document it was cut from")
+    title: str | None = Field(default=None, description="that document's title")
+    source: str | None = Field(default=None, description="that document's file")
+    start: int | None = Field(default=None, description="first character in the document's text")
+    end: int | None = Field(default=None, description="one past its last character")
 
     def to_passage(self) -> Passage:
-        # Extra keys (a document's title, id, source path, ...) travel as metadata.
-        extra = dict(self.model_extra or {})
-        return Passage(self.id, self.text, tokens=self.tokens, score=self.score, metadata=extra)
+        # The document fields, then any extra keys (run files of other tools), as metadata.
+        origin = {name: getattr(self, name) for name in ORIGIN_FIELDS}
+        metadata = {name: value for name, value in origin.items() if value is not None}
+        metadata.update(self.model_extra or {})
+        return Passage(
+            self.id, self.text, tokens=self.tokens, score=self.score, metadata=as_mapping(metadata)
+        )
 
     @classmethod
     def of(cls, p: Passage) -> Self:
-        return cls.model_construct(id=p.id, text=p.text, tokens=p.tokens, score=p.score)
+        origin = {name: p.metadata[name] for name in ORIGIN_FIELDS if name in p.metadata}
+        return cls.model_construct(id=p.id, text=p.text, tokens=p.tokens, score=p.score, **origin)
 
 
 class RunCoverage(_Record):

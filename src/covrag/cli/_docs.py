@@ -1,0 +1,95 @@
+"""What ``covrag index --docs`` and ``covrag ask --docs`` share: chunk options, the indexing run
+with its progress bar and report, and the cache of indexes built on the fly."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from covrag.cli._common import progress_bar
+
+if TYPE_CHECKING:
+    from covrag.ingest import Chunker, IngestReport
+
+#: Skipped files listed one by one (the rest are counted).
+_SHOWN_SKIPS = 20
+
+
+def add_chunk_args(parser: argparse.ArgumentParser) -> None:
+    """``--chunk-tokens`` and ``--chunk-overlap`` (defaults from :class:`covrag.ingest.Chunker`)."""
+    from covrag.ingest.chunk import DEFAULT_OVERLAP, DEFAULT_TOKENS
+
+    parser.add_argument(
+        "--chunk-tokens",
+        type=int,
+        default=DEFAULT_TOKENS,
+        help="most tokens (MiniLM WordPiece) per passage cut from --docs (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--chunk-overlap",
+        type=int,
+        default=DEFAULT_OVERLAP,
+        help="tokens shared by consecutive passages of a document (default: %(default)s)",
+    )
+
+
+def chunker_from_args(args: argparse.Namespace) -> Chunker:
+    from covrag.ingest import Chunker
+
+    return Chunker(tokens=args.chunk_tokens, overlap=args.chunk_overlap)
+
+
+def index_documents(
+    paths: Sequence[str], out: Path, kind: str, chunker: Chunker, console: Console
+) -> IngestReport:
+    """Index ``paths`` into ``out`` (incrementally) with a progress bar, and print what it did."""
+    from covrag.ingest import update_index
+
+    with progress_bar(console) as progress:
+        task = progress.add_task("read documents", total=None)
+        report = update_index(
+            paths,
+            out,
+            kind=kind,
+            chunker=chunker,
+            on_files=lambda n: progress.update(task, total=n),
+            on_file=lambda path: progress.update(task, advance=1, description=path.name),
+        )
+    _print_report(report, out, kind, console)
+    return report
+
+
+def _print_report(report: IngestReport, out: Path, kind: str, console: Console) -> None:
+    for skip in report.skipped[:_SHOWN_SKIPS]:
+        console.print(f"[yellow]skipped[/] {skip.source}: {skip.reason}", highlight=False)
+    if len(report.skipped) > _SHOWN_SKIPS:
+        console.print(f"[yellow]skipped[/] {len(report.skipped) - _SHOWN_SKIPS} more files")
+    changes = (
+        f"{len(report.parsed)} read, {len(report.reused)} unchanged, "
+        f"{len(report.removed)} removed, {len(report.skipped)} skipped"
+    )
+    state = "" if report.written else " (up to date: nothing rewritten)"
+    console.print(
+        f"indexed {report.passages} passages from {report.documents} documents ({changes}; "
+        f"{kind}) in {report.seconds:.2f} s -> {out}{state}",
+        highlight=False,
+    )
+
+
+def cached_index(paths: Sequence[str], kind: str, chunker: Chunker) -> Path:
+    """The cache folder of an index built on the fly for ``covrag ask --docs``: one per set of
+    named paths, kind and chunk settings, updated incrementally (files by content hash), so
+    asking again about the same documents reads none of them again."""
+    from covrag.llm.cache import default_cache_dir
+
+    named = sorted(os.path.abspath(p) for p in paths)
+    key = json.dumps({"paths": named, "kind": kind, "chunks": chunker.settings}, sort_keys=True)
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    return default_cache_dir() / "docs-indexes" / digest

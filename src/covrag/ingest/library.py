@@ -1,0 +1,277 @@
+"""Build or update a saved index from a user's files, re-reading only what changed.
+
+:func:`update_index` lists the files (:func:`~covrag.ingest.readers.find_files`), hashes each,
+and compares with the index's ``documents.json`` (:mod:`covrag.schema.documents`): a file with
+the same path and hash, chunked with the same settings, keeps its passages; a new or changed
+file is read and chunked; a file no longer named (or now unreadable) drops out. Unreadable files
+are skipped and reported, never fatal; an update that leaves no passage is an error. The new
+index is written into a temporary folder and swapped into place
+(:func:`~covrag.retrieve.store.atomic_dir`), so a reader sees the old index or the new one; an
+update that changes nothing rewrites nothing. A dense index re-embeds only passages it has not
+embedded before.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from covrag.errors import CovragError, DataError
+from covrag.ingest.chunk import Chunker
+from covrag.ingest.readers import JSONL, UnreadableError, file_hash, find_files, read_document
+from covrag.retrieve import load_index, make_retriever, read_corpus
+from covrag.retrieve.base import IndexRetriever
+from covrag.retrieve.store import MANIFEST, atomic_dir, read_manifest, read_passages
+from covrag.schema._base import read_model
+from covrag.schema.documents import DocumentsFile, IndexedDocument, SkippedFile
+from covrag.types import Passage
+
+logger = logging.getLogger(__name__)
+
+DOCUMENTS = "documents.json"
+
+#: Called after each file is handled, with its path (for a progress bar).
+FileCallback = Callable[[Path], None]
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """What an update did.
+
+    Attributes:
+        documents: Files in the index now.
+        passages: Passages in the index now.
+        parsed: Files read and chunked this time (new or changed).
+        reused: Files unchanged since the last update (passages kept, nothing re-read).
+        removed: Files of the previous index that are gone (or now skipped).
+        skipped: Files that could not be read, each with the reason.
+        written: Whether the index was (re)written; False when nothing changed.
+        seconds: Wall-clock time of the whole update.
+    """
+
+    documents: int
+    passages: int
+    parsed: tuple[str, ...] = ()
+    reused: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    skipped: tuple[SkippedFile, ...] = ()
+    written: bool = True
+    seconds: float = 0.0
+
+
+@dataclass
+class _Previous:
+    """The last update's documents (by source) and passages (by id), when reusable."""
+
+    documents: dict[str, IndexedDocument] = field(default_factory=dict)
+    passages: dict[str, Passage] = field(default_factory=dict)
+    kind: str | None = None
+    skipped: tuple[SkippedFile, ...] = ()
+
+
+def read_documents(folder: str | os.PathLike[str]) -> DocumentsFile | None:
+    """The ``documents.json`` of an index folder, or None when it has none."""
+    path = Path(folder) / DOCUMENTS
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
+    return read_model(DocumentsFile, data, path=str(path))
+
+
+def _previous(folder: Path, chunker: Chunker) -> _Previous:
+    if not (folder / MANIFEST).is_file():
+        return _Previous()
+    listing = read_documents(folder)
+    if listing is None:
+        return _Previous()  # an index of passage JSONL (covrag index --corpus): rebuilt whole
+    manifest = read_manifest(folder)
+    if listing.settings != chunker.settings:
+        logger.info("chunk settings changed: every file is read again")
+        return _Previous(kind=manifest.kind)
+    passages = {p.id: p for p in read_passages(folder, manifest)}
+    documents = {d.source: d for d in listing.documents}
+    return _Previous(documents, passages, manifest.kind, tuple(listing.skipped))
+
+
+def _doc_ids(files: Mapping[Path, str], previous: _Previous) -> dict[Path, str]:
+    """A unique ``doc_id`` per file: the previous one for a known file, else its short name
+    (whitespace made ``_``), numbered ``~2``, ``~3``... when taken."""
+    ids: dict[Path, str] = {}
+    taken: set[str] = set()
+    for path in files:
+        known = previous.documents.get(str(path))
+        if known is not None and known.doc_id not in taken:
+            ids[path] = known.doc_id
+            taken.add(known.doc_id)
+    for path, name in files.items():
+        if path in ids:
+            continue
+        base = "_".join(name.split()) or "doc"
+        doc_id, n = base, 1
+        while doc_id in taken:
+            n += 1
+            doc_id = f"{base}~{n}"
+        ids[path] = doc_id
+        taken.add(doc_id)
+    return ids
+
+
+def _parse(path: Path, doc_id: str, data: bytes, chunker: Chunker) -> tuple[str, list[Passage]]:
+    """The title and passages of one file (UnreadableError with the reason)."""
+    if path.suffix.lower() in JSONL:
+        try:
+            passages = list(read_corpus(path))
+        except (DataError, UnicodeDecodeError) as exc:
+            raise UnreadableError(str(exc).removeprefix(f"{path}: ")) from None
+        if not passages:
+            raise UnreadableError("no passages in the file")
+        return path.stem, passages
+    document = read_document(path, data)
+    passages = list(chunker.split(document, doc_id))
+    if not passages:
+        raise UnreadableError("no text in the file")
+    return document.title, passages
+
+
+@dataclass
+class _Collected:
+    documents: list[IndexedDocument] = field(default_factory=list)
+    passages: list[Passage] = field(default_factory=list)
+    parsed: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+
+def _collect(
+    files: Mapping[Path, str], previous: _Previous, chunker: Chunker, on_file: FileCallback
+) -> _Collected:
+    out = _Collected()
+    seen: set[str] = set()
+    doc_ids = _doc_ids(files, previous)
+    for path in files:
+        doc_id = doc_ids[path]
+        source = str(path)
+        try:
+            data = path.read_bytes()
+            digest = file_hash(data)
+            known = previous.documents.get(source)
+            if known is not None and known.sha256 == digest and known.doc_id == doc_id:
+                title, passages = known.title, [previous.passages[i] for i in known.passages]
+                out.reused.append(source)
+            else:
+                title, passages = _parse(path, doc_id, data, chunker)
+                out.parsed.append(source)
+            clash = next((p.id for p in passages if p.id in seen), None)
+            if clash is not None:
+                raise UnreadableError(f"passage id {clash!r} is already taken by another file")
+        except OSError as exc:
+            out.skipped.append(SkippedFile(source=source, reason=exc.strerror or str(exc)))
+        except UnreadableError as exc:
+            out.skipped.append(SkippedFile(source=source, reason=str(exc)))
+        else:
+            seen.update(p.id for p in passages)
+            ids = [p.id for p in passages]
+            record = IndexedDocument(
+                doc_id=doc_id, source=source, title=title, sha256=digest, passages=ids
+            )
+            out.documents.append(record)
+            out.passages.extend(passages)
+        on_file(path)
+    return out
+
+
+def _build(
+    kind: str, passages: Sequence[Passage], folder: Path, previous: _Previous
+) -> IndexRetriever:
+    """A retriever of ``kind`` over ``passages``; a dense part reuses the previous embeddings."""
+    retriever = make_retriever(kind)
+    reuse = None
+    if previous.kind == kind and (folder / MANIFEST).is_file():
+        try:
+            reuse = load_index(folder)
+        except CovragError as exc:  # an old index that no longer loads is simply rebuilt
+            logger.warning("cannot reuse %s (%s): indexing every passage", folder, exc)
+    reindex = getattr(retriever, "reindex", None)
+    if reuse is not None and callable(reindex):
+        reindex(passages, reuse)
+    else:
+        retriever.index(passages)
+    return retriever
+
+
+def update_index(
+    paths: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    *,
+    kind: str = "bm25",
+    chunker: Chunker | None = None,
+    on_file: FileCallback | None = None,
+    on_files: Callable[[int], None] | None = None,
+) -> IngestReport:
+    """Index the files named by ``paths`` into the folder ``out``, reusing what it holds.
+
+    Args:
+        paths: Files, folders (searched recursively) and globs.
+        out: The index folder: created, or updated when it holds an index of files.
+        kind: Index kind (``bm25``, ``dense``, ``hybrid``).
+        chunker: Passage size and overlap (default :class:`Chunker`).
+        on_file: Called after each file is handled.
+        on_files: Called once with the number of files found, before any is read.
+
+    Raises:
+        DataError: when no file gives a passage (the message lists the skipped files), or
+            ``out`` is a folder that holds something other than an index.
+    """
+    started = time.perf_counter()
+    chunker = chunker or Chunker()
+    folder = Path(out)
+    files, missing = find_files(paths)
+    if on_files is not None:
+        on_files(len(files))
+    previous = _previous(folder, chunker)
+    got = _collect(files, previous, chunker, on_file or (lambda _: None))
+    skipped = tuple(SkippedFile(source=m.path, reason=m.reason) for m in missing)
+    skipped += tuple(got.skipped)
+    removed = tuple(sorted(set(previous.documents) - {d.source for d in got.documents}))
+    if not got.passages:
+        raise DataError(_nothing_read(paths, skipped))
+    write = bool(got.parsed or removed or previous.kind != kind or skipped != previous.skipped)
+    if write:
+        retriever = _build(kind, got.passages, folder, previous)
+        listing = DocumentsFile(
+            settings=chunker.settings, documents=got.documents, skipped=list(skipped)
+        )
+        with atomic_dir(folder) as tmp:
+            retriever.write(tmp)
+            (tmp / DOCUMENTS).write_text(listing.model_dump_json(indent=1) + "\n", "utf-8")
+    seconds = time.perf_counter() - started
+    logger.info(
+        "indexed %d files (%d read) in %.2f s", len(got.documents), len(got.parsed), seconds
+    )
+    return IngestReport(
+        documents=len(got.documents),
+        passages=len(got.passages),
+        parsed=tuple(got.parsed),
+        reused=tuple(got.reused),
+        removed=removed,
+        skipped=skipped,
+        written=write,
+        seconds=seconds,
+    )
+
+
+def _nothing_read(paths: Sequence[str | os.PathLike[str]], skipped: Sequence[SkippedFile]) -> str:
+    named = ", ".join(str(p) for p in paths)
+    lines = [f"no passages from {named}: no readable .txt, .md, .html, .pdf or .jsonl file"]
+    lines += [f"  skipped {s.source}: {s.reason}" for s in skipped[:20]]
+    if len(skipped) > 20:
+        lines.append(f"  ... and {len(skipped) - 20} more")
+    return "\n".join(lines)

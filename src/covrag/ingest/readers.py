@@ -1,0 +1,241 @@
+"""A user's documents as plain text: which files to read, and the text and title of each.
+
+Supported: ``.txt``, ``.md`` / ``.markdown``, ``.html`` / ``.htm`` and ``.pdf`` (and passage
+JSONL, read by :mod:`covrag.ingest.library` as passages, not as text). Each format goes through
+a maintained parser, never a regex:
+
+- **PDF**: ``pypdf``'s text extraction, page by page; pages are joined by a blank line. An
+  encrypted PDF that opens with the empty password is read; one that needs a password, or has no
+  text layer (a scan), is refused with that reason.
+- **HTML**: parsed by ``lxml`` (which honours the page's declared encoding) and turned into text
+  by ``inscriptis``, which keeps the layout of blocks, lists and tables and drops scripts and
+  styles. The title is the page's ``<title>``, else its first ``<h1>``.
+- **Markdown**: rendered by ``markdown-it-py`` (CommonMark) and then read like HTML, so emphasis
+  marks, link targets and fences do not end up in passages; the title is the first heading.
+- **Text**: UTF-8 (a byte-order mark is dropped). The title is the file name.
+
+Offsets of passages refer to the text these readers return (:attr:`Document.text`).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import io
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from covrag.errors import CovragError, MissingExtraError
+
+TEXT = (".txt",)
+MARKDOWN = (".md", ".markdown")
+HTML = (".html", ".htm")
+PDF = (".pdf",)
+JSONL = (".jsonl",)
+SUPPORTED = (*TEXT, *MARKDOWN, *HTML, *PDF, *JSONL)
+
+
+class UnreadableError(CovragError):
+    """A file that cannot be turned into text; the message is the reason, for the skip report."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """One file's extracted text.
+
+    Attributes:
+        source: The file, as an absolute path.
+        title: A human title (HTML ``<title>``, first Markdown heading, PDF metadata title, or
+            the file name).
+        text: The extracted text; passages' offsets index into it.
+        sha256: Hash of the file's bytes (what an incremental update compares).
+    """
+
+    source: str
+    title: str
+    text: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A path the caller named that matches no readable file, and why."""
+
+    path: str
+    reason: str
+
+
+def find_files(
+    paths: Sequence[str | os.PathLike[str]],
+) -> tuple[dict[Path, str], list[Missing]]:
+    """The supported files named by ``paths`` (files, folders searched recursively, globs) and
+    the paths that named nothing readable.
+
+    Returns:
+        Each file, resolved, with a short name for its ``doc_id``: its path under the folder that
+        was named (``notes/tea.md``), or its file name when it was named itself; sorted by path.
+        Files of other types inside a folder are ignored; a file of another type named on its
+        own is reported. Hidden files and folders (``.git``, ``.cache``) and covrag index
+        folders are not searched.
+    """
+    found: dict[Path, str] = {}
+    missing: list[Missing] = []
+    for spec in paths:
+        text = str(spec)
+        magic = glob.has_magic(text)
+        matches = [Path(m) for m in glob.glob(text, recursive=True)] if magic else []
+        if not magic and os.path.lexists(text):
+            matches = [Path(text)]
+        if not matches:
+            missing.append(Missing(text, "no such file or folder"))
+        for path in matches:
+            if path.is_dir():
+                for file in _walk(path):
+                    found.setdefault(file.resolve(), file.relative_to(path).as_posix())
+            elif path.suffix.lower() in SUPPORTED:
+                found.setdefault(path.resolve(), path.name)
+            else:
+                kinds = ", ".join(SUPPORTED)
+                missing.append(Missing(str(path), f"unsupported file type (reads {kinds})"))
+    return dict(sorted(found.items())), missing
+
+
+def _walk(folder: Path) -> Iterable[Path]:
+    for root, dirs, files in os.walk(folder):
+        # Hidden folders and covrag indexes (whose passages.jsonl would be read again) are skipped.
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not _is_index(Path(root) / d))
+        for name in sorted(files):
+            if not name.startswith(".") and Path(name).suffix.lower() in SUPPORTED:
+                yield Path(root) / name
+
+
+def _is_index(folder: Path) -> bool:
+    return (folder / "manifest.json").is_file() and (folder / "passages.jsonl").is_file()
+
+
+def file_hash(data: bytes) -> str:
+    """The SHA-256 of a file's bytes, as hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_document(path: Path, data: bytes | None = None) -> Document:
+    """The text and title of one file (``data``: its bytes, when already read).
+
+    Raises:
+        UnreadableError: the file cannot be read or holds no text; the message says why.
+        MissingExtraError: a parser of the ``docs`` extra is not installed.
+    """
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UnreadableError(exc.strerror or type(exc).__name__) from None
+    suffix = path.suffix.lower()
+    if suffix in PDF:
+        title, text = _pdf(data)
+    elif suffix in HTML:
+        title, text = _html(data)
+    elif suffix in MARKDOWN:
+        title, text = _markdown(_utf8(data))
+    elif suffix in TEXT:
+        title, text = None, _utf8(data)
+    else:
+        raise UnreadableError(f"unsupported file type {suffix or '(none)'}")
+    if not text.strip():
+        raise UnreadableError("no text in the file")
+    title = " ".join((title or "").split()) or path.stem
+    return Document(str(path.resolve()), title, text, file_hash(data))
+
+
+def _utf8(data: bytes) -> str:
+    if b"\x00" in data[:8192]:
+        raise UnreadableError("binary data, not text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UnreadableError(
+            f"not UTF-8 text (byte {exc.start}); save it as UTF-8 and index again"
+        ) from None
+
+
+def _pdf(data: bytes) -> tuple[str | None, str]:
+    try:
+        from pypdf import PdfReader
+        from pypdf.errors import PyPdfError
+    except ImportError as exc:
+        raise MissingExtraError("pypdf", "docs") from exc
+    # pypdf logs every repair it makes ("EOF marker not found"); a file it cannot read is
+    # reported once, as a skip with the reason, and one it can read needs no warning.
+    quiet = logging.getLogger("pypdf")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise UnreadableError("encrypted PDF (needs a password)")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = reader.metadata.title if reader.metadata is not None else None
+    except UnreadableError:
+        raise
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
+        # pypdf raises its own errors for damaged files, and plain ones for some malformed
+        # objects; either way the file is skipped with the parser's words.
+        raise UnreadableError(f"not a readable PDF ({type(exc).__name__}: {exc})") from None
+    finally:
+        quiet.setLevel(level)
+    text = "\n\n".join(page.strip() for page in pages if page.strip())
+    if not text:
+        raise UnreadableError("PDF without a text layer (a scan? run OCR on it first)")
+    return (title if isinstance(title, str) else None), text
+
+
+def _html_text(tree: Any) -> str:
+    try:
+        from inscriptis import Inscriptis
+        from inscriptis.model.config import ParserConfig
+    except ImportError as exc:
+        raise MissingExtraError("inscriptis", "docs") from exc
+    text: str = Inscriptis(tree, ParserConfig()).get_text()
+    return text.strip("\n")
+
+
+def _parse_html(data: bytes | str) -> Any:
+    try:
+        import lxml.html
+        from lxml.etree import ParserError
+    except ImportError as exc:
+        raise MissingExtraError("lxml", "docs") from exc
+    try:
+        return lxml.html.document_fromstring(data)
+    except (ParserError, ValueError) as exc:
+        raise UnreadableError(f"not readable HTML ({exc})") from None
+
+
+def _html(data: bytes) -> tuple[str | None, str]:
+    tree = _parse_html(data)
+    for element in tree.iter("script", "style", "noscript", "template"):
+        element.drop_tree()
+    title = tree.findtext(".//title") or tree.findtext(".//h1")
+    return title, _html_text(tree)
+
+
+def _markdown(source: str) -> tuple[str | None, str]:
+    from markdown_it import MarkdownIt  # a dependency of rich, pinned in the docs extra
+
+    md = MarkdownIt("commonmark")
+    tokens = md.parse(source)
+    title = next(
+        (
+            tokens[i + 1].content
+            for i, t in enumerate(tokens[:-1])
+            if t.type == "heading_open" and tokens[i + 1].type == "inline"
+        ),
+        None,
+    )
+    if not source.strip():
+        return title, ""
+    return title, _html_text(_parse_html(md.renderer.render(tokens, md.options, {})))
