@@ -1,0 +1,191 @@
+"""A new user's path, end to end on real files: ``covrag index --docs folder --out idx``, then
+``covrag ask "..." --index idx`` (and ``--docs``, ``--json``) against a real OpenAI-compatible
+HTTP server on loopback that writes a cited answer."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from covrag.cli import main
+from covrag.ingest import read_document
+from covrag.report.runfile import parse_run_file
+from covrag.schema.ask import AskTopic
+from ingest_support import PDF_TITLE, make_folder
+
+pytest.importorskip("openai")
+pytest.importorskip("semchunk")
+
+QUESTION = "What should I know about caffeine in drinks?"
+ASPECTS = ["How much caffeine is in tea?", "Which infusions have no caffeine?"]
+
+
+@contextlib.contextmanager
+def writer_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A chat-completions server that answers with one sentence per passage it was shown,
+    citing that passage's number (as a writer model would)."""
+    requests: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+            requests.append(body)
+            prompt = body["messages"][-1]["content"]
+            numbers = sorted({int(n) for n in re.findall(r"^\[(\d+)\]", prompt, re.M)})
+            text = "\n".join(f"Passage {n} tells part of the answer [{n}]." for n in numbers)
+            payload = json.dumps(
+                {
+                    "id": "c1",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "writer",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": text},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70},
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", requests
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def llm_args() -> Iterator[list[str]]:
+    with writer_server() as (url, _):
+        spec = f"openai(model='writer', base_url='{url}', max_retries=0)"
+        yield ["--llm", spec, "--no-llm-cache", "--aspects", *ASPECTS, "--passes", "0"]
+
+
+def _check_passages(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every passage of a run record names its document and where in its text it lies."""
+    passages = {p["id"]: p for p in record["passages"]}
+    for passage in passages.values():
+        document = read_document(Path(passage["source"]))
+        assert document.text[passage["start"] : passage["end"]] == passage["text"]
+        assert passage["title"] == document.title
+        assert passage["id"].startswith(passage["doc_id"] + "#")
+    return passages
+
+
+@pytest.mark.model
+def test_index_a_folder_of_documents_then_ask_it(
+    tmp_path: Path, llm_args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = make_folder(tmp_path)
+    index = tmp_path / "idx"
+    assert main(["index", "--docs", str(folder), "--out", str(index)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "from 4 documents (4 read, 0 unchanged, 0 removed, 0 skipped; bm25)" in printed
+
+    out = tmp_path / "ask.json"
+    args = ["ask", QUESTION, "--index", str(index), "--k", "3", "--pool", "8", "--out", str(out)]
+    code = main([*args, *llm_args])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    run = json.loads(out.read_text())
+    parse_run_file(run, str(out))
+    (record,) = run["topics"]
+    passages = _check_passages(record)
+    assert {p["doc_id"] for p in passages.values()} >= {"tea.txt", "herbal.pdf"}
+    selected = [step["passage_id"] for step in record["selection"]["steps"]]
+    cited = [pid for s in record["answer"]["sentences"] for pid in s["passage_ids"]]
+    # The answer cites the selected passages, each traceable to its file and offsets.
+    assert cited == selected and len(cited) == 3
+    titles = {passages[pid]["title"] for pid in cited}
+    assert titles <= {"tea", PDF_TITLE, "Coffee and health", "Cocoa farming"}
+    assert any(passages[pid]["doc_id"] == "herbal.pdf" for pid in cited)
+
+
+@pytest.mark.model
+def test_ask_json_prints_the_run_record_alone(
+    tmp_path: Path,
+    llm_args: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    folder = make_folder(tmp_path)
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    monkeypatch.setenv("COVRAG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    args = ["ask", QUESTION, "--docs", str(folder), "--k", "2", "--pool", "6", "--json"]
+    assert main([*args, *llm_args]) == 0
+    captured = capsys.readouterr()
+    run = json.loads(captured.out)  # stdout is the record and nothing else
+    parse_run_file(run, "<stdout>")
+    (record,) = run["topics"]
+    AskTopic.model_validate(record)
+    _check_passages(record)
+    assert any("broken.pdf: not a readable PDF" in w for w in record["warnings"])
+    assert "broken.pdf" in captured.err and "4 read" in " ".join(captured.err.split())
+    assert not (tmp_path / "ask-run.json").exists()
+
+    # Asked again: the cached index is reused, no file is read again.
+    assert main([*args, *llm_args]) == 0
+    captured = capsys.readouterr()
+    assert "0 read, 4 unchanged" in " ".join(captured.err.split())
+    assert json.loads(captured.out)["topics"][0]["passages"] == record["passages"]
+
+
+def test_index_docs_errors_are_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    code = main(["index", "--docs", str(tmp_path / "broken.pdf"), "--out", str(tmp_path / "i")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "no passages from" in err and "not a readable PDF" in err
+    assert not (tmp_path / "i").exists()
+    # --docs and --corpus name two corpora: refused.
+    with pytest.raises(SystemExit):
+        main(["index", "--docs", str(tmp_path), "--corpus", "bundled", "--out", str(tmp_path)])
+
+
+@pytest.mark.slow
+def test_index_then_ask_on_the_tiny_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("xllamacpp")
+    folder = make_folder(tmp_path)
+    index = tmp_path / "idx"
+    assert main(["index", "--docs", str(folder), "--out", str(index)]) == 0
+    out = tmp_path / "ask.json"
+    args = ["ask", QUESTION, "--index", str(index), "--aspects", *ASPECTS, "--passes", "0"]
+    args += ["--llm", "local(model='smollm2', n_threads=1)", "--no-llm-cache"]
+    code = main([*args, "--k", "3", "--pool", "6", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    (record,) = json.loads(out.read_text())["topics"]
+    passages = _check_passages(record)
+    # Whatever the tiny model cites is a passage of the index, traceable to its file.
+    selected = {step["passage_id"] for step in record["selection"]["steps"]}
+    for sentence in record["answer"]["sentences"]:
+        assert set(sentence["passage_ids"]) <= selected
+        assert all(
+            passages[pid]["source"].startswith(str(folder)) for pid in sentence["passage_ids"]
+        )
