@@ -161,6 +161,13 @@ def test_index_docs_errors_are_one_clear_line(
     err = " ".join(capsys.readouterr().err.split())
     assert code == 2 and "no passages from" in err and "not a readable PDF" in err
     assert not (tmp_path / "i").exists()
+    # A folder that is not an index is never overwritten (refused before any file is read).
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "keep.txt").write_text("mine")
+    (tmp_path / "a.txt").write_text("Tea is good.")
+    code = main(["index", "--docs", str(tmp_path / "a.txt"), "--out", str(tmp_path / "notes")])
+    assert code == 2 and "not a covrag index" in " ".join(capsys.readouterr().err.split())
+    assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
     # --docs and --corpus name two corpora: refused.
     with pytest.raises(SystemExit):
         main(["index", "--docs", str(tmp_path), "--corpus", "bundled", "--out", str(tmp_path)])

@@ -233,6 +233,11 @@ def update_index(
     started = time.perf_counter()
     chunker = chunker or Chunker()
     folder = Path(out)
+    if folder.exists() and not (folder / MANIFEST).is_file():
+        if not folder.is_dir() or any(folder.iterdir()):  # checked before any file is read
+            raise DataError(
+                "exists and is not a covrag index; refusing to overwrite it", path=str(folder)
+            )
     files, missing = find_files(paths)
     if on_files is not None:
         on_files(len(files))
