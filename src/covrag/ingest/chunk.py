@@ -42,9 +42,10 @@ class Chunker:
 
     Example:
         >>> from covrag.tokens import WhitespaceTokenCounter
-        >>> doc = Document("/d/tea.txt", "tea", "Tea is old. It came from China.", "0" * 64)
-        >>> [p.text for p in Chunker(4, 0, WhitespaceTokenCounter()).split(doc, "tea")]
-        ['Tea is old.', 'It came from China.']
+        >>> text = "Tea is an old drink. It came to Europe from China in 1610."
+        >>> doc = Document("/d/tea.txt", "tea", text, "0" * 64)
+        >>> [p.text for p in Chunker(8, 0, WhitespaceTokenCounter()).split(doc, "tea.txt")]
+        ['Tea is an old drink.', 'It came to Europe from China in 1610.']
     """
 
     tokens: int = DEFAULT_TOKENS

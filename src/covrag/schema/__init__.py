@@ -9,6 +9,7 @@ records of :mod:`covrag.types` (the records import nothing of this package):
 - :mod:`~covrag.schema.ask`: the run file of ``covrag ask`` (a run file with the plan, searches,
   drafts and costs);
 - :mod:`~covrag.schema.bench`: the ``summary.json`` of ``covrag bench``;
+- :mod:`~covrag.schema.documents`: the ``documents.json`` of an index of a user's files;
 - :mod:`~covrag.schema.plan`: what ``covrag plan --json`` prints;
 - :mod:`~covrag.schema.llm`: the structured replies asked of an LLM.
 
