@@ -17,9 +17,10 @@ Each passage keeps where it came from in its metadata: ``doc_id``, ``title``, ``
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.ingest.readers import Document
@@ -72,22 +73,11 @@ class Chunker:
             "counter": counter,
         }
 
-    def _count(self) -> Callable[[str], int]:
-        counter = self.counter if self.counter is not None else default_counter()
-        return lambda text: counter.count([text])[0]
-
     def split(self, document: Document, doc_id: str) -> tuple[Passage, ...]:
         """The passages of ``document``, ids ``{doc_id}#1``, ``{doc_id}#2``, ... in text order."""
-        try:
-            from semchunk.semchunk import chunk
-        except ImportError as exc:
-            raise MissingExtraError("semchunk", "docs") from exc
-        chunks, offsets = chunk(
-            document.text,
-            self.tokens,
-            self._count(),
-            offsets=True,
-            overlap=self.overlap or None,
+        counter = self.counter if self.counter is not None else default_counter()
+        chunks, offsets = _semchunker(self.tokens, cast(Hashable, counter))(
+            document.text, offsets=True, overlap=self.overlap or None
         )
         passages: list[Passage] = []
         for text, (start, end) in zip(chunks, offsets, strict=True):
@@ -103,3 +93,27 @@ class Chunker:
             number = len(passages) + 1
             passages.append(Passage(f"{doc_id}#{number}", text, metadata=as_mapping(meta)))
         return tuple(passages)
+
+
+#: Token counts remembered per chunker (semchunk asks for the same pieces more than once).
+_COUNT_CACHE = 1 << 16
+#: Longer than any WordPiece token: semchunk counts a long text by a prefix of
+#: ``6 * tokens + _TOKEN_CHARS`` characters first, and only a text whose prefix fits is counted
+#: whole (a prefix has no more tokens than the text, so a cut is never too long).
+_TOKEN_CHARS = 32
+
+
+@functools.lru_cache(maxsize=8)
+def _semchunker(tokens: int, key: Hashable) -> Any:
+    """semchunk's chunker for a size and a counter (``key``), made once: it memoizes counts."""
+    try:
+        from semchunk.semchunk import chunkerify
+    except ImportError as exc:
+        raise MissingExtraError("semchunk", "docs") from exc
+    counter = cast(TokenCounter, key)
+    return chunkerify(
+        lambda text: counter.count([text])[0],
+        tokens,
+        max_token_chars=_TOKEN_CHARS,
+        cache_maxsize=_COUNT_CACHE,
+    )
