@@ -121,6 +121,8 @@ def test_index_a_folder_of_documents_then_ask_it(
     titles = {passages[pid]["title"] for pid in cited}
     assert titles <= {"tea", PDF_TITLE, "Coffee and health", "Cocoa farming"}
     assert any(passages[pid]["doc_id"] == "herbal.pdf" for pid in cited)
+    # The printed selection names each passage's document.
+    assert f"({PDF_TITLE}, herbal.pdf#" in " ".join(captured.out.split())
 
 
 @pytest.mark.model
@@ -196,3 +198,24 @@ def test_index_then_ask_on_the_tiny_model(
         assert all(
             passages[pid]["source"].startswith(str(folder)) for pid in sentence["passage_ids"]
         )
+
+
+@pytest.mark.model
+def test_the_ask_verb_reads_a_saved_index_folder(tmp_path: Path) -> None:
+    import covrag
+    from covrag.ingest import update_index
+    from covrag.llm.openai_backend import OpenAIChat
+    from covrag.pipeline import AskConfig
+
+    folder = make_folder(tmp_path)
+    update_index([folder], tmp_path / "idx")
+    with writer_server() as (url, requests):
+        llm = OpenAIChat("writer", base_url=url, max_retries=0)
+        aspects = [covrag.Aspect(f"sq{i}", text) for i, text in enumerate(ASPECTS, start=1)]
+        config = AskConfig(pool=6, k=2, passes=0)
+        index = str(tmp_path / "idx")
+        result = covrag.ask(QUESTION, index, llm=llm, config=config, aspects=aspects)
+    assert len(requests) == 1
+    cited = [pid for s in result.generation.answer.sentences for pid in s.passage_ids]
+    by_id = {p.id: p for p in result.topic.passages}
+    assert len(cited) == 2 and all(by_id[pid].metadata["source"] for pid in cited)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
@@ -164,8 +165,9 @@ def ask(
 
     Args:
         question: The question.
-        corpus: A retriever, passages (indexed with BM25), or a corpus spec: a passage JSONL
-            path, a bundled ``name[:split]``, or ``"bundled"`` (the pools of all bundled data).
+        corpus: A retriever, passages (indexed with BM25), or a corpus spec: a saved index
+            folder (``covrag index --docs`` / ``--corpus``), a passage JSONL path, a bundled
+            ``name[:split]``, or ``"bundled"`` (the pools of all bundled data).
         llm: An LLM or its spec (``"local"``, ``"openai(model='gpt-4o-mini')"``); it plans,
             writes and critiques.
         config: Stage settings (:class:`covrag.pipeline.AskConfig`; its defaults otherwise).
@@ -185,10 +187,12 @@ def ask(
     """
     from covrag.llm import parse_llm
     from covrag.pipeline import ask as run_ask
-    from covrag.retrieve import BM25Retriever, load_corpus
+    from covrag.retrieve import BM25Retriever, load_corpus, load_index
 
     retriever: Retriever
-    if isinstance(corpus, str):
+    if isinstance(corpus, str) and os.path.isdir(corpus):
+        retriever = load_index(corpus)
+    elif isinstance(corpus, str):
         retriever = BM25Retriever().index(load_corpus(corpus))
     elif isinstance(corpus, Sequence):
         retriever = BM25Retriever().index(list(cast("Sequence[Passage]", corpus)))

@@ -209,6 +209,8 @@ def _print_ask(result: AskResult, console: Console) -> None:
     console.print(table)
 
     texts = {p.id: p.text for p in topic.passages}
+    # A passage of a user's document shows the document's title before its id.
+    origins = {p.id: f"{p.metadata['title']}, " for p in topic.passages if "title" in p.metadata}
     number = {pid: i for i, pid in enumerate(result.selection.passage_ids, start=1)}
     table = Table(title=f"Selection: {result.selection.selector}, k={len(result.selection)}")
     table.add_column("[n]", justify="right")
@@ -218,7 +220,8 @@ def _print_ask(result: AskResult, console: Console) -> None:
         text = texts[step.passage_id]
         table.add_row(
             str(number[step.passage_id]),
-            f"{text[:220]}{'...' if len(text) > 220 else ''} [dim]({step.passage_id})[/]",
+            f"{text[:220]}{'...' if len(text) > 220 else ''} "
+            f"[dim]({origins.get(step.passage_id, '')}{step.passage_id})[/]",
             "\n".join(aspect_text[a] for a in step.newly_covered) or "-",
         )
     console.print(table)
