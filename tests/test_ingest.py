@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from covrag.errors import ConfigError, DataError
-from covrag.ingest import Chunker, Document, find_files, read_document, read_documents, update_index
+from covrag.ingest import (
+    Chunker,
+    Document,
+    UnreadableError,
+    find_files,
+    read_document,
+    read_documents,
+    update_index,
+)
 from covrag.ingest import library as ingest_library
 from covrag.retrieve import load_index
 from covrag.tokens import WhitespaceTokenCounter, default_counter
@@ -189,3 +200,48 @@ def test_a_dense_update_embeds_only_new_passages(tmp_path: Path) -> None:
         del encoder.encode
     assert texts == ["Oolong tea is partly oxidised."]
     assert load_index(out).search("partly oxidised oolong", 1)[0].id == "tea.txt#1"
+
+
+_PDF_FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@_PDF_FUZZ
+@given(cuts=st.lists(st.tuples(st.integers(0, 10**6), st.binary(max_size=8)), max_size=4))
+def test_a_damaged_pdf_reads_or_is_unreadable_never_another_error(
+    cuts: list[tuple[int, bytes]],
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "damaged.pdf"
+        write_pdf(path)
+        data = bytearray(path.read_bytes())
+        for at, junk in cuts:
+            at %= len(data)
+            data[at : at + len(junk)] = junk
+        try:
+            document = read_document(path, bytes(data))
+        except UnreadableError as exc:
+            assert str(exc)
+        else:
+            assert document.text.strip()
+
+
+@_PDF_FUZZ
+@given(data=st.binary(max_size=300))
+def test_documents_json_reads_or_is_a_data_error(data: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "documents.json").write_bytes(data)
+        try:
+            read_documents(tmp)
+        except DataError:
+            pass
+
+
+@_PDF_FUZZ
+@given(data=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_any_html_bytes_read_or_are_unreadable(data: bytes) -> None:
+    try:
+        document = read_document(Path("/nowhere/page.html"), b"<html><body>" + data)
+    except UnreadableError as exc:
+        assert str(exc)
+    else:
+        assert document.text.strip() and document.title

@@ -83,6 +83,8 @@ def read_documents(folder: str | os.PathLike[str]) -> DocumentsFile | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DataError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 (byte {exc.start})", path=str(path)) from None
     return read_model(DocumentsFile, data, path=str(path))
 
 

@@ -165,7 +165,6 @@ def _utf8(data: bytes) -> str:
 def _pdf(data: bytes) -> tuple[str | None, str]:
     try:
         from pypdf import PdfReader
-        from pypdf.errors import PyPdfError
     except ImportError as exc:
         raise MissingExtraError("pypdf", "docs") from exc
     # pypdf logs every repair it makes ("EOF marker not found"); a file it cannot read is
@@ -181,9 +180,10 @@ def _pdf(data: bytes) -> tuple[str | None, str]:
         title = reader.metadata.title if reader.metadata is not None else None
     except UnreadableError:
         raise
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
-        # pypdf raises its own errors for damaged files, and plain ones for some malformed
-        # objects; either way the file is skipped with the parser's words.
+    except Exception as exc:
+        # pypdf raises its own errors for damaged files, and plain ones (IndexError,
+        # RecursionError, ...) for some malformed objects: a file it cannot parse is skipped
+        # with the parser's words, never the end of the whole run.
         raise UnreadableError(f"not a readable PDF ({type(exc).__name__}: {exc})") from None
     finally:
         quiet.setLevel(level)
@@ -206,20 +206,22 @@ def _html_text(tree: Any) -> str:
 def _parse_html(data: bytes | str) -> Any:
     try:
         import lxml.html
-        from lxml.etree import ParserError
     except ImportError as exc:
         raise MissingExtraError("lxml", "docs") from exc
     try:
         return lxml.html.document_fromstring(data)
-    except (ParserError, ValueError) as exc:
-        raise UnreadableError(f"not readable HTML ({exc})") from None
+    except Exception as exc:  # lxml's ParserError, XMLSyntaxError, ValueError on odd bytes
+        raise UnreadableError(f"not readable HTML ({type(exc).__name__}: {exc})") from None
 
 
 def _html(data: bytes) -> tuple[str | None, str]:
     tree = _parse_html(data)
-    for element in tree.iter("script", "style", "noscript", "template"):
+    for element in list(tree.iter("script", "style", "noscript", "template")):
         element.drop_tree()
-    title = tree.findtext(".//title") or tree.findtext(".//h1")
+    heading = tree.find(".//title")
+    if heading is None or not heading.text_content().strip():
+        heading = tree.find(".//h1")
+    title = heading.text_content() if heading is not None else None
     return title, _html_text(tree)
 
 
