@@ -139,6 +139,13 @@ def test_an_index_of_documents_then_an_incremental_update(
     # Other chunk settings re-read every file.
     fourth = update_index([folder], out, chunker=Chunker(tokens=64, overlap=8))
     assert len(fourth.parsed) == 4
+    # A listing that names passages the index lacks: that file is read again.
+    listing = json.loads((out / "documents.json").read_text())
+    listing["documents"][0]["passages"].append("gone#9")
+    (out / "documents.json").write_text(json.dumps(listing))
+    read.clear()
+    update_index([folder], out, chunker=Chunker(tokens=64, overlap=8))
+    assert read == [Path(listing["documents"][0]["source"]).name]
 
 
 def test_corrupt_files_are_skipped_and_reported_and_the_index_stays_whole(

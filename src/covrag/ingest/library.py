@@ -165,7 +165,11 @@ def _collect(
             data = path.read_bytes()
             digest = file_hash(data)
             known = previous.documents.get(source)
-            if known is not None and known.sha256 == digest and known.doc_id == doc_id:
+            if (
+                known is not None
+                and (known.sha256, known.doc_id) == (digest, doc_id)
+                and all(i in previous.passages for i in known.passages)
+            ):
                 title, passages = known.title, [previous.passages[i] for i in known.passages]
                 out.reused.append(source)
             else:
