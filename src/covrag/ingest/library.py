@@ -199,14 +199,14 @@ def _build(
 ) -> IndexRetriever:
     """A retriever of ``kind`` over ``passages``; a dense part reuses the previous embeddings."""
     retriever = make_retriever(kind)
+    reindex = getattr(retriever, "reindex", None)  # dense and hybrid; BM25 rebuilds in full
     reuse = None
-    if previous.kind == kind and (folder / MANIFEST).is_file():
+    if callable(reindex) and previous.kind == kind and (folder / MANIFEST).is_file():
         try:
             reuse = load_index(folder)
         except CovragError as exc:  # an old index that no longer loads is simply rebuilt
             logger.warning("cannot reuse %s (%s): indexing every passage", folder, exc)
-    reindex = getattr(retriever, "reindex", None)
-    if reuse is not None and callable(reindex):
+    if callable(reindex) and reuse is not None:
         reindex(passages, reuse)
     else:
         retriever.index(passages)
