@@ -187,11 +187,14 @@ def test_passage_jsonl_files_index_as_they_are(tmp_path: Path) -> None:
 
 
 @pytest.mark.model
-def test_a_dense_update_embeds_only_new_passages(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["dense", "hybrid"])
+def test_a_dense_update_embeds_only_new_passages(tmp_path: Path, kind: str) -> None:
+    from covrag.embed import default_encoder
+
     folder = make_folder(tmp_path)
     out = tmp_path / "idx"
-    update_index([folder], out, kind="dense")
-    encoder = load_index(out).encoder  # type: ignore[attr-defined]
+    update_index([folder], out, kind=kind)
+    encoder = default_encoder()  # what a dense index (and a hybrid one's dense part) embeds with
     texts: list[str] = []
     real = encoder.encode
 
@@ -202,7 +205,7 @@ def test_a_dense_update_embeds_only_new_passages(tmp_path: Path) -> None:
     encoder.encode = spy
     try:
         (folder / "tea.txt").write_text("Oolong tea is partly oxidised.", encoding="utf-8")
-        update_index([folder], out, kind="dense")
+        update_index([folder], out, kind=kind)
     finally:
         del encoder.encode
     assert texts == ["Oolong tea is partly oxidised."]

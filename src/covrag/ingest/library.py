@@ -26,7 +26,7 @@ from covrag.ingest.chunk import Chunker
 from covrag.ingest.readers import JSONL, UnreadableError, file_hash, find_files, read_document
 from covrag.retrieve import load_index, make_retriever, read_corpus
 from covrag.retrieve.base import IndexRetriever
-from covrag.retrieve.store import MANIFEST, atomic_dir, read_manifest, read_passages
+from covrag.retrieve.store import MANIFEST, atomic_dir, read_index_passages, read_manifest
 from covrag.schema._base import read_model
 from covrag.schema.documents import DocumentsFile, IndexedDocument, SkippedFile
 from covrag.types import Passage
@@ -98,7 +98,7 @@ def _previous(folder: Path, chunker: Chunker) -> _Previous:
     if listing.settings != chunker.settings:
         logger.info("chunk settings changed: every file is read again")
         return _Previous(kind=manifest.kind)
-    passages = {p.id: p for p in read_passages(folder, manifest)}
+    passages = {p.id: p for p in read_index_passages(folder)}
     documents = {d.source: d for d in listing.documents}
     return _Previous(documents, passages, manifest.kind, tuple(listing.skipped))
 

@@ -143,6 +143,18 @@ def read_passages(folder: Path, manifest: Manifest) -> tuple[Passage, ...]:
     return passages
 
 
+def read_index_passages(folder: str | os.PathLike[str]) -> tuple[Passage, ...]:
+    """The passages of a saved index of any kind, without loading it (no model, no arrays): its
+    ``passages.jsonl``, or for a fused index its first component's."""
+    root = Path(folder)
+    manifest = read_manifest(root)
+    if not (root / PASSAGES).is_file() and "components" in manifest.params:
+        kinds = manifest.param("components")
+        if isinstance(kinds, list) and kinds:
+            return read_index_passages(root / "components" / f"0-{kinds[0]}")
+    return read_passages(root, manifest)
+
+
 def check_rows(path: Path, rows: int, manifest: Manifest) -> None:
     """Raise a DataError when an index array's row count disagrees with the manifest."""
     if rows != manifest.count:
