@@ -123,6 +123,9 @@ def test_index_a_folder_of_documents_then_ask_it(
     assert any(passages[pid]["doc_id"] == "herbal.pdf" for pid in cited)
     # The printed selection names each passage's document.
     assert f"({PDF_TITLE}, herbal.pdf#" in " ".join(captured.out.split())
+    # The run file, document fields and all, renders as a report.
+    assert main(["report", str(out), "-o", str(tmp_path / "ask.html")]) == 0
+    assert cited[0] in (tmp_path / "ask.html").read_text()
 
 
 @pytest.mark.model
