@@ -47,6 +47,13 @@ def test_each_format_reads_as_text_with_a_title(tmp_path: Path) -> None:
     assert pdf.title == PDF_TITLE
     for page in PDF_PAGES:
         assert " ".join(page.split()) in " ".join(pdf.text.split())
+    # Each passage of a PDF names the page it starts on.
+    (second,) = [start for start, number in pdf.pages if number == 2]
+    assert pdf.text[second:].startswith("Chamomile") and pdf.page_at(second - 3) == 1
+    passages = Chunker(tokens=16, overlap=0).split(pdf, "herbal.pdf")
+    pages = {p.text.split()[0]: p.metadata["page"] for p in passages}
+    assert pages["Herbal"] == 1 and pages["Chamomile"] == 2
+    assert "page" not in Chunker(tokens=16, overlap=0).split(tea, "tea.txt")[0].metadata
 
 
 def test_find_files_walks_folders_and_globs_and_reports_what_it_cannot_read(

@@ -91,6 +91,7 @@ def _check_passages(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
         assert document.text[passage["start"] : passage["end"]] == passage["text"]
         assert passage["title"] == document.title
         assert passage["id"].startswith(passage["doc_id"] + "#")
+        assert passage.get("page") == document.page_at(passage["start"])
     return passages
 
 

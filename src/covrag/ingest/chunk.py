@@ -12,7 +12,7 @@ tokens, and it returns each chunk's exact ``(start, end)`` in the text, so
 that repeats itself; LlamaIndex's ``SentenceSplitter`` joins its pieces again).
 
 Each passage keeps where it came from in its metadata: ``doc_id``, ``title``, ``source``,
-``start``, ``end``.
+``start``, ``end`` (and, from a PDF, the ``page`` it starts on).
 """
 
 from __future__ import annotations
@@ -83,13 +83,16 @@ class Chunker:
         for text, (start, end) in zip(chunks, offsets, strict=True):
             if not text.strip():
                 continue
-            meta = {
+            meta: dict[str, Any] = {
                 "doc_id": doc_id,
                 "title": document.title,
                 "source": document.source,
                 "start": start,
                 "end": end,
             }
+            page = document.page_at(start)
+            if page is not None:
+                meta["page"] = page
             number = len(passages) + 1
             passages.append(Passage(f"{doc_id}#{number}", text, metadata=as_mapping(meta)))
         return tuple(passages)

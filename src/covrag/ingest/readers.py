@@ -53,12 +53,24 @@ class Document:
             the file name).
         text: The extracted text; passages' offsets index into it.
         sha256: Hash of the file's bytes (what an incremental update compares).
+        pages: For a PDF, where each page with text starts in ``text`` (page numbers are
+            1-based positions in the file); empty for other types.
     """
 
     source: str
     title: str
     text: str
     sha256: str
+    pages: tuple[tuple[int, int], ...] = ()
+
+    def page_at(self, offset: int) -> int | None:
+        """The PDF page a character of ``text`` lies on (None for other types)."""
+        page = None
+        for start, number in self.pages:
+            if start > offset:
+                break
+            page = number
+        return page
 
 
 @dataclass(frozen=True)
@@ -135,8 +147,9 @@ def read_document(path: Path, data: bytes | None = None) -> Document:
         except OSError as exc:
             raise UnreadableError(exc.strerror or type(exc).__name__) from None
     suffix = path.suffix.lower()
+    pages: tuple[tuple[int, int], ...] = ()
     if suffix in PDF:
-        title, text = _pdf(data)
+        title, text, pages = _pdf(data)
     elif suffix in HTML:
         title, text = _html(data)
     elif suffix in MARKDOWN:
@@ -148,7 +161,7 @@ def read_document(path: Path, data: bytes | None = None) -> Document:
     if not text.strip():
         raise UnreadableError("no text in the file")
     title = " ".join((title or "").split()) or path.stem
-    return Document(str(path.resolve()), title, text, file_hash(data))
+    return Document(str(path.resolve()), title, text, file_hash(data), pages)
 
 
 def _utf8(data: bytes) -> str:
@@ -162,7 +175,9 @@ def _utf8(data: bytes) -> str:
         ) from None
 
 
-def _pdf(data: bytes) -> tuple[str | None, str]:
+def _pdf(data: bytes) -> tuple[str | None, str, tuple[tuple[int, int], ...]]:
+    """The title, the text (pages joined by a blank line) and ``(offset, page number)`` of
+    each page with text."""
     try:
         from pypdf import PdfReader
     except ImportError as exc:
@@ -187,10 +202,18 @@ def _pdf(data: bytes) -> tuple[str | None, str]:
         raise UnreadableError(f"not a readable PDF ({type(exc).__name__}: {exc})") from None
     finally:
         quiet.setLevel(level)
-    text = "\n\n".join(page.strip() for page in pages if page.strip())
+    parts: list[str] = []
+    starts: list[tuple[int, int]] = []
+    offset = 0
+    for number, page in enumerate(pages, start=1):
+        if page.strip():
+            starts.append((offset, number))
+            parts.append(page.strip())
+            offset += len(parts[-1]) + 2
+    text = "\n\n".join(parts)
     if not text:
         raise UnreadableError("PDF without a text layer (a scan? run OCR on it first)")
-    return (title if isinstance(title, str) else None), text
+    return (title if isinstance(title, str) else None), text, tuple(starts)
 
 
 def _html_text(tree: Any) -> str:

@@ -10,7 +10,7 @@ aspects, and (when a generator wrote one) the answer with its citations::
      "topics": [{"query_id": "...", "query": "...",
                  "aspects": [{"id", "text", "weight", "vital", "polarity"}],
                  "passages": [{"id", "text", "tokens", "score",
-                               "doc_id", "title", "source", "start", "end"}],
+                               "doc_id", "title", "source", "start", "end", "page"}],
                  "coverage": {"passage_ids", "aspect_ids", "probs", "threshold", "source", ...},
                  "selection": {"selector", "budget", "tokens_used", "seconds",
                                "steps": [{"passage_id", "score", "newly_covered", "tokens"}]},
@@ -18,8 +18,8 @@ aspects, and (when a generator wrote one) the answer with its citations::
 
 ``coverage`` may be null (a selector that reads none) and ``answer`` may be absent. A passage cut
 from a user's document (``covrag index --docs``) also names the document (``doc_id``, ``title``,
-``source``) and where in its extracted text it lies (``start``, ``end``); other passages leave
-these out. Non-finite
+``source``) and where in its extracted text it lies (``start``, ``end``; from a PDF also the
+``page`` it starts on); other passages leave these out. Non-finite
 step scores are written as null and read back as NaN; probabilities are written to 6 decimals.
 Other fields (``covrag ask`` adds its plan, searches, drafts and costs) are allowed and ignored
 by the reader. A run file round-trips: the records read back equal the records written, their
@@ -110,7 +110,7 @@ class RunAspect(_Record):
 
 #: Where a passage of a user's document comes from (``covrag index --docs``): written to the run
 #: file when the passage's metadata has them, so an answer's citations can name the document.
-ORIGIN_FIELDS = ("doc_id", "title", "source", "start", "end")
+ORIGIN_FIELDS = ("doc_id", "title", "source", "start", "end", "page")
 
 
 class RunPassage(_Record):
@@ -123,6 +123,7 @@ class RunPassage(_Record):
     source: str | None = Field(default=None, description="that document's file")
     start: int | None = Field(default=None, description="first character in the document's text")
     end: int | None = Field(default=None, description="one past its last character")
+    page: int | None = Field(default=None, description="the PDF page it starts on (1-based)")
 
     def to_passage(self) -> Passage:
         # The document fields, then any extra keys (run files of other tools), as metadata.
