@@ -26,6 +26,7 @@ from covrag.cli._common import (
     progress_bar,
     write_files,
 )
+from covrag.cli._executor import add_ray_option, executor_from_args
 from covrag.errors import ConfigError
 from covrag.pipeline.config import BenchConfig
 from covrag.types import Budget, Topic
@@ -62,6 +63,7 @@ def register(sub: Subparsers) -> None:
     add_prepare_args(p, multiple=True)
     p.add_argument("--out", type=Path, default=None, help="folder for runs and summary.json")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_ray_option(p)
     p.set_defaults(run_command=run_bench_command)
 
     p = sub.add_parser("demo", help="the newcomer's tour: a bench on ArgKP dev")
@@ -107,7 +109,7 @@ def _bench(args: argparse.Namespace, budgets: list[Budget], console: Console) ->
     sources = aspect_sources(args, names) if names else {}
     config = config_for([m.selector for m in methods], args.relevance)
     settings = config_from_args(BenchConfig, args, BENCH_OPTIONS, baseline=baseline)
-    with progress_bar(console) as progress:
+    with executor_from_args(args) as executor, progress_bar(console) as progress:
         task = progress.add_task(f"bench {args.dataset}", total=len(topics))
         return run_bench(
             args.dataset,
@@ -118,6 +120,7 @@ def _bench(args: argparse.Namespace, budgets: list[Budget], console: Console) ->
             config=config,
             progress=lambda _: progress.advance(task),
             aspect_sources=sources,
+            executor=executor,
         )
 
 

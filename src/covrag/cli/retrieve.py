@@ -11,6 +11,7 @@ from rich.table import Table
 
 from covrag.cli._common import Subparsers, check_outputs
 from covrag.cli._docs import add_chunk_args, chunker_from_args, index_documents
+from covrag.cli._executor import add_ray_option, executor_from_args
 
 _SHOWN_CHARS = 160  # display only: the table shows the start of long passages
 
@@ -39,6 +40,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--kind", choices=["bm25", "dense", "hybrid"], default="bm25")
     add_chunk_args(p)
     p.add_argument("--out", required=True, type=Path, help="index folder to write")
+    add_ray_option(p)
     p.set_defaults(run_command=run_index)
 
     p = sub.add_parser("search", help="search a saved index")
@@ -49,7 +51,8 @@ def register(sub: Subparsers) -> None:
 
 
 def run_index(args: argparse.Namespace, console: Console) -> int:
-    from covrag.retrieve import load_corpus, make_retriever
+    from covrag.pipeline.batch import build_index
+    from covrag.retrieve import load_corpus
 
     if args.docs is not None:
         check_outputs([("--docs", p) for p in args.docs], [], [("--out", args.out)])
@@ -60,10 +63,10 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     started = time.perf_counter()
     passages = load_corpus(corpus)
     read_seconds = time.perf_counter() - started
-    retriever = make_retriever(args.kind)
-    started = time.perf_counter()
-    retriever.index(passages)
-    index_seconds = time.perf_counter() - started
+    with executor_from_args(args) as executor:
+        started = time.perf_counter()
+        retriever = build_index(passages, args.kind, executor=executor)
+        index_seconds = time.perf_counter() - started
     retriever.save(args.out)
     console.print(
         f"indexed {len(passages)} passages from {corpus} ({args.kind}) in "

@@ -19,9 +19,10 @@ from covrag.cli._common import (
     budget_from_args,
     check_outputs,
     load_topics,
-    progress_iter,
+    progress_bar,
     write_files,
 )
+from covrag.cli._executor import add_ray_option, executor_from_args
 from covrag.types import Selection
 
 
@@ -41,6 +42,7 @@ def register(sub: Subparsers) -> None:
         help="also write the run file `covrag report` reads: per topic the aspects, passages, "
         "coverage matrix, selection and trace",
     )
+    add_ray_option(p)
     p.set_defaults(run_command=run_select)
 
 
@@ -54,7 +56,8 @@ def trace_record(selection: Selection) -> dict[str, object]:
 def run_select(args: argparse.Namespace, console: Console) -> int:
     from covrag.coverage import parse_estimator
     from covrag.data.trec import format_run
-    from covrag.pipeline import config_for, prepare
+    from covrag.pipeline import config_for
+    from covrag.pipeline.batch import select_topics
     from covrag.report.runfile import run_file_record, topic_run_record
     from covrag.select import parse_selector
 
@@ -68,15 +71,22 @@ def run_select(args: argparse.Namespace, console: Console) -> int:
     budget = budget_from_args(args.k, args.budget_tokens)
     config = config_for([selector], args.relevance)
     source = aspect_sources(args, [args.aspects])[args.aspects] if args.aspects != "gold" else None
-    selections = []
+    with executor_from_args(args) as executor, progress_bar(console) as progress:
+        task = progress.add_task(f"select {selector!r}", total=len(topics))
+        done = select_topics(
+            topics,
+            selector,
+            budget,
+            estimator,
+            config,
+            source=source,
+            executor=executor,
+            progress=lambda _: progress.advance(task),
+        )
+    selections = [selection for selection, _ in done]
     records: list[dict[str, Any]] = []
-    for topic in progress_iter(topics, len(topics), f"select {selector!r}", console):
-        # Coverage is estimated against the chosen aspects; the run is judged on the gold labels.
-        estimated = source.apply(topic) if source is not None else topic
-        candidates = prepare(estimated, estimator, config).candidates
-        selection = selector.select(candidates, budget)
-        selections.append(selection)
-        if args.run_json:
+    if args.run_json:
+        for topic, (selection, candidates) in zip(topics, done, strict=True):
             costed = dataclasses.replace(topic, passages=candidates.passages)
             records.append(topic_run_record(costed, selection, candidates.coverage))
     # Outputs are written only once every topic succeeded: no partial files.

@@ -27,6 +27,7 @@ from covrag.evaluate.bench_results import ORACLE, BenchResult, MethodResult
 from covrag.evaluate.headroom import gap_closed
 from covrag.evaluate.stats import bootstrap_ci, holm, paired_randomization_test
 from covrag.pipeline.config import BenchConfig, PrepareConfig
+from covrag.pipeline.executor import Executor, SerialExecutor, preloaded
 from covrag.pipeline.prepare import attach_coverage, config_for, prepare
 from covrag.plan.sources import AspectSource, GoldAspects
 from covrag.select.base import Candidates, Selector, parse_selector
@@ -128,6 +129,7 @@ def run_bench(
     exact: bool | None = None,
     seed: int | None = None,
     n_resamples: int | None = None,
+    executor: Executor | None = None,
 ) -> BenchResult:
     """Run every method under every budget on every topic, then measure and compare.
 
@@ -141,6 +143,9 @@ def run_bench(
         config: How topics become selector inputs (default: what the selectors need).
         progress: Called with a short label after each topic's selections.
         aspect_sources: The aspect sources the methods name, by name (``gold`` is built in).
+        executor: Where each topic's work runs (default: this process, one topic after the
+            other; :class:`covrag.pipeline.distributed.RayExecutor` for a Ray cluster). The
+            results do not depend on it.
     """
     overrides: dict[str, Any] = {
         "measures": measures,
@@ -165,7 +170,7 @@ def run_bench(
     for _, method in named:
         if method.aspects not in sources:
             raise ConfigError(f"method {method.name!r} needs the aspect source {method.aspects!r}")
-    runs = _select_all(topics, named, budgets, config, sources, progress)
+    runs = _select_all(topics, named, budgets, config, sources, progress, executor)
     settings = dataclasses.replace(settings, baseline=chosen_baseline)
     judgments = Judgments.from_topics(topics)
     measure_specs: dict[str, list[str]] = {}
@@ -231,37 +236,92 @@ def _select_all(
     config: PrepareConfig,
     sources: Mapping[str, AspectSource],
     progress: Callable[[str], None] | None,
+    executor: Executor | None = None,
 ) -> _Runs:
-    """Prepare each topic once per coverage source and run every method under every budget."""
-    runs = _Runs({}, {}, {}, {})
+    """Prepare each topic once per coverage source and run every method under every budget.
+
+    The model step (aspects, embeddings, coverage) and the task step (selection) of each topic
+    run on ``executor`` (default: this process); results are gathered in topic order.
+    """
     estimators = {
         m.coverage_key: m.coverage
         for _, m in named
         if m.coverage is not None and m.coverage_key is not None
     }
-    for topic in topics:
-        base = prepare(topic, None, config).candidates
+    model_step = _TopicModels(config, dict(sources), estimators)
+    task_step = _TopicSelections(tuple(named), tuple(budgets))
+    done = (executor or SerialExecutor()).map(
+        topics, [t.query_id for t in topics], preloaded(model_step), task_step, progress
+    )
+    runs = _Runs({}, {}, {}, {})
+    for topic_runs in done:
+        for name, seconds in topic_runs.aspect_seconds.items():
+            runs.aspect_seconds[name] = runs.aspect_seconds.get(name, 0.0) + seconds
+        for key, cost in topic_runs.coverage_cost.items():
+            runs.coverage_cost.setdefault(key, []).append(cost)
+        for run_key, (selection, elapsed) in topic_runs.selections.items():
+            runs.selections.setdefault(run_key, []).append(selection)
+            runs.select_seconds[run_key] = runs.select_seconds.get(run_key, 0.0) + elapsed
+    return runs
+
+
+@dataclass(frozen=True)
+class _TopicInputs:
+    """A topic's model outputs: its base candidates and, per coverage key, the candidates with
+    that coverage attached; what the aspect sources and the estimators cost."""
+
+    prepared: dict[tuple[str, str] | None, Candidates]
+    aspect_seconds: dict[str, float]
+    coverage_cost: dict[tuple[str, str], tuple[int, float]]
+
+
+@dataclass(frozen=True)
+class _TopicRuns:
+    """A topic's selections (with seconds) per (method, budget), and the costs of its inputs."""
+
+    selections: dict[tuple[str, Budget], tuple[Selection, float]]
+    aspect_seconds: dict[str, float]
+    coverage_cost: dict[tuple[str, str], tuple[int, float]]
+
+
+@dataclass(frozen=True)
+class _TopicModels:
+    """The model step of a bench topic: aspect sources, embeddings and coverage matrices."""
+
+    config: PrepareConfig
+    sources: dict[str, AspectSource]
+    estimators: dict[tuple[str, str], CoverageEstimator]
+
+    def __call__(self, topic: Topic) -> _TopicInputs:
+        base = prepare(topic, None, self.config).candidates
         prepared: dict[tuple[str, str] | None, Candidates] = {None: base}
-        found = {s: sources[s].timed(topic) for s in {key[0] for key in estimators}}
-        for name, sourced in found.items():
-            runs.aspect_seconds[name] = runs.aspect_seconds.get(name, 0.0) + sourced.seconds
-        estimated = {s: sourced.topic for s, sourced in found.items()}
-        for key, estimator in estimators.items():
-            matrix = estimator.estimate(estimated[key[0]])
-            runs.coverage_cost.setdefault(key, []).append((matrix.pairs_scored, matrix.seconds))
-            prepared[key] = attach_coverage(base, matrix, estimated[key[0]])
-        for name, method in named:
-            candidates = prepared[method.coverage_key]
-            for budget in budgets:
+        found = {s: self.sources[s].timed(topic) for s in sorted({k[0] for k in self.estimators})}
+        costs: dict[tuple[str, str], tuple[int, float]] = {}
+        for key, estimator in self.estimators.items():
+            estimated = found[key[0]].topic
+            matrix = estimator.estimate(estimated)
+            costs[key] = (matrix.pairs_scored, matrix.seconds)
+            prepared[key] = attach_coverage(base, matrix, estimated)
+        seconds = {name: sourced.seconds for name, sourced in found.items()}
+        return _TopicInputs(prepared, seconds, costs)
+
+
+@dataclass(frozen=True)
+class _TopicSelections:
+    """The task step of a bench topic: every method under every budget."""
+
+    named: tuple[tuple[str, Method], ...]
+    budgets: tuple[Budget, ...]
+
+    def __call__(self, inputs: _TopicInputs) -> _TopicRuns:
+        selections: dict[tuple[str, Budget], tuple[Selection, float]] = {}
+        for name, method in self.named:
+            candidates = inputs.prepared[method.coverage_key]
+            for budget in self.budgets:
                 started = time.perf_counter()
                 selection = method.selector.select(candidates, budget)
-                elapsed = time.perf_counter() - started
-                runs.selections.setdefault((name, budget), []).append(selection)
-                spent = runs.select_seconds.get((name, budget), 0.0)
-                runs.select_seconds[(name, budget)] = spent + elapsed
-        if progress is not None:
-            progress(topic.query_id)
-    return runs
+                selections[(name, budget)] = (selection, time.perf_counter() - started)
+        return _TopicRuns(selections, inputs.aspect_seconds, inputs.coverage_cost)
 
 
 def _measure(

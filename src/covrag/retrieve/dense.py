@@ -32,7 +32,7 @@ from covrag.retrieve.store import (
     read_passages,
     write_passages,
 )
-from covrag.types import Passage
+from covrag.types import FloatArray, Passage
 
 if TYPE_CHECKING:
     from covrag.embed import Encoder
@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 F32Array = npt.NDArray[np.float32]
 _EMBEDDINGS = "embeddings.npy"
 _QUERY_BLOCK = 1024  # queries scored per matrix product: bounds memory at 1024 x corpus floats
+EMBED_CHUNK = 1024  # texts per encoder call when indexing: one unit of work on a Ray worker
 
 
 def _faiss(required: bool) -> Any:
@@ -52,6 +53,26 @@ def _faiss(required: bool) -> Any:
             raise MissingExtraError("faiss-cpu", "faiss") from exc
         return None
     return faiss
+
+
+def embedding_chunks(texts: Sequence[str], size: int = EMBED_CHUNK) -> list[list[str]]:
+    """The distinct ``texts``, longest first (as the encoder batches them), in chunks of
+    ``size``: the units in which a corpus is embedded, here or on a cluster's workers, so that
+    both embed each text in the same batch and get the same bits."""
+    distinct = sorted(dict.fromkeys(texts), key=len, reverse=True)
+    return [distinct[i : i + size] for i in range(0, len(distinct), size)]
+
+
+def gather_embeddings(
+    texts: Sequence[str], chunks: Sequence[Sequence[str]], vectors: Sequence[FloatArray]
+) -> F32Array:
+    """Row i is the embedding of ``texts[i]``, from the chunks' embeddings (float32)."""
+    by_text: dict[str, Any] = {}
+    for chunk, block in zip(chunks, vectors, strict=True):
+        by_text.update(zip(chunk, block, strict=True))
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.stack([by_text[t] for t in texts]).astype(np.float32)
 
 
 @INDEX_KINDS.register
@@ -115,7 +136,9 @@ class DenseRetriever:
         """
         started = time.perf_counter()
         passages = check_corpus(passages)
-        embeddings = self.encoder.encode([p.text for p in passages]).astype(np.float32)
+        texts = [p.text for p in passages]
+        chunks = embedding_chunks(texts)
+        embeddings = gather_embeddings(texts, chunks, [self.encoder.encode(c) for c in chunks])
         self._set(passages, embeddings)
         logger.info(
             "dense indexed %d passages in %.2f s", len(passages), time.perf_counter() - started
@@ -147,6 +170,24 @@ class DenseRetriever:
             embeddings[new] = self.encoder.encode(texts).astype(np.float32)
         self._set(passages, embeddings)
         logger.info("dense reindexed %d passages (%d embedded)", len(passages), len(new))
+        return self
+
+    def index_embedded(
+        self, passages: Sequence[Passage], embeddings: npt.NDArray[np.floating[Any]]
+    ) -> DenseRetriever:
+        """Index ``passages`` with embeddings computed elsewhere (row i embeds passage i), by
+        this retriever's model (a Ray cluster's workers, :mod:`covrag.pipeline.distributed`).
+
+        Raises:
+            DataError: for an empty corpus, duplicate ids, or a row count that differs.
+        """
+        passages = check_corpus(passages)
+        if embeddings.ndim != 2 or embeddings.shape[0] != len(passages):
+            raise DataError(
+                f"{embeddings.shape[0] if embeddings.ndim else 0} embeddings for "
+                f"{len(passages)} passages"
+            )
+        self._set(passages, np.asarray(embeddings, dtype=np.float32))
         return self
 
     def _set(self, passages: tuple[Passage, ...], embeddings: F32Array) -> None:
