@@ -27,6 +27,7 @@ The rules:
 6. Foundations (``types``, ``errors``, ``registry``, ``files``, ``text``, ``tokens``, ``embed``,
    ``version``, ``schema``, ``data``, ``llm``) never import a stage (``ingest``, ``plan``,
    ``retrieve``, ``coverage``, ``select``, ``generate``, ``evaluate``, ``report``).
+8. Only ``covrag.pipeline.distributed`` imports ``ray`` (rule 7, on ``report``, is a case of 2).
 """
 
 from __future__ import annotations
@@ -205,6 +206,33 @@ def test_no_import_cycle_between_modules(graph: Graph) -> None:
 
 def test_no_upward_import(graph: Graph) -> None:
     assert layer_violations(graph) == []
+
+
+RAY_MODULE = "covrag.pipeline.distributed"
+"""The one module that imports ``ray`` (rule 8): the stages run the same with or without it."""
+
+
+def importers_of(root: Path, package: str) -> set[str]:
+    """The modules under ``root`` that import the third-party ``package`` anywhere."""
+    found = set()
+    for module, path in module_names(root).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            if any(n == package or n.startswith(package + ".") for n in names):
+                found.add(module)
+    return found
+
+
+def test_only_the_distributed_module_imports_ray(tmp_path: Path) -> None:
+    assert importers_of(SRC, "ray") == {RAY_MODULE}
+    (tmp_path / "covrag").mkdir()
+    (tmp_path / "covrag" / "a.py").write_text("def f():\n    from ray import data\n")
+    (tmp_path / "covrag" / "b.py").write_text("import raytracer\nimport ray.data\n")
+    (tmp_path / "covrag" / "c.py").write_text("from .ray import x\n")
+    assert importers_of(tmp_path / "covrag", "ray") == {"covrag.a", "covrag.b"}
 
 
 # -- the checker can fail -----------------------------------------------------------------------

@@ -13,7 +13,8 @@ rounds differently, and the run would then differ from the serial one in the las
 
 A step that raises surfaces as a :class:`WorkerError` naming the item (the topic id) and the
 original error. Ctrl-C (``KeyboardInterrupt``) on the driver cancels the outstanding tasks and
-stops the actor pool before it propagates. Example (starts Ray, so not run as a doctest)::
+stops the actor pool (its actors are named after the run, to be found) before it propagates.
+Example (starts Ray, so not run as a doctest)::
 
     with RayExecutor.connect("auto") as executor:
         result = run_bench(dataset, topics, methods, budgets, executor=executor)
@@ -22,13 +23,15 @@ stops the actor pool before it propagates. Example (starts Ray, so not run as a 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+import uuid
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from covrag.errors import CovragError, MissingExtraError
+from covrag.errors import ConfigError, CovragError, MissingExtraError
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +93,20 @@ def _torch_threads() -> int | None:
     return int(torch.get_num_threads())
 
 
+def _actor_name(pool: str) -> dict[str, str]:
+    """A unique name for an actor of the pool, so that Ctrl-C can find and stop it."""
+    return {"name": pool + uuid.uuid4().hex}
+
+
+def _kill_actors(ray: Any, pool: str) -> None:
+    """Stop the pool's actors at once, the item in hand included (Ray Data, interrupted, lets
+    them finish it and holds their CPUs while the interrupted run's objects are alive)."""
+    for name in ray.util.list_named_actors():
+        if name.startswith(pool):
+            with contextlib.suppress(ValueError):  # gone already
+                ray.kill(ray.get_actor(name))
+
+
 class _ModelActor:
     """One worker of the model step's actor pool: loads the step once, then maps batches."""
 
@@ -108,10 +125,24 @@ class _ModelActor:
         return {"index": batch["index"], "result": np.array(results, dtype=object)}
 
 
-def _run_task(task: Callable[[M], R], value: M | _Failure) -> R | _Failure:
+def _portable(step: Any) -> bytes:
+    """``step`` pickled for the workers, or a ConfigError saying what cannot travel."""
+    try:
+        blob: bytes = _pickle().dumps(step)
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ConfigError(
+            f"this work cannot be sent to Ray workers ({exc}): a part of it holds what lives "
+            "only in this process, such as an LLM client and its response cache (--aspects "
+            "llm or pool); run it without --ray"
+        ) from None
+    return blob
+
+
+def _run_task(task: bytes, value: M | _Failure) -> R | _Failure:
     if isinstance(value, _Failure):
         return value
-    return _guarded(task, value)
+    step: Callable[[M], R] = _pickle().loads(task)
+    return _guarded(step, value)
 
 
 class RayExecutor:
@@ -146,7 +177,6 @@ class RayExecutor:
                 logging_level=logging.WARNING,
                 log_to_driver=False,
             )
-        ray.data.DataContext.get_current().enable_progress_bars = False
         executor = cls(workers=workers, shutdown=started)
         try:
             yield executor
@@ -170,41 +200,51 @@ class RayExecutor:
             return []
         ray = _ray()
         pending: dict[Any, int] = {}
+        pool = f"covrag-model-{uuid.uuid4().hex[:12]}-"  # the names of this map's actors
+        outputs = self._model_outputs(items, load, pool)
         try:
             remote_task = ray.remote(num_cpus=1)(_run_task)
-            task_ref = ray.put(task)
-            for index, value in self._model_outputs(items, load):
+            task_ref = ray.put(_portable(task))
+            for index, value in outputs:
                 pending[remote_task.remote(task_ref, value)] = index
             return self._gather(ray, pending, labels, progress, what)
         except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)
+            _kill_actors(ray, pool)
             raise
+        finally:
+            outputs.close()  # stops the actor pool now, not when the generator is collected
 
     def _model_outputs(
-        self, items: Sequence[T], load: Callable[[], Callable[[T], M]]
-    ) -> Iterator[tuple[int, M | _Failure]]:
+        self, items: Sequence[T], load: Callable[[], Callable[[T], M]], pool: str
+    ) -> Generator[tuple[int, M | _Failure], None, None]:
         """The model step of every item on an actor pool, as each batch comes back."""
         ray, pickle = _ray(), _pickle()
         cpus = int(ray.cluster_resources().get("CPU", 1))
         size = max(1, min(self.workers or cpus, len(items)))
         rows = [{"index": i, "item": pickle.dumps(item)} for i, item in enumerate(items)]
+        context = ray.data.DataContext.get_current()
+        context.enable_progress_bars = False  # progress is the caller's (the CLI's bar)
+        context.print_on_execution_start = False
         dataset = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
             _ModelActor,
-            fn_constructor_args=(pickle.dumps(load), _torch_threads()),
+            fn_constructor_args=(_portable(load), _torch_threads()),
             batch_size=1,
             batch_format="numpy",
             compute=ray.data.ActorPoolStrategy(size=size),
             num_cpus=1,
+            max_restarts=0,  # a lost worker fails the run, naming the topic, instead of retrying
+            ray_remote_args_fn=functools.partial(_actor_name, pool),
         )
-        batches = dataset.iter_batches(batch_size=None, batch_format="numpy")
+        batches = iter(dataset.iter_batches(batch_size=None, batch_format="numpy"))
         try:
             for batch in batches:
                 for index, blob in zip(batch["index"], batch["result"], strict=True):
                     yield int(index), pickle.loads(blob)
         finally:
             close = getattr(batches, "close", None)
-            if close is not None:
+            if close is not None:  # a generator: closing it shuts Ray Data's executor down
                 close()
 
     def _gather(

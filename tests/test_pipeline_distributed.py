@@ -1,0 +1,224 @@
+"""``--ray``: the same runs, figures and indexes as the serial commands, on a real local Ray
+instance (2 CPUs, started once for the module); failures name the topic; Ctrl-C cancels."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import ray
+from ray import cloudpickle
+
+from covrag.cli import main
+from covrag.embed import default_encoder
+from covrag.errors import ConfigError
+from covrag.pipeline.distributed import RayExecutor, WorkerError
+from covrag.pipeline.executor import SerialExecutor, identity, preloaded
+from covrag.retrieve.dense import embedding_chunks, gather_embeddings
+
+# The steps below are defined here: Ray's workers get them by value, not by module name.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+DATASET = "argkp2021:dev"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def fresh_encoder() -> None:
+    """Each test starts from a new MiniLM encoder, as a command does: the encoder caches
+    vectors by text, and a vector cached by an earlier test came from another batch."""
+    default_encoder.cache_clear()
+
+
+def _without_seconds(value: Any) -> Any:
+    """A bench summary without its wall-clock figures (they differ from run to run)."""
+    if isinstance(value, dict):
+        return {k: _without_seconds(v) for k, v in value.items() if "seconds" not in k}
+    if isinstance(value, list):
+        return [_without_seconds(v) for v in value]
+    return value
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*.trec")}
+
+
+def _bench_twice(tmp_path: Path, options: list[str], runs: int) -> None:
+    common = ["bench", "--dataset", DATASET, "--n-resamples", "200", "--json", *options]
+    assert main([*common, "--out", str(tmp_path / "serial")]) == 0
+    default_encoder.cache_clear()
+    assert main([*common, "--out", str(tmp_path / "ray"), "--ray"]) == 0
+    serial, distributed = _files(tmp_path / "serial"), _files(tmp_path / "ray")
+    assert len(serial) == runs and serial == distributed
+    summaries = [json.loads((tmp_path / f / "summary.json").read_text()) for f in ("serial", "ray")]
+    assert _without_seconds(summaries[0]) == _without_seconds(summaries[1])
+
+
+def test_bench_on_ray_writes_the_same_runs_and_figures(cluster: None, tmp_path: Path) -> None:
+    # MiniLM embeds every pool for the dense relevance, on the workers as here.
+    options = ["--selectors", "topk", "greedy-coverage", "--coverage", "gold", "--no-exact"]
+    _bench_twice(tmp_path, options, runs=2)
+
+
+@pytest.mark.slow
+def test_bench_with_estimated_coverage_on_ray_is_the_same(cluster: None, tmp_path: Path) -> None:
+    options = ["--selectors", "topk", "greedy-coverage", "mmr(lam=0.5)"]
+    options += ["--coverage", "gold", "embedding", "cross-encoder"]
+    _bench_twice(tmp_path, options, runs=6)  # 5 methods and the exact optimum
+
+
+@pytest.mark.slow
+def test_select_on_ray_writes_the_same_run_trace_and_run_file(
+    cluster: None, tmp_path: Path
+) -> None:
+    outputs = {}
+    for name, extra in (("serial", []), ("ray", ["--ray", "auto"])):
+        default_encoder.cache_clear()
+        folder = tmp_path / name
+        folder.mkdir()
+        args = ["select", "--dataset", DATASET, "--selector", "mmr(lam=0.5)", "--k", "5"]
+        args += ["--coverage", "gold", "--out", str(folder / "run.trec")]
+        args += ["--trace", str(folder / "trace.jsonl"), "--run-json", str(folder / "run.json")]
+        assert main(args + extra) == 0
+        trace = [json.loads(line) for line in (folder / "trace.jsonl").read_text().splitlines()]
+        outputs[name] = (
+            (folder / "run.trec").read_bytes(),
+            _without_seconds(trace),
+            _without_seconds(json.loads((folder / "run.json").read_text())),
+        )
+    assert outputs["serial"] == outputs["ray"]
+
+
+@pytest.mark.slow
+def test_dense_index_on_ray_holds_the_same_embeddings(cluster: None, tmp_path: Path) -> None:
+    for name, extra in (("serial", []), ("ray", ["--ray"])):
+        default_encoder.cache_clear()
+        args = ["index", "--corpus", DATASET, "--kind", "hybrid", "--out", str(tmp_path / name)]
+        assert main(args + extra) == 0
+    for part in ("passages.jsonl", "dense/embeddings.npy"):
+        matches = sorted((tmp_path / "serial").rglob(Path(part).name))
+        assert matches, part
+        for serial in matches:
+            ray_file = tmp_path / "ray" / serial.relative_to(tmp_path / "serial")
+            assert serial.read_bytes() == ray_file.read_bytes(), serial
+
+
+def test_embedding_chunks_put_each_vector_back_on_its_text() -> None:
+    texts = ["bb", "a", "ccc", "a", "dddd"]
+    chunks = embedding_chunks(texts, size=2)
+    assert chunks == [["dddd", "ccc"], ["bb", "a"]]  # distinct, longest first
+    vectors = [np.array([[float(len(t))] for t in chunk]) for chunk in chunks]
+    assert gather_embeddings(texts, chunks, vectors)[:, 0].tolist() == [2, 1, 3, 1, 4]
+
+
+def _fails_on_q2(item: str) -> str:
+    if item == "q2":
+        raise ValueError("no aspects in this topic")
+    return item.upper()
+
+
+def _rejects_q3(item: str) -> str:
+    if item == "q3":
+        raise KeyError("budget")
+    return item
+
+
+@pytest.mark.parametrize(
+    ("load", "task", "error"),
+    [
+        pytest.param(
+            preloaded(_fails_on_q2), identity, "ValueError: no aspects in this topic", id="model"
+        ),
+        pytest.param(
+            preloaded(identity), _rejects_q3, "KeyError", id="task", marks=pytest.mark.slow
+        ),
+    ],
+)
+def test_a_failing_step_names_the_topic(
+    cluster: None, load: Callable[[], Callable[[str], str]], task: Callable[[str], str], error: str
+) -> None:
+    items = ["q1", "q2", "q3"]
+    topic = "q2" if task is identity else "q3"
+    with pytest.raises(WorkerError, match=f"topic '{topic}' failed on a Ray worker: {error}"):
+        RayExecutor().map(items, items, load, task)
+
+
+@pytest.mark.slow
+def test_ray_and_serial_executors_keep_the_order_of_the_items(cluster: None) -> None:
+    items = [f"q{i}" for i in range(7)]
+    done: list[str] = []
+    results = RayExecutor(workers=2).map(items, items, preloaded(str.upper), identity, done.append)
+    assert (
+        results
+        == [i.upper() for i in items]
+        == SerialExecutor().map(items, items, preloaded(str.upper), identity)
+    )
+    assert sorted(done) == items
+
+
+def _interrupt_the_driver(item: tuple[int, str, str]) -> str:
+    """The first item to start sends Ctrl-C to the driver, once; every item leaves a mark in
+    the folder; the others would run for ten minutes."""
+    driver, folder, label = item
+    Path(folder, label).touch()
+    try:
+        os.close(os.open(Path(folder, "interrupted"), os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        time.sleep(600)
+        return label
+    os.kill(driver, signal.SIGINT)
+    return label
+
+
+def _interrupt(
+    tmp_path: Path, items: int, load: Callable[[], Any], task: Callable[[Any], Any]
+) -> int:
+    """Interrupt a map over ``items`` items; wait until the cluster has its CPUs back (bounded,
+    an event, not a time); the number of items that started."""
+    work = [(os.getpid(), str(tmp_path), f"q{i}") for i in range(items)]
+    with pytest.raises(KeyboardInterrupt):
+        RayExecutor(workers=2).map(work, [w[2] for w in work], load, task)
+    deadline = time.monotonic() + 120
+    while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU", 0) == 2
+    return len([p for p in tmp_path.iterdir() if p.name.startswith("q")])
+
+
+def test_ctrl_c_stops_the_actor_pool(cluster: None, tmp_path: Path) -> None:
+    # The workers are stopped in the middle of their items; the queued items never start.
+    assert _interrupt(tmp_path, 8, preloaded(_interrupt_the_driver), identity) <= 2
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_the_running_tasks(cluster: None, tmp_path: Path) -> None:
+    # The tasks would run for ten minutes: cancelled, they give their CPUs back at once.
+    assert _interrupt(tmp_path, 4, preloaded(identity), _interrupt_the_driver) >= 1
+
+
+def test_a_step_that_cannot_travel_fails_before_any_work(cluster: None) -> None:
+    lock = threading.Lock()  # as an LLM client's response cache holds
+
+    def step(item: str) -> str:
+        with lock:
+            return item
+
+    with pytest.raises(ConfigError, match="cannot be sent to Ray workers.*without --ray"):
+        RayExecutor().map(["q1"], ["q1"], preloaded(step), identity)
