@@ -11,7 +11,8 @@ Three parts, each printed as a markdown table; asserts nothing but the identity 
    indexes synthetic text (Zipf-distributed words); the dense FAISS index (``IndexFlatIP``,
    exact) holds synthetic unit vectors, because embedding 1M passages with MiniLM on two shared
    cores takes hours. The queries are embedded by MiniLM before the clock starts (the encoder
-   caches them), so dense latency is the search alone; ``--embed`` gives the encoder's speed.
+   caches them), so dense latency is the search alone, on one FAISS thread; ``--embed`` gives
+   the encoder's speed.
 3. ``--embed``: MiniLM embedding throughput (passages/s) on bundled passages, measured apart.
 
     nice -n 5 python benchmarks/bench_scale.py --ray-bench --sizes 10000 100000 1000000 --embed
@@ -73,6 +74,11 @@ def _child(kind: str, size: int, queries: int) -> dict[str, Any]:
     asked = synthetic_texts(queries, seed=1)
     texts = [" ".join(q.split()[:5]) for q in asked]
     if kind == "dense":
+        import faiss
+
+        # One search thread: OpenMP threads on shared cores spin against each other and the
+        # other processes (p50 106 ms instead of 0.6 ms at 10k passages on the 2-core machine).
+        faiss.omp_set_num_threads(1)
         retriever.encoder.encode(texts)  # cached: the clock below times the search alone
     latencies = []
     for text in texts:
@@ -98,13 +104,13 @@ def scale_row(kind: str, size: int, queries: int) -> dict[str, Any]:
     return {"kind": kind, "size": size, **row}
 
 
-def print_scale(sizes: list[int], queries: int) -> None:
+def print_scale(sizes: list[int], queries: int, kinds: list[str]) -> None:
     print(
         "\n| index | passages | build s | peak RSS after build, MB | peak RSS with searches, MB "
         "| search p50 ms | p95 ms |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for kind in ("bm25", "dense"):
+    for kind in kinds:
         for size in sizes:
             row = scale_row(kind, size, queries)
             print(
@@ -228,6 +234,7 @@ def main() -> None:
     parser.add_argument("--dataset", default="argkp2021:dev")
     parser.add_argument("--sizes", nargs="*", type=int, default=[], help="corpus sizes")
     parser.add_argument("--queries", type=int, default=200, help="searches per index")
+    parser.add_argument("--kinds", nargs="+", default=["bm25", "dense"], help="index kinds")
     parser.add_argument("--embed", type=int, nargs="?", const=2000, default=0, help="passages")
     args = parser.parse_args()
     print(f"$ {shlex.join(['python', 'benchmarks/bench_scale.py', *sys.argv[1:]])}")
@@ -235,7 +242,7 @@ def main() -> None:
     if args.ray_bench:
         ray_bench(args.dataset)
     if args.sizes:
-        print_scale(sorted(args.sizes), args.queries)
+        print_scale(sorted(args.sizes), args.queries, args.kinds)
     if args.embed:
         embed_throughput(args.embed)
 

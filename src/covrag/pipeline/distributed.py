@@ -150,12 +150,12 @@ class RayExecutor:
 
     Args:
         workers: Actors in the model step's pool; None for one per CPU of the cluster.
-        shutdown: Disconnect from Ray (and stop a local instance) when closed.
+
+    Use it within :meth:`connect`, or in a process already connected (``ray.init``).
     """
 
-    def __init__(self, *, workers: int | None = None, shutdown: bool = False) -> None:
+    def __init__(self, *, workers: int | None = None) -> None:
         self.workers = workers
-        self.shutdown = shutdown
 
     def __repr__(self) -> str:
         return f"RayExecutor(workers={self.workers!r})"
@@ -177,7 +177,7 @@ class RayExecutor:
                 logging_level=logging.WARNING,
                 log_to_driver=False,
             )
-        executor = cls(workers=workers, shutdown=started)
+        executor = cls(workers=workers)
         try:
             yield executor
         finally:
