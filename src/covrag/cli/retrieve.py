@@ -12,6 +12,7 @@ from rich.table import Table
 from covrag.cli._common import Subparsers, check_outputs
 from covrag.cli._docs import add_chunk_args, chunker_from_args, index_documents
 from covrag.cli._executor import add_ray_option, executor_from_args
+from covrag.errors import ConfigError
 
 _SHOWN_CHARS = 160  # display only: the table shows the start of long passages
 
@@ -55,6 +56,8 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     from covrag.retrieve import load_corpus
 
     if args.docs is not None:
+        if getattr(args, "ray", None) is not None:
+            raise ConfigError("--ray spreads --corpus indexing; --docs indexes in this process")
         check_outputs([("--docs", p) for p in args.docs], [], [("--out", args.out)])
         index_documents(args.docs, args.out, args.kind, chunker_from_args(args), console)
         return 0
