@@ -1,7 +1,8 @@
 """Build an LLM from a specification string, as the CLI and configs name it.
 
 ``local`` (the embedded default model), ``local(model='smollm2')``, ``local(model='/path/x.gguf')``,
-``openai(model='gpt-4o-mini')``, ``openai(model='qwen', base_url='http://127.0.0.1:8000/v1')``.
+``openai(model='gpt-4o-mini')``, ``openai(model='qwen', base_url='http://127.0.0.1:8000/v1')``,
+``transformers(model='out/planner/dpo')`` (a planner trained by ``covrag train planner``).
 Every LLM built here answers repeated requests from the persistent response cache unless
 ``cache=False``.
 """
@@ -16,11 +17,13 @@ from covrag.llm.base import LLM, ChatParams
 from covrag.llm.cache import CachedLLM, ResponseCache
 from covrag.llm.local import LocalChat
 from covrag.llm.openai_backend import OpenAIChat
+from covrag.llm.transformers_backend import TransformersChat
 from covrag.registry import Registry
 
 BACKENDS: Registry[LLM] = Registry("LLM backend", key="backend")
 BACKENDS.register(LocalChat)
 BACKENDS.register(OpenAIChat)
+BACKENDS.register(TransformersChat)
 
 
 def parse_llm(

@@ -23,6 +23,7 @@ from covrag.plan.sources import (
     SourcedTopic,
     build_aspect_sources,
 )
+from covrag.plan.writer import OutlineWriter, outline_messages
 
 __all__ = [
     "ASPECT_SOURCES",
@@ -35,6 +36,7 @@ __all__ = [
     "Outline",
     "OutlineExtractor",
     "OutlineJudge",
+    "OutlineWriter",
     "Plan",
     "PoolAspectFinder",
     "PoolAspects",
@@ -46,6 +48,7 @@ __all__ = [
     "SubQuestions",
     "build_aspect_sources",
     "draft",
+    "outline_messages",
     "outline_search",
     "random_outline",
     "split_request",

@@ -1,0 +1,136 @@
+"""A causal LM run in the process by ``transformers``: the backend of a trained planner.
+
+``covrag train planner`` writes a plain transformers folder (weights, tokenizer with its chat
+template); ``transformers(model='out/planner/dpo')`` chats with it. ``model`` may also be a
+packaged GGUF name (``smollm2``) or a GGUF file, which transformers dequantises on load (needs the
+``gguf`` package), or any model name the ``transformers`` hub cache knows.
+
+Decoding is not constrained to the reply's JSON schema (``supports_schema`` is False): the reply
+is parsed and checked by :func:`covrag.llm.structured.chat_json` like any other backend's, and
+retried with feedback when it fails. A model trained on the planner's replies writes them as
+trained; a base model often does not.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from covrag.errors import LLMError, MissingExtraError
+from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message
+from covrag.llm.models import MODELS, resolve_model
+
+logger = logging.getLogger(__name__)
+
+
+def load_causal_lm(model: str) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` for a transformers folder or name, a packaged GGUF name or a GGUF
+    file (dequantised to float32)."""
+    try:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:
+        raise MissingExtraError("transformers", "planner") from exc
+    options: dict[str, Any] = {}
+    source = model
+    if model in MODELS or model.endswith(".gguf"):
+        path = resolve_model(model)
+        source, options = str(path.parent), {"gguf_file": path.name}
+    tokenizer = AutoTokenizer.from_pretrained(source, **options)
+    lm: Any = AutoModelForCausalLM.from_pretrained(source, **options)
+    if "gguf_file" in options:
+        # The GGUF weights were dequantised to float32 on load; only the marker that they came
+        # quantised is left, and it makes trainers refuse the model and save_pretrained write a
+        # quantisation config that no loader can honour.
+        lm.hf_quantizer = None
+        lm.is_quantized = False
+        if hasattr(lm.config, "quantization_config"):
+            del lm.config.quantization_config
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return lm, tokenizer
+
+
+class _Loaded:
+    def __init__(self, model: str, threads: int) -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+        started = time.perf_counter()
+        self.model, self.tokenizer = load_causal_lm(model)
+        self.model.eval()
+        self.lock = threading.Lock()
+        logger.info("loaded %s in %.1f s", model, time.perf_counter() - started)
+
+
+@functools.cache
+def _load(model: str, threads: int) -> _Loaded:
+    return _Loaded(model, threads)
+
+
+class TransformersChat(LLM):
+    """Chat with a causal LM through ``transformers`` (CPU, float32).
+
+    Args:
+        model: A transformers folder (``covrag train planner``'s output), ``smollm2``, a GGUF
+            file, or a model name.
+        n_threads: CPU threads.
+        params: Default sampling parameters.
+
+    Example:
+        >>> llm = TransformersChat("out/planner/dpo")  # doctest: +SKIP
+    """
+
+    backend = "transformers"
+    supports_schema = False
+
+    def __init__(self, model: str, *, n_threads: int = 2, params: ChatParams | None = None) -> None:
+        if Path(model).expanduser().is_dir():
+            model = str(Path(model).expanduser().resolve())
+        super().__init__(model, params)
+        self.n_threads = n_threads
+
+    @property
+    def loaded(self) -> _Loaded:
+        return _load(self.model, self.n_threads)
+
+    def _chat(
+        self, messages: list[Message], schema: JsonSchema | None, params: ChatParams
+    ) -> ChatResult:
+        import torch
+
+        loaded = self.loaded
+        tokenizer = loaded.tokenizer
+        ids = tokenizer.apply_chat_template(
+            [m.to_dict() for m in messages], add_generation_prompt=True, return_tensors="pt"
+        )
+        ids = ids["input_ids"] if not isinstance(ids, torch.Tensor) else ids
+        sample = params.temperature > 0
+        options: dict[str, Any] = {"max_new_tokens": params.max_tokens, "do_sample": sample}
+        if sample:
+            options["temperature"] = params.temperature
+        started = time.perf_counter()
+        with loaded.lock, torch.no_grad():
+            torch.manual_seed(params.seed)
+            try:
+                output = loaded.model.generate(
+                    ids,
+                    attention_mask=torch.ones_like(ids),
+                    pad_token_id=tokenizer.pad_token_id,
+                    **options,
+                )
+            except (RuntimeError, ValueError) as exc:
+                raise LLMError(f"the transformers model failed: {exc}") from exc
+        new = output[0, ids.shape[1] :]
+        ended = bool(len(new)) and int(new[-1]) == tokenizer.eos_token_id
+        return ChatResult(
+            text=tokenizer.decode(new, skip_special_tokens=True),
+            model=self.model,
+            prompt_tokens=int(ids.shape[1]),
+            completion_tokens=len(new),
+            finish_reason="length" if len(new) >= params.max_tokens and not ended else "stop",
+            seconds=time.perf_counter() - started,
+        )
