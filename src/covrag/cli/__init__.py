@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
+import sys
 from collections.abc import Callable, Sequence
 
 from rich.console import Console
@@ -21,6 +22,7 @@ from covrag.cli import (
     cache,
     cv,
     datasets,
+    eval_planner,
     evaluate,
     plan,
     report,
@@ -37,7 +39,21 @@ __all__ = ["build_parser", "main"]
 Command = Callable[[argparse.Namespace, Console], int]
 
 #: The modules whose ``register`` adds their commands, in the order ``covrag --help`` lists them.
-MODULES = (select, evaluate, bench, cv, train, retrieve, datasets, serve, report, plan, ask, cache)
+MODULES = (
+    select,
+    evaluate,
+    eval_planner,
+    bench,
+    cv,
+    train,
+    retrieve,
+    datasets,
+    serve,
+    report,
+    plan,
+    ask,
+    cache,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,7 +78,8 @@ def os_message(exc: OSError) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(eval_planner.route(words))
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

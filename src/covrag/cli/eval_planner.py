@@ -1,0 +1,172 @@
+"""``covrag eval planner``: compare planners (base, SFT, SFT+DPO, random) on held-aside requests.
+
+``covrag eval`` scores a run file; ``covrag eval planner`` is routed here by :func:`route` (the
+``eval`` command keeps its options, so ``planner`` cannot be a sub-command of it in argparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from covrag.cli._common import Subparsers, add_llm_args, build_llm, check_outputs, progress_bar
+from covrag.errors import ConfigError
+from covrag.files import atomic_write_text
+
+COMMAND = "eval-planner"
+
+
+def route(argv: Sequence[str]) -> list[str]:
+    """``eval planner ...`` -> ``eval-planner ...`` (the first positional words only)."""
+    args = list(argv)
+    first = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    if first is not None and args[first : first + 2] == ["eval", "planner"]:
+        args[first : first + 2] = [COMMAND]
+    return args
+
+
+def register(sub: Subparsers) -> None:
+    from covrag.train.planner_eval import EvalConfig
+
+    p = sub.add_parser(
+        COMMAND,
+        prog="covrag eval planner",
+        description="Judge the outlines of planners on held-aside requests, beside the random "
+        "outline: score 1-5, violations of the exclude constraint, and the selection their "
+        "outlines find; paired tests between planners.",
+    )
+    p.add_argument(
+        "--datasets",
+        nargs="+",
+        default=["argkp2021:dev", "perspectrum:dev"],
+        help="held-aside labelled topics (never a test split)",
+    )
+    p.add_argument("--limit-topics", type=int, default=None, help="first N topics of each")
+    p.add_argument("--per-topic", type=int, default=2, help="requests per topic")
+    p.add_argument("--max-requests", type=int, default=None, help="only the first N requests")
+    p.add_argument(
+        "--trained",
+        type=Path,
+        default=None,
+        help="folder of `covrag train planner`: adds its base, sft and dpo models",
+    )
+    p.add_argument(
+        "--planner",
+        nargs="+",
+        default=[],
+        metavar="NAME=SPEC",
+        help="more planners, e.g. base=\"transformers(model='smollm2')\"",
+    )
+    add_llm_args(p)  # the judge, and the teacher of the random outline's QTree
+    defaults = EvalConfig()
+    for name in ("depth", "branching", "outline_size", "retries", "seed"):
+        p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=defaults.threshold,
+        help="MiniLM cosine at which an outline node is about an aspect (violation test)",
+    )
+    p.add_argument("--out", type=Path, default=None, help="JSON file of the results")
+    p.set_defaults(run_command=run_eval_planner)
+
+
+def planner_specs(trained: Path | None, extra: Sequence[str]) -> dict[str, str]:
+    """Planner name -> LLM spec: the trained folder's base, sft and dpo, then ``NAME=SPEC``."""
+    specs: dict[str, str] = {}
+    if trained is not None:
+        card = json.loads((trained / "card.json").read_text(encoding="utf-8"))
+        specs["base"] = f"transformers(model={card['base_model']!r})"
+        for stage in ("sft", "dpo"):
+            if (trained / stage).is_dir():
+                specs[stage] = f"transformers(model={str(trained / stage)!r})"
+    for item in extra:
+        name, sep, spec = item.partition("=")
+        if not sep or not name or not spec:
+            raise ConfigError(f"--planner: expected NAME=SPEC, got {item!r}")
+        specs[name] = spec
+    if not specs:
+        raise ConfigError("name the planners to compare: --trained FOLDER and/or --planner")
+    return specs
+
+
+def run_eval_planner(args: argparse.Namespace, console: Console) -> int:
+    from covrag.data import load_dataset
+    from covrag.embed import default_encoder
+    from covrag.llm import parse_llm
+    from covrag.train.planner_data import make_requests
+    from covrag.train.planner_eval import EvalConfig, evaluate_planners, summarise
+
+    check_outputs([("--datasets", d) for d in args.datasets], [("--out", args.out)])
+    specs = planner_specs(args.trained, args.planner)
+    per_dataset = [load_dataset(spec)[: args.limit_topics or None] for spec in args.datasets]
+    topics = [t for group in itertools.zip_longest(*per_dataset) for t in group if t is not None]
+    requests = make_requests(topics, args.per_topic, args.seed)[: args.max_requests or None]
+    planners = {name: parse_llm(spec, cache=not args.no_llm_cache) for name, spec in specs.items()}
+    judge = build_llm(args.llm, args.no_llm_cache)
+    config = EvalConfig(
+        depth=args.depth,
+        branching=args.branching,
+        outline_size=args.outline_size,
+        retries=args.retries,
+        threshold=args.threshold,
+        seed=args.seed,
+    )
+    with progress_bar(console) as progress:
+        task = progress.add_task("planning and judging", total=len(requests))
+        results = evaluate_planners(
+            requests,
+            {t.query_id: t for t in topics},
+            planners,
+            judge,
+            default_encoder(),
+            config,
+            progress=lambda _: progress.advance(task),
+        )
+    summary = summarise(results, seed=args.seed)
+    summary.update(planner_specs=specs, judge=judge.describe(), requests=len(requests))
+    if args.out is not None:
+        payload = {
+            **summary,
+            "results": [r.__dict__ | {"measures": dict(r.measures)} for r in results],
+        }
+        atomic_write_text(args.out, json.dumps(payload, indent=2, default=list) + "\n")
+    _print(summary, console)
+    return 0
+
+
+def _print(summary: dict[str, object], console: Console) -> None:
+    planners = summary["planners"]
+    assert isinstance(planners, dict)
+    table = Table(title=f"planners on {summary['requests']} requests, judged by {summary['judge']}")
+    for column in ("planner", "score", "95% CI", "failed", "violations", "include hit"):
+        table.add_column(column, justify="right")
+    table.add_column("alpha-nDCG@10", justify="right")
+    table.add_column("Excl@10", justify="right")
+    for name, row in planners.items():
+        ci = row["score_ci95"]
+        table.add_row(
+            name,
+            f"{row['score']:.2f}",
+            f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "-",
+            str(row["failed"]),
+            "-" if row["violation_rate"] is None else f"{row['violation_rate']:.2f}",
+            "-" if row["include_hit_rate"] is None else f"{row['include_hit_rate']:.2f}",
+            f"{row['alpha-nDCG@10']:.4f}",
+            f"{row['Excl@10']:.4f}",
+        )
+    console.print(table)
+    tests = summary["paired_tests"]
+    assert isinstance(tests, list)
+    for test in tests:
+        if test["measure"] == "score":
+            console.print(
+                f"{test['a']} - {test['b']}: score {test['diff']:+.3f} "
+                f"(p {test['p']:.3f}, Holm {test['p_holm']:.3f})"
+            )
