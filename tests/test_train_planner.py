@@ -174,3 +174,23 @@ def test_data_training_and_evaluation_run_end_to_end_on_a_tiny_configuration(
     assert all(row["requests"] == 1 for row in summary["planners"].values())
     assert {(t["a"], t["b"]) for t in summary["paired_tests"]} >= {("base", "sft"), ("sft", "dpo")}
     assert all(1 <= r["score"] <= 5 for r in summary["results"])
+
+
+def test_a_model_retrained_into_the_same_folder_is_not_answered_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    from covrag.llm import parse_llm
+    from covrag.llm.cache import request_key
+
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"first")
+    spec = f"transformers(model='{tmp_path}')"
+    first = parse_llm(spec, cache=tmp_path / "c.sqlite")
+    weights.write_bytes(b"second model")
+    second = parse_llm(spec, cache=tmp_path / "c.sqlite")
+    assert first.endpoint and first.endpoint != second.endpoint
+    keys = {
+        request_key("transformers", llm.model, [], None, llm.params, endpoint=llm.endpoint)
+        for llm in (first, second)
+    }
+    assert len(keys) == 2

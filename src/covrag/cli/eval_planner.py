@@ -11,6 +11,7 @@ import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -141,9 +142,8 @@ def run_eval_planner(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _print(summary: dict[str, object], console: Console) -> None:
-    planners = summary["planners"]
-    assert isinstance(planners, dict)
+def _print(summary: dict[str, Any], console: Console) -> None:
+    planners: dict[str, Any] = summary["planners"]
     table = Table(title=f"planners on {summary['requests']} requests, judged by {summary['judge']}")
     for column in ("planner", "score", "95% CI", "failed", "violations", "include hit"):
         table.add_column(column, justify="right")
@@ -162,9 +162,7 @@ def _print(summary: dict[str, object], console: Console) -> None:
             f"{row['Excl@10']:.4f}",
         )
     console.print(table)
-    tests = summary["paired_tests"]
-    assert isinstance(tests, list)
-    for test in tests:
+    for test in summary["paired_tests"]:
         if test["measure"] == "score":
             console.print(
                 f"{test['a']} - {test['b']}: score {test['diff']:+.3f} "

@@ -54,6 +54,14 @@ def load_causal_lm(model: str) -> tuple[Any, Any]:
     return lm, tokenizer
 
 
+def weights_fingerprint(folder: Path) -> str:
+    """Size and modification time of a model folder's weights: part of the response cache's
+    keys (as :attr:`LLM.endpoint`), so a model retrained into the same folder is asked again
+    instead of answering with its predecessor's cached replies."""
+    files = sorted(p for p in folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
+    return ";".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
+
+
 class _Loaded:
     def __init__(self, model: str, threads: int) -> None:
         import torch
@@ -88,8 +96,10 @@ class TransformersChat(LLM):
     supports_schema = False
 
     def __init__(self, model: str, *, n_threads: int = 2, params: ChatParams | None = None) -> None:
-        if Path(model).expanduser().is_dir():
-            model = str(Path(model).expanduser().resolve())
+        folder = Path(model).expanduser()
+        if folder.is_dir():
+            model = str(folder.resolve())
+            self.endpoint = weights_fingerprint(folder)
         super().__init__(model, params)
         self.n_threads = n_threads
 
