@@ -32,8 +32,8 @@ def test_every_command_is_registered_once() -> None:
     parser = build_parser()
     (sub,) = [a for a in parser._subparsers._group_actions]  # type: ignore[union-attr]
     assert list(sub.choices) == [  # type: ignore[attr-defined]
-        "select", "eval", "eval-planner", "bench", "demo", "cv", "fit", "train", "qrels", "index", "search",
-        "datasets", "serve", "report", "plan", "ask", "eval-answers", "cache",
+        "select", "eval", "eval-planner", "bench", "demo", "cv", "fit", "train", "qrels",
+        "index", "search", "datasets", "serve", "report", "plan", "ask", "eval-answers", "cache",
     ]  # fmt: skip
 
 
