@@ -141,7 +141,7 @@ def _given_aspects(args: argparse.Namespace) -> tuple[Aspect, ...] | None:
 def run_ask(args: argparse.Namespace, console: Console) -> int:
     from covrag.files import atomic_write_text
     from covrag.llm import parse_llm
-    from covrag.pipeline import STAGES, ask
+    from covrag.pipeline import STAGES, StageCost, ask
 
     out = args.out if args.out is not None or args.json else DEFAULT_ASK_OUT
     inputs = [("--corpus", args.corpus), ("--index", args.index)]
@@ -153,11 +153,15 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
     config = config_from_args(AskConfig, args, ASK_OPTIONS)
     llm = parse_llm(args.llm, cache=not args.no_llm_cache)
     steps = len(STAGES) + 1 + 2 * args.passes
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     index, skipped = (args.index, []) if args.docs is None else _index_docs(args, console)
     with progress_bar(console) as progress:
         task = progress.add_task("load the corpus", total=steps)
         retriever = _retriever(index, args.corpus)
+        # Indexing the documents and loading the corpus: part of what the command cost.
+        load = StageCost(
+            time.perf_counter() - started, cpu_seconds=time.process_time() - cpu_started
+        )
         progress.advance(task)
 
         def on_stage(name: str) -> None:
@@ -180,6 +184,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
             aspects=_given_aspects(args),
             on_stage=on_stage,
         )
+    result = dataclasses.replace(result, costs={"load": load, **result.costs})
     if skipped:
         result = dataclasses.replace(result, warnings=(*result.warnings, *skipped))
     record = json.dumps(result.run_record())
@@ -254,12 +259,14 @@ def _print_ask(result: AskResult, console: Console) -> None:
             console.print(f"[dim]critique {i}:\n{critique.feedback}[/]", highlight=False)
 
     table = Table(title="Costs")
-    for column in ("stage", "seconds", "LLM calls", "prompt tokens", "completion tokens", "pairs"):
+    columns = ("stage", "seconds", "CPU s", "LLM calls", "prompt tokens", "completion tokens")
+    for column in (*columns, "pairs"):
         table.add_column(column, justify="right" if column != "stage" else "left")
     for stage, cost in result.costs.items():
         table.add_row(
             stage,
             f"{cost.seconds:.1f}",
+            f"{cost.cpu_seconds:.1f}",
             f"{cost.llm.calls} (+{cost.llm.cached_calls} cached)",
             str(cost.llm.prompt_tokens),
             str(cost.llm.completion_tokens),

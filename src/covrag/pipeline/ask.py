@@ -61,15 +61,22 @@ STAGES = ("plan", "retrieve", "estimate", "select", "generate")
 
 @dataclass(frozen=True)
 class StageCost:
-    """What one stage cost: wall-clock seconds, LLM spend and coverage pairs scored."""
+    """What one stage cost: wall-clock seconds, LLM spend and coverage pairs scored.
+
+    ``cpu_seconds`` is the CPU time of the whole process during the stage (every thread: the
+    embedded model's, ONNX Runtime's): on a shared machine it measures the work done, where
+    ``seconds`` also counts the time spent waiting for a core.
+    """
 
     seconds: float
     llm: LLMCost = LLMCost()
     pairs_scored: int = 0
+    cpu_seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "seconds": round(self.seconds, 3),
+            "cpu_seconds": round(self.cpu_seconds, 3),
             "llm": self.llm.as_dict(),
             "pairs_scored": self.pairs_scored,
         }
@@ -255,14 +262,17 @@ class _Clock:
         self.notify = notify
         self.costs: dict[str, StageCost] = {}
         self.started = time.perf_counter()
+        self.cpu_started = time.process_time()
 
     def start(self, stage: str) -> None:
         self.notify(stage)
         self.started = time.perf_counter()
+        self.cpu_started = time.process_time()
 
     def stop(self, stage: str, llm: LLMCost | None = None, pairs_scored: int = 0) -> None:
         spent = time.perf_counter() - self.started
-        self.costs[stage] = StageCost(spent, llm or LLMCost(), pairs_scored)
+        cpu = time.process_time() - self.cpu_started
+        self.costs[stage] = StageCost(spent, llm or LLMCost(), pairs_scored, cpu)
 
 
 def ask(
