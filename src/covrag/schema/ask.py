@@ -36,6 +36,9 @@ class LLMCostOut(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     seconds: float
+    reused_prompt_tokens: int = Field(
+        default=0, description="prompt tokens reused from the model's prompt cache"
+    )
 
 
 class AskPlanOut(BaseModel):

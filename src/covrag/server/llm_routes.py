@@ -215,6 +215,9 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
             prompt_tokens=int(spent["prompt_tokens"]),
             completion_tokens=int(after["completion_tokens"] - before["completion_tokens"]),
             seconds=round(float(after["seconds"] - before["seconds"]), 3),
+            reused_prompt_tokens=int(
+                after["reused_prompt_tokens"] - before["reused_prompt_tokens"]
+            ),
         ),
         seconds=time.perf_counter() - started,
     )
