@@ -56,9 +56,8 @@ class _LoadedModel:
         params.model.path = path = settings.path
         params.n_ctx = settings.n_ctx
         params.n_parallel = 1
-        for cpu in (params.cpuparams, params.cpuparams_batch):
-            cpu.n_threads = settings.n_threads
-            cpu.poll = 0  # wait for work asleep, not spinning: the cores are often shared
+        params.cpuparams.n_threads = settings.n_threads
+        params.cpuparams_batch.n_threads = settings.n_threads
         params.cache_prompt = True
         params.cache_ram_mib = settings.prompt_cache_mib
         if settings.lookup:
