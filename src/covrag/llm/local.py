@@ -62,7 +62,7 @@ class _LoadedModel:
         params.cache_ram_mib = settings.prompt_cache_mib
         if settings.lookup:
             params.speculative.types = [
-                xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE
+                xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_MOD
             ]
         params.verbosity = -1  # llama.cpp's own logging off; covrag logs what matters
         started = time.perf_counter()
