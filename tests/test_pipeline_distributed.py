@@ -203,8 +203,9 @@ def _interrupt(
 
 
 def test_ctrl_c_stops_the_actor_pool(cluster: None, tmp_path: Path) -> None:
-    # The workers are stopped in the middle of their items; the queued items never start.
-    assert _interrupt(tmp_path, 8, preloaded(_interrupt_the_driver), identity) <= 2
+    # The workers are stopped in the middle of their items; the queued items never start (an
+    # actor may have taken a second item in flight before the interrupt lands: at most 2 each).
+    assert _interrupt(tmp_path, 8, preloaded(_interrupt_the_driver), identity) <= 4
 
 
 @pytest.mark.slow
