@@ -38,7 +38,13 @@ def register(sub: Subparsers) -> None:
         help="passage JSONL path, bundled name[:split], coverage JSONL path, or 'bundled' "
         "(default without --docs: the pools of all bundled datasets)",
     )
-    p.add_argument("--kind", choices=["bm25", "dense", "hybrid"], default="bm25")
+    p.add_argument("--kind", choices=["bm25", "dense", "hybrid", "cover"], default="bm25")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="embedding model of a dense index (default: the packaged MiniLM); required for "
+        "--kind cover: a CoveR model folder (covrag train cover)",
+    )
     add_chunk_args(p)
     p.add_argument("--out", required=True, type=Path, help="index folder to write")
     add_ray_option(p)
@@ -48,13 +54,22 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--index", required=True, type=Path, help="index folder (covrag index)")
     p.add_argument("query", help="the query text")
     p.add_argument("--k", type=int, default=10, help="number of results")
+    p.add_argument(
+        "--covered",
+        nargs="+",
+        default=[],
+        metavar="ASPECT",
+        help="aspects already covered (a cover index ranks first what answers something else)",
+    )
     p.set_defaults(run_command=run_search)
 
 
 def run_index(args: argparse.Namespace, console: Console) -> int:
     from covrag.pipeline.batch import build_index
-    from covrag.retrieve import load_corpus
+    from covrag.retrieve import INDEX_KINDS, load_corpus
 
+    if args.model is not None and args.kind not in ("dense", "cover"):
+        raise ConfigError(f"--model applies to dense and cover indexes, not {args.kind}")
     if args.docs is not None:
         if getattr(args, "ray", None) is not None:
             raise ConfigError("--ray spreads --corpus indexing; --docs indexes in this process")
@@ -62,13 +77,16 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
         index_documents(args.docs, args.out, args.kind, chunker_from_args(args), console)
         return 0
     corpus = args.corpus or "bundled"
-    check_outputs([("--corpus", corpus)], [], [("--out", args.out)])
+    check_outputs([("--corpus", corpus), ("--model", args.model)], [], [("--out", args.out)])
     started = time.perf_counter()
     passages = load_corpus(corpus)
     read_seconds = time.perf_counter() - started
     with executor_from_args(args) as executor:
         started = time.perf_counter()
-        retriever = build_index(passages, args.kind, executor=executor)
+        if args.model is not None or args.kind == "cover":
+            retriever = INDEX_KINDS.get(args.kind)(model=args.model).index(passages)
+        else:
+            retriever = build_index(passages, args.kind, executor=executor)
         index_seconds = time.perf_counter() - started
     retriever.save(args.out)
     console.print(
@@ -80,11 +98,16 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
 
 
 def run_search(args: argparse.Namespace, console: Console) -> int:
-    from covrag.retrieve import load_index
+    from covrag.retrieve import CoverRetriever, load_index
 
     retriever = load_index(args.index)
     started = time.perf_counter()
-    results = retriever.search(args.query, args.k)
+    if args.covered and not isinstance(retriever, CoverRetriever):
+        raise ConfigError(f"--covered needs a cover index; {args.index} is {retriever.kind}")
+    if isinstance(retriever, CoverRetriever):
+        results = retriever.search_covered(args.query, args.covered, args.k)
+    else:
+        results = retriever.search(args.query, args.k)
     seconds = time.perf_counter() - started
     table = Table(title=f"{args.query} ({len(results)} results, {seconds:.3f} s)")
     table.add_column("rank", justify="right")

@@ -1,4 +1,4 @@
-"""``covrag fit lmvu``, ``covrag train coverage|question-forms`` and ``covrag qrels``.
+"""``covrag fit lmvu``, ``covrag train coverage|question-forms|cover`` and ``covrag qrels``.
 
 The work itself is in :mod:`covrag.train.lmvu_run` and :mod:`covrag.train.coverage_run`; these
 commands parse the options, show progress and print what was fitted.
@@ -23,6 +23,7 @@ from covrag.cli._common import (
     progress_bar,
     progress_iter,
 )
+from covrag.cli.train_cover import add_train_cover
 from covrag.errors import ConfigError
 
 FEATURE_SET_NAMES = ("full", "m0", "no-atomic", "static")
@@ -39,6 +40,7 @@ def register(sub: Subparsers) -> None:
     _add_train_question_forms(train)
     _add_train_planner_data(train)
     _add_train_planner(train)
+    add_train_cover(train)
 
     p = sub.add_parser("qrels", help="export diversity qrels (gold labels or a coverage matrix)")
     p.add_argument("--dataset", required=True, help="bundled name:split or coverage JSONL path")

@@ -9,7 +9,8 @@ file that ``covrag report`` renders, and evaluated later (``covrag eval-answers`
   ``outline=True`` the full QPlanner plan (QTree, judged outlines) whose best outline guides the
   writer as a content draft.
 - **retrieve**: one search per sub-question and one for the question, fused by RRF
-  (:class:`~covrag.retrieve.MultiQueryRetriever`) into the candidate pool.
+  (:class:`~covrag.retrieve.MultiQueryRetriever`) into the candidate pool (with a ``cover``
+  index, by the coverage-trained encoder).
 - **estimate**: the coverage matrix of pool x aspects (the shipped cross-encoder by default).
 - **select**: expected coverage (by default; DES's greedy coverage with
   ``selector="greedy-coverage"``) under a passage budget, with its trace, among the passages
@@ -46,7 +47,7 @@ from covrag.llm.base import LLM
 from covrag.pipeline.config import AskConfig, PrepareConfig
 from covrag.pipeline.prepare import prepare
 from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
-from covrag.retrieve import MultiQueryRetriever, Retriever
+from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
 from covrag.schema.ask import ask_plan, ask_run_record
 from covrag.select import parse_selector, select_above_floor
 from covrag.types import Aspect, Budget, CoverageMatrix, Selection, Topic
@@ -225,10 +226,18 @@ def plan_aspects(
 def retrieve_pool(
     query: C2Query, aspects: Sequence[Aspect], retriever: Retriever, pool: int
 ) -> tuple[tuple[str, ...], Topic]:
-    """One search per aspect and one for the question, fused: the queries and the topic."""
-    multi = MultiQueryRetriever(retriever)
-    queries = multi.queries(query.base, aspects)
-    found = multi.search(query.base, pool, aspects=aspects)
+    """One search per aspect and one for the question, fused: the queries and the topic.
+
+    A :class:`~covrag.retrieve.CoverRetriever` (a ``cover`` index) runs the same searches with
+    its coverage-trained encoder (:meth:`~covrag.retrieve.CoverRetriever.search_aspects`).
+    """
+    if isinstance(retriever, CoverRetriever):
+        queries = retriever.aspect_queries(query.base, aspects)
+        found = retriever.search_aspects(query.base, aspects, pool)
+    else:
+        multi = MultiQueryRetriever(retriever)
+        queries = multi.queries(query.base, aspects)
+        found = multi.search(query.base, pool, aspects=aspects)
     return queries, Topic("ask", query.base, passages=tuple(found), aspects=tuple(aspects))
 
 

@@ -1,0 +1,85 @@
+"""``covrag train cover``: fine-tune CoveR, the coverage-trained bi-encoder.
+
+The work is in :mod:`covrag.train.cover`; this command parses the options (generated from
+:class:`~covrag.train.cover.CoverConfig`), shows progress and prints what was trained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from covrag.cli._common import (
+    Subparsers,
+    add_config_options,
+    check_outputs,
+    config_from_args,
+    progress_bar,
+)
+
+DEFAULT_DATASETS = ["argkp2021:train", "argkp2021:train:questions", "perspectrum:train"]
+
+
+def add_train_cover(train: Subparsers) -> None:
+    """Register ``covrag train cover``."""
+    from covrag.train.cover import CoverConfig
+
+    p = train.add_parser(
+        "cover",
+        help="fine-tune CoveR, the coverage-trained bi-encoder (for --kind cover indexes and "
+        "the cover(...) estimator)",
+    )
+    p.add_argument(
+        "--datasets",
+        nargs="+",
+        default=DEFAULT_DATASETS,
+        help="labelled training data (bundled name:split[:questions] or JSONL paths; "
+        "default: %(default)s)",
+    )
+    p.add_argument("--out", required=True, type=Path, help="model folder to write")
+    p.add_argument(
+        "--limit-topics",
+        type=int,
+        default=None,
+        help="use only the first N topics of each dataset (quick runs)",
+    )
+    add_config_options(p, CoverConfig, _names(CoverConfig))
+    p.set_defaults(run_command=run_train_cover)
+
+
+def _names(config: type[object]) -> list[str]:
+    return [f.name for f in dataclasses.fields(config)]  # type: ignore[arg-type]
+
+
+def run_train_cover(args: argparse.Namespace, console: Console) -> int:
+    from covrag.train.cover import CoverConfig, train_cover, training_examples
+
+    inputs = [("--datasets", name) for name in args.datasets] + [("--base-model", args.base_model)]
+    check_outputs(inputs, [], [("--out", args.out)])
+    config = config_from_args(CoverConfig, args, _names(CoverConfig))
+    train = training_examples(args.datasets, config, limit_topics=args.limit_topics)
+    table = Table(title="CoveR training examples")
+    for column in ("dataset", "examples", "coverage, redundant negative", "aspect"):
+        table.add_column(column, justify="right")
+    for name, examples in train.items():
+        kinds = [e.kind for e in examples if e.negative_kind == "redundant"]
+        aspect = sum(e.kind == "aspect" for e in examples)
+        table.add_row(name, str(len(examples)), str(len(kinds)), str(aspect))
+    console.print(table)
+    with progress_bar(console) as progress:
+        task = progress.add_task("training", total=None)
+
+        def report(step: int, total: int, loss: float) -> None:
+            progress.update(task, completed=step, total=total, description=f"loss {loss:.3f}")
+
+        card = train_cover(train, args.out, config, progress=report)
+    console.print(
+        f"{card.steps} steps in {card.seconds:.0f} s; loss {card.loss_first:.3f} -> "
+        f"{card.loss_last:.3f}; model and training_card.json in {args.out}",
+        highlight=False,
+    )
+    return 0
