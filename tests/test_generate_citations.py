@@ -74,3 +74,13 @@ def test_render_answer_round_trips() -> None:
     text = render_answer(parsed.answer, IDS)
     assert text == "Uniforms cut bullying [1].\nThey cost money [2][3]."
     assert parse_citations(text, IDS).answer == parsed.answer
+
+
+def test_a_looping_reply_keeps_each_sentence_once() -> None:
+    text = "Uniforms keep students safe [1]. They cost money [2]. " + (
+        "Uniforms keep  students safe [2]. They cost money [2]. " * 20
+    )
+    parsed = parse_citations(text, ["a", "b"])
+    sentences = [(s.text, s.passage_ids) for s in parsed.answer.sentences]
+    assert sentences == [("Uniforms keep students safe.", ("a", "b")), ("They cost money.", ("b",))]
+    assert parsed.repeated == 40

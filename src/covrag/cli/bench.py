@@ -67,7 +67,9 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(run_command=run_bench_command)
 
     p = sub.add_parser("demo", help="the newcomer's tour: a bench on ArgKP dev")
-    p.add_argument("--out", type=Path, default=Path("demo-out"), help="folder for the outputs")
+    p.add_argument(
+        "--out", type=Path, default=Path("demo-out/bench"), help="folder for the outputs"
+    )
     p.set_defaults(run_command=run_demo)
 
 

@@ -9,6 +9,7 @@ never mapped to a passage id; it is kept in :attr:`ParsedAnswer.invalid` so call
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,10 +48,14 @@ class ParsedAnswer:
         answer: The sentences with the passage ids they validly cite.
         invalid: Citations of passages that do not exist (never mapped to an id).
         uncited: Indexes of sentences that cite nothing valid (the writer's framing aside).
+        repeated: Sentences dropped because they repeat an earlier one word for word (a small
+            model at temperature 0 can loop on a sentence until its token limit); their
+            citations go to the first occurrence.
     """
 
     answer: Answer
     invalid: tuple[InvalidCitation, ...] = ()
+    repeated: int = 0
 
     @property
     def uncited(self) -> tuple[int, ...]:
@@ -116,7 +121,8 @@ def parse_citations(text: str, passage_ids: Sequence[str]) -> ParsedAnswer:
     Returns:
         The parsed answer. Sentences keep their wording without the citation brackets; a
         sentence citing one passage twice lists it once. Numbers outside ``1..len(passage_ids)``
-        are reported in ``invalid`` and dropped from the sentence's ids.
+        are reported in ``invalid`` and dropped from the sentence's ids. A sentence that repeats
+        an earlier one (same words, any case or spacing) is dropped and counted in ``repeated``.
 
     Example:
         >>> text = "Uniforms cut bullying [1]. They cost money [2, 7]."
@@ -130,6 +136,8 @@ def parse_citations(text: str, passage_ids: Sequence[str]) -> ParsedAnswer:
     invalid: list[InvalidCitation] = []
     # Citations before any sentence (a reply that opens with "[1]") go to the first sentence.
     pending: dict[str, None] = {}
+    first: dict[str, int] = {}  # normalised sentence -> its index
+    repeated = 0
     for piece in split_sentences(text):
         cited = dict(pending)
         index = len(sentences)
@@ -144,8 +152,16 @@ def parse_citations(text: str, passage_ids: Sequence[str]) -> ParsedAnswer:
             pending = cited
             continue
         pending = {}
+        key = " ".join(cleaned.lower().split())
+        if key in first:
+            at = first[key]
+            merged = dict.fromkeys((*sentences[at].passage_ids, *cited))
+            sentences[at] = dataclasses.replace(sentences[at], passage_ids=tuple(merged))
+            repeated += 1
+            continue
+        first[key] = len(sentences)
         sentences.append(Citation(cleaned, tuple(cited)))
-    return ParsedAnswer(Answer(tuple(sentences)), tuple(invalid))
+    return ParsedAnswer(Answer(tuple(sentences)), tuple(invalid), repeated)
 
 
 def number_of(passage_ids: Sequence[str]) -> dict[str, int]:
