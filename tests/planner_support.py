@@ -13,8 +13,9 @@ import itertools
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from llm_support import chat_server
 
 SCORES = (5, 2, 4, 1, 3)
 WORDS = ("costs", "history", "safety", "ethics", "law", "health", "jobs", "public", "risks")
@@ -50,45 +51,14 @@ def schema_server() -> Iterator[tuple[str, SchemaAnswers]]:
     """``(base_url, answers)`` of a server answering chat completions from their schema."""
     answers = SchemaAnswers()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-            schema = body.get("response_format", {}).get("json_schema", {}).get("schema")
-            with answers.lock:
-                answers.requests += 1
-                text = json.dumps(answers.value(schema)) if schema else "plain text"
-            reply = {
-                "id": "c",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "fake-teacher",
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": text},
-                    }
-                ],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            }
-            payload = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    def reply(body: dict[str, Any]) -> str:
+        schema = body.get("response_format", {}).get("json_schema", {}).get("schema")
+        with answers.lock:
+            answers.requests += 1
+            return json.dumps(answers.value(schema)) if schema else "plain text"
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", answers
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with chat_server(reply, model="fake-teacher") as (url, _):
+        yield url, answers
 
 
 def fake_llm(url: str) -> str:

@@ -7,9 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from covrag.ingest import read_document
 from covrag.report.runfile import parse_run_file
 from covrag.schema.ask import AskTopic
 from ingest_support import PDF_TITLE, make_folder
+from llm_support import chat_server
 
 pytest.importorskip("openai")
 pytest.importorskip("semchunk")
@@ -32,48 +31,14 @@ ASPECTS = ["How much caffeine is in tea?", "Which infusions have no caffeine?"]
 def writer_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """A chat-completions server that answers with one sentence per passage it was shown,
     citing that passage's number (as a writer model would)."""
-    requests: list[dict[str, Any]] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-            requests.append(body)
-            prompt = body["messages"][-1]["content"]
-            numbers = sorted({int(n) for n in re.findall(r"^\[(\d+)\]", prompt, re.M)})
-            text = "\n".join(f"Passage {n} tells part of the answer [{n}]." for n in numbers)
-            payload = json.dumps(
-                {
-                    "id": "c1",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": "writer",
-                    "choices": [
-                        {
-                            "index": 0,
-                            "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": text},
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70},
-                }
-            ).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    def reply(body: dict[str, Any]) -> str:
+        prompt = body["messages"][-1]["content"]
+        numbers = sorted({int(n) for n in re.findall(r"^\[(\d+)\]", prompt, re.M)})
+        return "\n".join(f"Passage {n} tells part of the answer [{n}]." for n in numbers)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", requests
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with chat_server(reply, model="writer") as served:
+        yield served
 
 
 @pytest.fixture
