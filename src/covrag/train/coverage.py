@@ -266,12 +266,16 @@ class Checkpoint:
             shutil.rmtree(self.folder)
 
 
+def shaping_settings(config: TrainConfig) -> dict[str, Any]:
+    """The settings that change the trained model (not the thread count or checkpoint interval)."""
+    return {k: v for k, v in asdict(config).items() if k not in ("threads", "checkpoint_every")}
+
+
 def _fingerprint(pairs: Sequence[Pair], config: TrainConfig) -> str:
     """What a checkpoint must match to be resumed: the pairs and every setting that shapes the
     run (not the thread count or the checkpoint interval)."""
     digest = hashlib.sha256()
-    settings = {k: v for k, v in asdict(config).items() if k not in ("threads", "checkpoint_every")}
-    digest.update(json.dumps(settings, sort_keys=True).encode())
+    digest.update(json.dumps(shaping_settings(config), sort_keys=True).encode())
     for pair in pairs:
         digest.update(f"{pair.passage}\x1f{pair.aspect}\x1f{pair.label}\x1e".encode())
     return digest.hexdigest()

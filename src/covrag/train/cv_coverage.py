@@ -29,7 +29,7 @@ from covrag.coverage.onnx_model import ONNX_FILE, export_onnx
 from covrag.errors import ConfigError
 from covrag.pipeline.bench import Method
 from covrag.pipeline.cv import TopicScores
-from covrag.train.coverage import TrainConfig, train_cross_encoder
+from covrag.train.coverage import TrainConfig, shaping_settings, train_cross_encoder
 from covrag.train.pairs import Pair, dataset_pairs
 from covrag.types import Topic
 
@@ -114,10 +114,11 @@ class TrainedCoverage:
     def key(self, train: Sequence[str]) -> str:
         """The cache key: the training topics, their aspects' texts and every setting."""
         digest = hashlib.sha256()
-        settings = dataclasses.asdict(self.config)
-        settings.pop("threads")
-        settings.pop("checkpoint_every")
-        head = {"settings": settings, "neg_ratio": self.neg_ratio, "forms": self.train_forms}
+        head = {
+            "settings": shaping_settings(self.config),
+            "neg_ratio": self.neg_ratio,
+            "forms": self.train_forms,
+        }
         digest.update(json.dumps(head, sort_keys=True).encode())
         for form in self.train_forms:
             for query_id in sorted(train):
