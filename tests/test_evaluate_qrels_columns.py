@@ -140,3 +140,10 @@ def test_topics_are_made_on_demand_and_read_only(tmp_path: Path) -> None:
     with pytest.raises(AttributeError):
         judgments.topics = ()  # type: ignore[misc]
     assert repr(judgments) == "Judgments(2 topics)"
+
+
+def test_a_file_with_nothing_relevant_reads_like_the_line_reader(tmp_path: Path) -> None:
+    # Found by the fuzz test: the array path assumed at least one relevant line.
+    path = tmp_path / "q.txt"
+    path.write_text("0 0 0 0\nq1 a d1 0\n")
+    assert read_judgments(path).topics == judgments_from_qrels(read_qrels(path)).topics

@@ -151,7 +151,9 @@ def read_qrels_columns(path: str | os.PathLike[str]) -> Judgments | None:
     columns = read_columns(path, 4)
     lines = None if columns is None else _lines(columns)
     del columns  # the file's bytes and token offsets go before the record is built
-    return None if lines is None else _judgments(lines)
+    if lines is None or not (lines.relevance > 0).any():
+        return None  # nothing relevant (the array path assumes some): the line reader's case
+    return _judgments(lines)
 
 
 def judgments_from_columns(columns: Columns) -> Judgments | None:
