@@ -29,12 +29,14 @@ class ScriptedLLM(LLM):
         super().__init__("script")
         self.replies = list(replies)
         self.requests: list[tuple[list[Message], JsonSchema | None]] = []
+        self.params_seen: list[ChatParams] = []
         self.supports_schema = supports_schema
 
     def _chat(
         self, messages: list[Message], schema: JsonSchema | None, params: ChatParams
     ) -> ChatResult:
         self.requests.append((messages, schema))
+        self.params_seen.append(params)
         if not self.replies:
             raise AssertionError("the script has no more replies")
         return ChatResult(self.replies.pop(0), self.model, prompt_tokens=3, completion_tokens=2)

@@ -3,6 +3,7 @@ the real tiny model (SmolLM2 through xllamacpp) for the whole loop."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -175,3 +176,35 @@ def test_outline_and_exclusions_guide_the_first_answer_and_every_rewrite() -> No
         assert "1. How uniforms affect bullying\n2. What uniforms cost" in prompt
         assert "Do not write about: religion." in prompt
     assert "outline" not in llm.requests[1][0][-1].content  # the critique reads no outline
+
+
+def test_a_rewrite_may_write_only_so_much_more_than_its_draft() -> None:
+    """A rewrite's token cap follows the draft's length per sentence (a looping rewrite stops
+    there), and is 1.5 x max_tokens when the draft tells nothing (cut off)."""
+    llm = ScriptedLLM([FULL, CRITIQUE, FULL])
+    writer = CitedWriter(llm, rewrite_sentences=18, max_tokens=800)
+    generator = CritiqueRewriteGenerator(writer, Critic(llm, mode="self"), passes=1)
+    generator.generate(QUESTION, PASSAGES)
+    # The scripted draft spent 2 tokens on 3 sentences: 2 / 3 * 18 * 1.25 + 32 < the floor, 64.
+    assert [p.max_tokens for p in llm.params_seen] == [800, 300, 64]
+    llm.replies.append("A [1].")
+    draft = writer.write(QUESTION, PASSAGES[:1])
+    assert writer.rewrite_scale(draft) == (2 * 18 * 1.25 + 32) / 800  # 2 tokens, 1 sentence
+    assert writer.rewrite_scale(dataclasses.replace(draft, cut_off=True)) == 1.5
+
+
+def test_a_critic_given_the_writers_system_prompt_reuses_the_drafts_prefix() -> None:
+    """The critique starts as the draft did (system prompt, question, passages), so the tiny
+    model restores that prefix from its prompt cache instead of reading the passages again."""
+    llm = tiny_llm_one_thread()
+    passages = [
+        Passage(f"q{i}", f"Passage {i} says that uniforms matter. " + "Schools differ. " * 30)
+        for i in range(3)
+    ]
+    writer = CitedWriter(llm, sentences=2, max_tokens=16)
+    draft = writer.write(QUESTION, passages)
+    shared = Critic(llm, mode="self", max_tokens=24, retries=0, system_prompt=writer.system_prompt)
+    before = llm.usage.reused_prompt_tokens
+    shared.llm_critique(QUESTION, passages, draft)
+    reused = llm.usage.reused_prompt_tokens - before
+    assert reused > 200  # the system prompt, the question and the passages

@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 
 FEEDBACK_MODES = ("self", "pointers", "oracle-pointers", "oracle-nuggets")
 
+REVIEWER_PROMPT = "You review answers for completeness."
+
 
 def aspects_in_answer(
     estimator: CoverageEstimator, answer: Answer, aspects: Sequence[Aspect]
@@ -107,6 +109,10 @@ class Critic:
             oracle modes); None skips that check.
         max_words: Each passage is cut to this many words in the prompt.
         retries: Extra attempts when the critique is not valid JSON.
+        system_prompt: The critic's system prompt. Give the writer's (``writer.system_prompt``)
+            so that the critique's prompt starts as the draft's did (system prompt, question,
+            passages) and the model reuses that prefix from its prompt cache instead of
+            reading the passages again.
     """
 
     def __init__(
@@ -118,6 +124,7 @@ class Critic:
         max_words: int | None = 250,
         retries: int = 1,
         max_tokens: int = 300,
+        system_prompt: str = REVIEWER_PROMPT,
     ) -> None:
         if mode not in FEEDBACK_MODES:
             raise ConfigError(f"feedback mode must be one of {FEEDBACK_MODES}, got {mode!r}")
@@ -127,6 +134,7 @@ class Critic:
         self.max_words = max_words
         self.retries = retries
         self.max_tokens = max_tokens
+        self.system_prompt = system_prompt
 
     def __repr__(self) -> str:
         return f"Critic({self.llm.describe()!r}, mode={self.mode!r}, estimator={self.estimator!r})"
@@ -144,7 +152,7 @@ class Critic:
             'Reply with JSON only: {"underused": [passage numbers], "missing": "one or two '
             'sentences on what the answer leaves out"}.'
         )
-        messages = [system("You review answers for completeness."), user(request)]
+        messages = [system(self.system_prompt), user(request)]
         params = ChatParams(
             temperature=self.llm.params.temperature,
             max_tokens=self.max_tokens,

@@ -22,6 +22,9 @@ StepCallback = Callable[[str], None]
 class Writer(Protocol):
     """What the generator needs of a writer (:class:`CitedWriter`, :class:`SynthesisWriter`)."""
 
+    #: The system prompt of its requests (a critic given it shares their prefix).
+    system_prompt: str
+
     def write(
         self,
         question: str,

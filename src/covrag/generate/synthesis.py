@@ -241,6 +241,7 @@ class SynthesisWriter:
     """
 
     name = "synthesis"
+    system_prompt = SYSTEM_PROMPT
 
     def __init__(
         self,

@@ -54,7 +54,8 @@ class CitedWriter:
         rewrite_sentences: Sentences asked for in a rewrite (DES: about 18).
         max_words: Each passage is cut to this many words in the prompt (None: never cut).
         max_tokens: Most tokens the model may write for a first answer; a rewrite may write
-            1.5 times as many.
+            1.5 times as many, and at most 1.25 times what the draft spent per sentence for
+            each sentence it asks for (so a rewrite that loops on one sentence stops early).
         exclude: Topics the answer must leave out (a coverage-conditioned request).
 
     Example:
@@ -66,6 +67,7 @@ class CitedWriter:
     """
 
     name = "extractive"
+    system_prompt = SYSTEM_PROMPT
 
     def __init__(
         self,
@@ -157,7 +159,21 @@ class CitedWriter:
         if constraints:
             request += f"\n\n{constraints}"
         messages = [system(SYSTEM_PROMPT), user(request)]
-        return self._draft(messages, passages, self.rewrite_sentences, 1.5, context)
+        return self._draft(
+            messages, passages, self.rewrite_sentences, self.rewrite_scale(previous), context
+        )
+
+    def rewrite_scale(self, previous: Draft) -> float:
+        """The rewrite's token cap as a multiple of ``max_tokens``: 1.5, or less when the
+        draft's own length per sentence says the rewrite needs less. A small model at
+        temperature 0 can write one sentence again and again until its cap (BENCHMARKS.md,
+        section 18); the cap bounds what such a loop costs."""
+        written = len(previous.answer.sentences)
+        if previous.cut_off or not written or not previous.cost.completion_tokens:
+            return 1.5
+        per_sentence = previous.cost.completion_tokens / written
+        needed = per_sentence * self.rewrite_sentences * 1.25 + 32
+        return min(1.5, max(needed, 64) / self.max_tokens)
 
     def _draft(
         self,

@@ -263,7 +263,13 @@ def build_generator(
             max_tokens=config.max_tokens,
             exclude=exclude,
         )
-    critic = Critic(llm, mode=config.feedback, estimator=judge, max_words=config.max_words)
+    critic = Critic(
+        llm,
+        mode=config.feedback,
+        estimator=judge,
+        max_words=config.max_words,
+        system_prompt=writer.system_prompt,
+    )
     return CritiqueRewriteGenerator(writer, critic, passes=config.passes)
 
 
