@@ -50,6 +50,7 @@ def test_answer_selects_writes_critiques_and_rewrites(client: Any) -> None:
         "passages": PASSAGES,
         "aspects": ASPECTS,
         "k": 2,
+        "floor": 0,
         "passes": 1,
         "sentences": 2,
         "max_tokens": 48,
@@ -65,6 +66,26 @@ def test_answer_selects_writes_critiques_and_rewrites(client: Any) -> None:
         assert all(not 1 <= c["number"] <= 2 for c in draft["invalid_citations"])
         assert draft["llm"]["calls"] + draft["llm"]["cached_calls"] == 1
     assert data["llm"]["prompt_tokens"] > 100
+    assert data["critiques"][0]["verdict"].split(":")[0] in {"accepted", "unchanged", "rejected"}
+
+
+def test_answer_never_pads_and_says_what_the_passages_do_not_answer(client: Any) -> None:
+    """With the coverage floor (the default), passages that answer none of the aspects never
+    enter the context: no model is asked, and the answer says the question is not answered."""
+    body = {
+        "question": "Should governments tax sugary drinks?",
+        "passages": PASSAGES,
+        "aspects": [{"id": "t", "text": "Do sugar taxes cut how much soda people drink?"}],
+        "k": 2,
+        "writer": "synthesis",
+    }
+    response = client.post("/v1/answer", json=body)
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert data["passage_ids"] == [] and data["critiques"] == []
+    assert data["llm"]["calls"] == 0
+    (sentence,) = data["sentences"]
+    assert sentence["passage_ids"] == [] and "sugar taxes" in sentence["text"]
 
 
 @pytest.mark.parametrize(
@@ -75,6 +96,8 @@ def test_answer_selects_writes_critiques_and_rewrites(client: Any) -> None:
         ({"passes": 4}, "passes"),
         ({"passages": []}, "passages"),
         ({"feedback": "oracle-nuggets"}, "feedback"),
+        ({"floor": 1.5}, "floor"),
+        ({"writer": "poet"}, "writer"),
         ({"surprise": 1}, "surprise"),
     ],
 )

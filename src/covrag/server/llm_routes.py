@@ -28,9 +28,11 @@ from covrag.generate import CritiqueContext
 from covrag.generate.records import Draft, LLMCost
 from covrag.llm.base import LLM
 from covrag.pipeline import AskConfig, PrepareConfig, build_generator, prepare
+from covrag.pipeline.config import WriterName
 from covrag.plan import C2Query, LLMDecomposer, QPlanner
 from covrag.schema.ask import LLMCostOut, OutlinePlanOut
 from covrag.schema.runfile import RunSentence
+from covrag.select import select_above_floor
 from covrag.select.base import parse_selector
 from covrag.server.config import ServerConfig
 from covrag.server.schemas import MAX_ASPECTS, MAX_TEXT, AspectIn, PassageIn, _Strict
@@ -105,6 +107,19 @@ class AnswerRequest(_Strict):
     k: int | None = Field(
         default=None, ge=1, le=MAX_CONTEXT, description="select k passages by coverage first"
     )
+    floor: float = Field(
+        default=_ASK.floor,
+        ge=0.0,
+        le=1.0,
+        description="with k: only passages the estimator gives at least this probability of "
+        "answering an aspect enter the context (0: off); none clearing it means no context, "
+        "and the answer says the passages do not answer the question",
+    )
+    writer: WriterName = Field(
+        default=_ASK.writer,
+        description="extractive (cited sentences close to the passages) or synthesis (one "
+        "paragraph per covered aspect, in the writer's own words)",
+    )
     passes: int = Field(default=_ASK.passes, ge=0, le=3, description="critique-and-rewrite passes")
     feedback: Literal["self", "pointers"] = Field(default=_ASK.feedback)
     max_words: int = Field(
@@ -142,6 +157,10 @@ class CritiqueOut(BaseModel):
     never_cited: list[str]
     missing_aspects: list[str]
     feedback: str
+    verdict: str = Field(
+        description="what became of the rewrite: accepted, unchanged, or rejected: why (the "
+        "previous draft is then kept)"
+    )
     llm: CostOut
 
 
@@ -262,14 +281,17 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
         estimator = _Locked(base if base.name != "gold" else CrossEncoderCoverage())
         candidates = prepare(topic, estimator, PrepareConfig(relevance="order")).candidates
         coverage = candidates.coverage
-        if request.k is not None and request.k < len(context):
-            selection = parse_selector(config.default_selector).select(
-                candidates, Budget(max_passages=request.k)
+        if request.k is not None:
+            selection = select_above_floor(
+                parse_selector(config.default_selector),
+                candidates,
+                Budget(max_passages=request.k),
+                request.floor,
             )
             by_id = {p.id: p for p in candidates.passages}
             context = [by_id[p] for p in selection.passage_ids]
     settings = AskConfig(
-        writer="extractive",  # the request's passages are the context as given
+        writer=request.writer,
         passes=request.passes,
         feedback=request.feedback,
         max_words=request.max_words,
@@ -278,7 +300,8 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
         max_tokens=request.max_tokens,
     )
     judge = estimator if request.feedback == "pointers" else None
-    result = build_generator(llm, settings, judge).generate(
+    exclude = [a.text for a in topic.aspects if a.polarity == "exclude"]
+    result = build_generator(llm, settings, judge, exclude).generate(
         request.question, context, context=CritiqueContext(topic.aspects, coverage)
     )
     final = result.drafts[-1]
@@ -294,6 +317,7 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
                 never_cited=list(c.never_cited),
                 missing_aspects=list(c.missing_aspects),
                 feedback=c.feedback,
+                verdict=c.verdict,
                 llm=_cost(c.cost),
             )
             for c in result.critiques
