@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,10 @@ def test_ask_cli_on_the_tiny_model(tmp_path: Path, capsys) -> None:  # type: ign
     assert code == 0, captured.err
     assert "Selection" in captured.out and "Answer" in captured.out and "Costs" in captured.out
     record = json.loads(out.read_text())["topics"][0]
+    covered = {a for step in record["selection"]["steps"] for a in step["newly_covered"]}
+    said = re.search(r"(\d) of 2 wanted aspects\s+are\s+covered", captured.out)
+    assert said is not None and int(said.group(1)) == len(covered), captured.out
+    assert "covered by" in captured.out
     assert len(record["generation"]["drafts"]) == 2
     assert record["costs"]["generate"]["llm"]["calls"] >= 2
     assert record["costs"]["estimate"]["pairs_scored"] > 0
@@ -225,6 +230,8 @@ def test_ask_cli_on_a_question_the_corpus_cannot_answer(tmp_path: Path, capsys) 
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "The corpus does not answer this question" in captured.out
+    assert re.search(r"0 of 2 wanted aspects\s+are\s+covered", captured.out)
+    assert captured.out.count("not covered") >= 2
     record = json.loads(out.read_text())["topics"][0]
     assert record["selection"]["steps"] == [] and record["costs"]["generate"]["llm"]["calls"] == 0
     html = tmp_path / "ask.html"

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -201,22 +202,48 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def covered_by(result: AskResult, number: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
+    """Aspect id -> the context numbers of the selected passages that cover it (estimated)."""
+    matrix = result.coverage
+    rows = {p: i for i, p in enumerate(matrix.passage_ids)}
+    covered = matrix.covered
+    found: dict[str, tuple[int, ...]] = {}
+    for j, aspect in enumerate(matrix.aspect_ids):
+        found[aspect] = tuple(
+            n
+            for pid, n in sorted(number.items(), key=lambda x: x[1])
+            if pid in rows and covered[rows[pid], j]
+        )
+    return found
+
+
 def _print_ask(result: AskResult, console: Console) -> None:
     topic = result.topic
     aspect_text = {a.id: a.text for a in topic.aspects}
     console.rule(f"[bold]{result.query.request}[/]")
-    table = Table(title="Plan: the aspects a complete answer covers")
+    number = {pid: i for i, pid in enumerate(result.selection.passage_ids, start=1)}
+    covering = covered_by(result, number)
+    wanted = [a for a in topic.aspects if a.polarity != "exclude"]
+    answered = sum(1 for a in wanted if covering.get(a.id))
+    table = Table(
+        title="Plan: the aspects a complete answer covers",
+        caption=f"{answered} of {len(wanted)} wanted aspects are covered by the selected "
+        f"passages (estimated probability >= {result.coverage.threshold:g})",
+    )
     table.add_column("id")
     table.add_column("aspect")
     table.add_column("kind")
+    table.add_column("covered by")
     for a in topic.aspects:
-        table.add_row(a.id, a.text, a.polarity if a.polarity != "neutral" else "sub-question")
+        kind = a.polarity if a.polarity != "neutral" else "sub-question"
+        found = "".join(f"[{n}]" for n in covering.get(a.id, ()))
+        shown = "(excluded)" if a.polarity == "exclude" else escape(found) or "[red]not covered[/]"
+        table.add_row(a.id, a.text, kind, shown)
     console.print(table)
 
     texts = {p.id: p.text for p in topic.passages}
     # A passage of a user's document shows the document's title before its id.
     origins = {p.id: f"{p.metadata['title']}, " for p in topic.passages if "title" in p.metadata}
-    number = {pid: i for i, pid in enumerate(result.selection.passage_ids, start=1)}
     table = Table(title=f"Selection: {result.selection.selector}, k={len(result.selection)}")
     table.add_column("[n]", justify="right")
     table.add_column("passage")
