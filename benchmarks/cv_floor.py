@@ -1,6 +1,7 @@
 """Choose the coverage floor of ``covrag ask`` by leave-topics-out cross-validation on ArgKP.
 
     .venv/bin/python benchmarks/cv_floor.py [--floors 0 0.05 0.1 0.2 0.3 0.5 0.8] [--folds 4]
+        [--coverage SPEC | --fold-models CACHE --fold-forms statements+questions]
 
 Each ArgKP train + dev topic is asked twice, as ``covrag ask`` would with the topic's key points
 (in their question form, ``argkp2021:SPLIT:questions``) as the sub-questions:
@@ -16,6 +17,12 @@ Each ArgKP train + dev topic is asked twice, as ``covrag ask`` would with the to
 Per topic the objective is the mean of the two (StRecall@8 answerable, empty share unanswerable).
 For each fold the floor with the best mean objective on the other folds is chosen and scored on
 the held-out fold (:func:`covrag.pipeline.cv.assign_folds`, seeded). Prints a markdown table.
+
+The estimator is the shipped cross-encoder, any ``--coverage`` spec, or, with ``--fold-models``,
+the per-fold cross-encoders that ``covrag cv --train-coverage`` trained and kept in its
+``--train-cache``: each topic is then scored by the model trained without its fold (the folds
+must be the same: ``--folds`` and ``--seed`` as in that run), so the floor is chosen for an
+estimator that has never seen the topics it is measured on.
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from covrag.coverage import CrossEncoderCoverage
+from covrag.coverage import CrossEncoderCoverage, parse_estimator
+from covrag.coverage.base import CoverageEstimator
 from covrag.data import load_dataset
 from covrag.pipeline import PrepareConfig, prepare
 from covrag.pipeline.ask import retrieve_pool
@@ -38,7 +46,21 @@ from covrag.select.base import Candidates
 from covrag.types import Budget, Topic
 
 
-def _candidates(topic: Topic, corpus: list, estimator: CrossEncoderCoverage) -> Candidates:
+def fold_models(cache: Path, forms: str) -> dict[frozenset[str], Path]:
+    """Training topics -> the int8 ONNX folder of the model ``covrag cv`` trained on them."""
+    found: dict[frozenset[str], Path] = {}
+    prefix = "trained for cross-validation on topics: "
+    for card in sorted(cache.glob("*/model/training_card.json")):
+        onnx = card.parent.parent / "onnx"
+        stage = json.loads(card.read_text())
+        trained_forms = "+".join(stage["train_pairs"])
+        notes = [n for n in stage.get("notes", []) if n.startswith(prefix)]
+        if notes and trained_forms == forms and onnx.is_dir():
+            found[frozenset(notes[-1][len(prefix) :].split(", "))] = onnx
+    return found
+
+
+def _candidates(topic: Topic, corpus: list, estimator: CoverageEstimator) -> Candidates:
     retriever = BM25Retriever().index(corpus)
     query = C2Query.explicit(topic.query, (), ())
     _, pooled = retrieve_pool(query, topic.aspects, retriever, 50)
@@ -53,16 +75,31 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--selector", default="expected-coverage")
     parser.add_argument("--out", type=Path, default=Path("cv-floor.json"))
+    parser.add_argument("--coverage", default="cross-encoder", help="estimator spec")
+    parser.add_argument("--fold-models", type=Path, help="covrag cv's --train-cache")
+    parser.add_argument("--fold-forms", default="statements+questions")
     args = parser.parse_args()
 
     topics = [*load_dataset("argkp2021:train:questions"), *load_dataset("argkp2021:dev:questions")]
-    estimator = CrossEncoderCoverage()
+    folds = assign_folds(sorted(t.query_id for t in topics), args.folds, args.seed)
+    models = fold_models(args.fold_models, args.fold_forms) if args.fold_models else {}
+
+    def estimator_for(topic: Topic) -> CoverageEstimator:
+        if not args.fold_models:
+            return shared
+        train = frozenset(q for q, f in folds.items() if f != folds[topic.query_id])
+        if train not in models:
+            raise SystemExit(f"{args.fold_models}: no {args.fold_forms} model for this fold")
+        return CrossEncoderCoverage(model=str(models[train]))
+
+    shared = parse_estimator(args.coverage)
     selector = parse_selector(args.selector)
     budget = Budget(max_passages=args.k)
     everything = {p.id: p for t in topics for p in t.passages}
     rows: dict[str, dict[str, list[float]]] = {}
     for n, topic in enumerate(topics, start=1):
         own = set(topic.passage_ids)
+        estimator = estimator_for(topic)
         answerable = _candidates(topic, list(everything.values()), estimator)
         others = [p for pid, p in everything.items() if pid not in own]
         unanswerable = _candidates(topic, others, estimator)
@@ -82,7 +119,6 @@ def main() -> None:
     objective = {
         q: 0.5 * np.array(rows[q]["strecall"]) + 0.5 * np.array(rows[q]["empty_off"]) for q in ids
     }
-    folds = assign_folds(ids, args.folds, args.seed)
     held: dict[str, int] = {}
     for fold in range(args.folds):
         train = [q for q in ids if folds[q] != fold]
