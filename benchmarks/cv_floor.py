@@ -43,21 +43,8 @@ from covrag.plan import C2Query
 from covrag.retrieve import BM25Retriever
 from covrag.select import parse_selector, select_above_floor
 from covrag.select.base import Candidates
+from covrag.train.cv_coverage import fold_models
 from covrag.types import Budget, Topic
-
-
-def fold_models(cache: Path, forms: str) -> dict[frozenset[str], Path]:
-    """Training topics -> the int8 ONNX folder of the model ``covrag cv`` trained on them."""
-    found: dict[frozenset[str], Path] = {}
-    prefix = "trained for cross-validation on topics: "
-    for card in sorted(cache.glob("*/model/training_card.json")):
-        onnx = card.parent.parent / "onnx"
-        stage = json.loads(card.read_text())
-        trained_forms = "+".join(stage["train_pairs"])
-        notes = [n for n in stage.get("notes", []) if n.startswith(prefix)]
-        if notes and trained_forms == forms and onnx.is_dir():
-            found[frozenset(notes[-1][len(prefix) :].split(", "))] = onnx
-    return found
 
 
 def _candidates(topic: Topic, corpus: list, estimator: CoverageEstimator) -> Candidates:
@@ -82,7 +69,8 @@ def main() -> None:
 
     topics = [*load_dataset("argkp2021:train:questions"), *load_dataset("argkp2021:dev:questions")]
     folds = assign_folds(sorted(t.query_id for t in topics), args.folds, args.seed)
-    models = fold_models(args.fold_models, args.fold_forms) if args.fold_models else {}
+    forms = args.fold_forms.split("+")
+    models = fold_models(args.fold_models, forms) if args.fold_models else {}
 
     def estimator_for(topic: Topic) -> CoverageEstimator:
         if not args.fold_models:

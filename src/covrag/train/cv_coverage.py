@@ -38,6 +38,23 @@ logger = logging.getLogger(__name__)
 #: Aspect form name -> query id -> the topic with its aspects in that form.
 Forms = Mapping[str, Mapping[str, Topic]]
 
+#: The note a fold model's training card starts its list of training topics with.
+CV_NOTE = "trained for cross-validation on topics: "
+
+
+def fold_models(cache: Path, forms: Sequence[str]) -> dict[frozenset[str], Path]:
+    """The fold models a :class:`TrainedCoverage` kept in ``cache`` that were trained on
+    ``forms``: their training topics -> their int8 ONNX folder (for scoring each topic with
+    the model trained without it, e.g. in ``benchmarks/cv_floor.py``)."""
+    found: dict[frozenset[str], Path] = {}
+    for card_file in sorted(cache.glob("*/model/training_card.json")):
+        onnx = card_file.parent.parent / "onnx"
+        card = json.loads(card_file.read_text(encoding="utf-8"))
+        topics = [n[len(CV_NOTE) :] for n in card.get("notes", []) if n.startswith(CV_NOTE)]
+        if topics and tuple(card.get("train_pairs", ())) == tuple(forms) and onnx.is_dir():
+            found[frozenset(topics[-1].split(", "))] = onnx
+    return found
+
 
 @dataclass(frozen=True)
 class TrainedCoverage:
@@ -91,7 +108,7 @@ class TrainedCoverage:
         pairs = self.pairs(train)
         logger.info("training fold model %s on %d topics", key, len(train))
         card = train_cross_encoder(pairs, folder / "model", self.config)
-        card.notes.append(f"trained for cross-validation on topics: {', '.join(sorted(train))}")
+        card.notes.append(CV_NOTE + ", ".join(sorted(train)))
         card.save(folder / "model")
         staged = folder / "onnx.partial"
         if staged.exists():
