@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -107,7 +108,7 @@ def test_bench_compares_aspect_sources_on_gold_labels() -> None:
 def test_aspect_sources_are_built_from_the_registry_with_one_llm_only_when_needed() -> None:
     from covrag.plan import ASPECT_SOURCES, AspectOptions, build_aspect_sources
 
-    assert ASPECT_SOURCES.names() == ["gold", "llm", "pool"]
+    assert ASPECT_SOURCES.names() == ["gold", "llm", "pool", "query"]
     made: list[ScriptedLLM] = []
 
     def make_llm() -> ScriptedLLM:
@@ -125,3 +126,15 @@ def test_aspect_sources_are_built_from_the_registry_with_one_llm_only_when_neede
     assert isinstance(sources["pool"], PoolAspects) and sources["pool"].finder.llm is made[0]
     with pytest.raises(ConfigError, match="unknown aspect source 'gpt'"):
         build_aspect_sources(["gpt"], AspectOptions(), make_llm)
+
+
+def test_the_query_source_makes_the_query_the_only_aspect_and_keeps_exclusions() -> None:
+    from covrag.plan import AspectOptions, build_aspect_sources
+
+    t = topic()
+    excluded = dataclasses.replace(t.aspects[0], polarity="exclude")
+    t = dataclasses.replace(t, aspects=(excluded, *t.aspects[1:]))
+    source = build_aspect_sources(["query"], AspectOptions(), lambda: ScriptedLLM([]))["query"]
+    estimated = source.apply(t)
+    assert [a.text for a in estimated.aspects] == [t.query, excluded.text]
+    assert estimated.aspects[1].polarity == "exclude" and estimated.labels == {}

@@ -4,6 +4,8 @@
 - ``llm``: sub-questions an LLM writes for the query
   (:class:`~covrag.plan.decompose.LLMDecomposer`).
 - ``pool``: representatives of the candidate pool (:class:`~covrag.plan.pool.PoolAspectFinder`).
+- ``query``: the query itself as the only aspect (what the framework components do when given no
+  sub-questions), the baseline every other label-free source has to beat.
 
 The sources are registered in ``ASPECT_SOURCES`` by name; :func:`build_aspect_sources` builds the
 ones a command names from :class:`AspectOptions`, so a new source is added here only.
@@ -28,7 +30,7 @@ from covrag.registry import Registry
 from covrag.types import Aspect, Topic
 
 ASPECT_SOURCES: Registry[AspectSource] = Registry("aspect source")
-"""Aspect source classes by name (``gold``, ``llm``, ``pool``)."""
+"""Aspect source classes by name (``gold``, ``llm``, ``pool``, ``query``)."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,16 @@ class PoolAspects(AspectSource):
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
         return self.finder.find(topic)
+
+
+@ASPECT_SOURCES.register
+class QueryAspect(AspectSource):
+    """The topic's query as its one aspect: coverage then means "answers the question"."""
+
+    name = "query"
+
+    def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
+        return (Aspect(id="query", text=topic.query),)
 
 
 def source_class(name: str) -> type[AspectSource]:
