@@ -16,7 +16,7 @@ from covrag.generate import (
     plan_parts,
     rewrite_verdict,
 )
-from covrag.types import Aspect, Topic
+from covrag.types import Aspect, Passage, Topic
 from generate_support import ASPECTS, PASSAGES, KeywordCoverage, tiny_llm_one_thread
 from llm_support import ScriptedLLM
 
@@ -101,6 +101,31 @@ def test_a_copied_or_uncited_sentence_is_sent_back_then_quoted_honestly() -> Non
     assert texts[0] == 'One source says: "Uniforms reduce bullying because nobody stands out."'
     assert texts[1].startswith('One source says: "Uniforms cost') and texts[2].startswith("Pupils")
     assert any("quote their best passage" in p and "1, 2" in p for p in draft.problems)
+
+
+def test_every_passage_of_a_part_is_cited_in_its_paragraph() -> None:
+    """A part answered by two passages needs both cited: a paragraph that leaves one out is
+    sent back naming it, and the schema allows one sentence per passage of the largest part."""
+    both = (ASPECTS[0], Aspect("a2", "money paid by parents"))
+    extra = (*PASSAGES[:2], Passage("p4", "Parents spend money on uniforms that wear out."))
+    topic = Topic("q", QUESTION, extra, both)
+    writing = WritingContext(both, KeywordCoverage().estimate(topic))
+    parts, _ = plan_parts(extra, writing)
+    assert [p.passage_ids for p in parts][0] == ("p1",)
+    assert sorted(parts[1].passage_ids) == ["p2", "p4"]
+    one = [2] if parts[1].passage_ids[0] == "p2" else [3]  # p4 is passage [3]
+    left_out = paragraphs((1, "Pupils who dress alike are picked on less.", [1]),
+                          (2, "Families pay for the clothes.", one))  # fmt: skip
+    fixed = paragraphs((1, "Pupils who dress alike are picked on less.", [1]),
+                       (2, "Families pay for the clothes, and they wear out.", [2, 3]))  # fmt: skip
+    llm = ScriptedLLM([left_out, fixed], supports_schema=True)
+    draft = SynthesisWriter(llm, retries=1).write(QUESTION, extra, context=writing)
+    retry = llm.requests[1][0][-1].content
+    other = 3 if one == [2] else 2
+    assert f"part 2 leaves out [{other}]: state what each passage" in retry
+    assert draft.answer.sentences[1].passage_ids == ("p2", "p4") and draft.problems == ()
+    schema = json.dumps(llm.requests[0][1])
+    assert '"maxItems": 3' in schema  # at least 3 sentences per part, 1 per passage beyond
 
 
 def test_no_context_means_no_model_call_and_a_plain_statement() -> None:

@@ -3,11 +3,13 @@
 The answer is planned by aspect before the model writes a word. Each wanted aspect (a
 sub-question, or an ``include`` request) that some context passage answers under the coverage
 matrix becomes a *part*, with those passages (:func:`plan_parts`); parts follow the outline's
-order when one was planned, else the aspects' order. The model writes one to three sentences
-per part, in its own words, each citing the part's passages, as constrained JSON
-(:func:`synthesis_reply`) checked by :func:`check_paragraphs`: every part answered once and in
-order, every sentence cites at least one of its part's passages, and no sentence copies a
-passage (:func:`~covrag.generate.copying.copies`). An invalid reply is retried with the
+order when one was planned, else the aspects' order. The model writes a paragraph per part, in
+its own words, at most one sentence per passage of the part (and up to three in any case), as
+constrained JSON (:func:`synthesis_reply`) checked by :func:`check_paragraphs`: every part
+answered once and in order, every sentence cites at least one of its part's passages, every
+passage of a part is cited in its paragraph (a paragraph that merges its passages into one
+sentence used to drop their separate points: BENCHMARKS.md, section 14), and no sentence copies
+a passage (:func:`~covrag.generate.copying.copies`). An invalid reply is retried with the
 problem named.
 
 The aspects no context passage covers are stated in one framing sentence, marked as the writer's
@@ -139,11 +141,22 @@ class SynthesisReply(Reply):
     paragraphs: list[ParagraphItem]
 
 
+#: Most sentences a paragraph may have: one per passage of its part, and at least this many.
+MIN_SENTENCE_CAP = 3
+
+
+def sentence_cap(parts: Sequence[Part]) -> int:
+    """Most sentences a paragraph may have: enough for one per passage of the largest part."""
+    return max([MIN_SENTENCE_CAP, *(len(part.passage_ids) for part in parts)])
+
+
 @functools.lru_cache(maxsize=128)
-def synthesis_reply(parts: int, k: int) -> type[SynthesisReply]:
-    """Exactly ``parts`` paragraphs of 1-3 sentences, each citing 1..``k`` passages."""
+def synthesis_reply(parts: int, k: int, most: int = MIN_SENTENCE_CAP) -> type[SynthesisReply]:
+    """Exactly ``parts`` paragraphs of 1 to ``most`` sentences, each citing 1..``k`` passages."""
     sentence = with_fields(SentenceItem, cites=sized(int_in(1, k), 1, k))
-    paragraph = with_fields(ParagraphItem, part=int_in(1, parts), sentences=sized(sentence, 1, 3))
+    paragraph = with_fields(
+        ParagraphItem, part=int_in(1, parts), sentences=sized(sentence, 1, most)
+    )
     return with_fields(SynthesisReply, paragraphs=sized(paragraph, parts, parts))
 
 
@@ -162,6 +175,13 @@ def paragraph_problems(item: ParagraphItem, part: Part, passages: Sequence[Passa
             problems.append(f"{where} cites none of its part's passages {marks}")
         elif copies(sentence.text, texts):
             problems.append(f"{where} copies a passage; say it in your own words")
+    left_out = allowed - {n for sentence in item.sentences for n in sentence.cites}
+    if left_out:
+        marks = "".join(f"[{n}]" for n in sorted(left_out))
+        problems.append(
+            f"part {item.part} leaves out {marks}: state what each passage of the part says, "
+            "citing it"
+        )
     return problems
 
 
@@ -206,7 +226,8 @@ def salvage(
     numbers, returned) quote their passages."""
     good: dict[int, ParagraphItem] = {}
     try:
-        value = parse_reply(synthesis_reply(len(parts), len(passages)), extract_json(raw))
+        reply_model = synthesis_reply(len(parts), len(passages), sentence_cap(parts))
+        value = parse_reply(reply_model, extract_json(raw))
         for item in value.paragraphs:
             if 1 <= item.part <= len(parts) and item.part not in good:
                 if not paragraph_problems(item, parts[item.part - 1], passages):
@@ -275,10 +296,12 @@ class SynthesisWriter:
         return (
             f"Question: {question}\n\nPassages:\n{passages_block(passages, self.max_words)}\n\n"
             f"Plan of the answer, one part per sub-question:\n{plan}\n\n"
-            "Write one short paragraph per part, in the order of the plan: 1 to 3 sentences "
-            "that answer the part's sub-question in your own words, bringing its passages "
-            "together. Do not copy sentences from the passages. Each sentence cites, by number, "
-            f"the passages that support it, at least one of its part's passages.{avoid}\n"
+            "Write one short paragraph per part, in the order of the plan: sentences that "
+            "answer the part's sub-question in your own words, stating what each of the part's "
+            "passages says (passages that make the same point share a sentence; at most one "
+            "sentence per passage). Do not copy sentences from the passages. Each sentence "
+            "cites, by number, the passages that support it, at least one of its part's "
+            f"passages, and every passage of a part is cited in its paragraph.{avoid}\n"
             'Reply with JSON only: {"paragraphs": [{"part": 1, "sentences": [{"text": "...", '
             '"cites": [2]}]}, ...]}.'
         )
@@ -345,7 +368,7 @@ class SynthesisWriter:
                 seed=self.llm.params.seed,
             )
             messages = [system(SYSTEM_PROMPT), user(request)]
-            reply_model = synthesis_reply(len(parts), len(passages))
+            reply_model = synthesis_reply(len(parts), len(passages), sentence_cap(parts))
             try:
                 reply = chat_json(
                     self.llm,
