@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/cv_floor.py [--floors 0 0.05 0.1 0.2 0.3 0.5 0.8] [--folds 4]
         [--coverage SPEC | --fold-models CACHE --fold-forms statements+questions]
+        [--aspects questions|llm [--llm SPEC] [--subquestions 8]]
 
 Each ArgKP train + dev topic is asked twice, as ``covrag ask`` would with the topic's key points
 (in their question form, ``argkp2021:SPLIT:questions``) as the sub-questions:
@@ -18,6 +19,11 @@ Per topic the objective is the mean of the two (StRecall@8 answerable, empty sha
 For each fold the floor with the best mean objective on the other folds is chosen and scored on
 the held-out fold (:func:`covrag.pipeline.cv.assign_folds`, seeded). Prints a markdown table.
 
+With ``--aspects llm`` the sub-questions are the ones ``covrag ask`` would use: the ``--llm``'s
+decomposition of the topic's question (8 by default, through the response cache), and StRecall
+still reads the gold key points. Probabilities depend on how the sub-questions are worded, so the
+floor is chosen for the sub-question source it will meet.
+
 The estimator is the shipped cross-encoder, any ``--coverage`` spec, or, with ``--fold-models``,
 the per-fold cross-encoders that ``covrag cv --train-coverage`` trained and kept in its
 ``--train-cache``: each topic is then scored by the model trained without its fold (the folds
@@ -28,6 +34,7 @@ estimator that has never seen the topics it is measured on.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -36,10 +43,11 @@ import numpy as np
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
 from covrag.data import load_dataset
+from covrag.llm import parse_llm
 from covrag.pipeline import PrepareConfig, prepare
 from covrag.pipeline.ask import retrieve_pool
 from covrag.pipeline.cv import assign_folds
-from covrag.plan import C2Query
+from covrag.plan import C2Query, LLMDecomposer
 from covrag.retrieve import BM25Retriever
 from covrag.select import parse_selector, select_above_floor
 from covrag.select.base import Candidates
@@ -65,7 +73,19 @@ def main() -> None:
     parser.add_argument("--coverage", default="cross-encoder", help="estimator spec")
     parser.add_argument("--fold-models", type=Path, help="covrag cv's --train-cache")
     parser.add_argument("--fold-forms", default="statements+questions")
+    parser.add_argument("--aspects", choices=["questions", "llm"], default="questions")
+    parser.add_argument("--llm", default="local", help="LLM spec for --aspects llm")
+    parser.add_argument("--subquestions", type=int, default=8)
     args = parser.parse_args()
+    decomposer = (
+        LLMDecomposer(parse_llm(args.llm), n=args.subquestions) if args.aspects == "llm" else None
+    )
+
+    def sought(topic: Topic) -> Topic:
+        """The topic with the sub-questions the estimator is asked about."""
+        if decomposer is None:
+            return topic
+        return dataclasses.replace(topic, aspects=decomposer.decompose(topic.query).aspects)
 
     topics = [*load_dataset("argkp2021:train:questions"), *load_dataset("argkp2021:dev:questions")]
     folds = assign_folds(sorted(t.query_id for t in topics), args.folds, args.seed)
@@ -88,9 +108,10 @@ def main() -> None:
     for n, topic in enumerate(topics, start=1):
         own = set(topic.passage_ids)
         estimator = estimator_for(topic)
-        answerable = _candidates(topic, list(everything.values()), estimator)
+        asked = sought(topic)
+        answerable = _candidates(asked, list(everything.values()), estimator)
         others = [p for pid, p in everything.items() if pid not in own]
-        unanswerable = _candidates(topic, others, estimator)
+        unanswerable = _candidates(asked, others, estimator)
         wanted = {a.id for a in topic.aspects}
         values: dict[str, list[float]] = {"strecall": [], "filled": [], "empty_off": []}
         for floor in args.floors:
