@@ -76,6 +76,14 @@ def main() -> None:
     parser.add_argument("--aspects", choices=["questions", "llm"], default="questions")
     parser.add_argument("--llm", default="local", help="LLM spec for --aspects llm")
     parser.add_argument("--subquestions", type=int, default=8)
+    parser.add_argument(
+        "--objective",
+        choices=["raw", "retained"],
+        default="raw",
+        help="answerable half of the objective: StRecall@k (raw) or the share of the StRecall@k "
+        "without a floor that the floor keeps (retained; needs 0 among --floors)",
+    )
+    parser.add_argument("--rows", type=Path, help="re-choose from a saved --out file, no scoring")
     args = parser.parse_args()
     decomposer = (
         LLMDecomposer(parse_llm(args.llm), n=args.subquestions) if args.aspects == "llm" else None
@@ -105,7 +113,12 @@ def main() -> None:
     budget = Budget(max_passages=args.k)
     everything = {p.id: p for t in topics for p in t.passages}
     rows: dict[str, dict[str, list[float]]] = {}
-    for n, topic in enumerate(topics, start=1):
+    if args.rows:
+        saved = json.loads(args.rows.read_text())
+        if saved["floors"] != args.floors:
+            raise SystemExit(f"{args.rows} has floors {saved['floors']}: pass the same --floors")
+        rows = saved["rows"]
+    for n, topic in enumerate([] if args.rows else topics, start=1):
         own = set(topic.passage_ids)
         estimator = estimator_for(topic)
         asked = sought(topic)
@@ -125,9 +138,15 @@ def main() -> None:
         print(f"{n}/{len(topics)} {topic.query_id}: {values}", flush=True)
 
     ids = sorted(rows)
-    objective = {
-        q: 0.5 * np.array(rows[q]["strecall"]) + 0.5 * np.array(rows[q]["empty_off"]) for q in ids
-    }
+
+    def answerable(q: str) -> np.ndarray:
+        strecall = np.array(rows[q]["strecall"])
+        if args.objective == "raw":
+            return strecall
+        unfloored = strecall[args.floors.index(0)]
+        return strecall / unfloored if unfloored > 0 else np.ones_like(strecall)
+
+    objective = {q: 0.5 * answerable(q) + 0.5 * np.array(rows[q]["empty_off"]) for q in ids}
     held: dict[str, int] = {}
     for fold in range(args.folds):
         train = [q for q in ids if folds[q] != fold]
@@ -155,6 +174,8 @@ def main() -> None:
             f"{mean('filled', fixed):.3f} | {mean('empty_off', fixed):.3f} |"
         )
     print("\n".join(lines))
+    if args.rows:
+        return
     args.out.write_text(
         json.dumps({"floors": args.floors, "rows": rows, "held_out_choice": held}, indent=2)
     )
