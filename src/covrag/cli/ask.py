@@ -204,17 +204,11 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
 
 def covered_by(result: AskResult, number: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
     """Aspect id -> the context numbers of the selected passages that cover it (estimated)."""
-    matrix = result.coverage
-    rows = {p: i for i, p in enumerate(matrix.passage_ids)}
-    covered = matrix.covered
-    found: dict[str, tuple[int, ...]] = {}
-    for j, aspect in enumerate(matrix.aspect_ids):
-        found[aspect] = tuple(
-            n
-            for pid, n in sorted(number.items(), key=lambda x: x[1])
-            if pid in rows and covered[rows[pid], j]
-        )
-    return found
+    found: dict[str, list[int]] = {a: [] for a in result.coverage.aspect_ids}
+    for pid, n in sorted(number.items(), key=lambda item: item[1]):
+        for aspect in result.coverage.aspects_of(pid):
+            found[aspect].append(n)
+    return {a: tuple(ns) for a, ns in found.items()}
 
 
 def _print_ask(result: AskResult, console: Console) -> None:
