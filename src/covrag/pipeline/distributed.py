@@ -25,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import signal
+import threading
 import traceback
 import uuid
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -96,6 +98,27 @@ def _torch_threads() -> int | None:
 def _actor_name(pool: str) -> dict[str, str]:
     """A unique name for an actor of the pool, so that Ctrl-C can find and stop it."""
     return {"name": pool + uuid.uuid4().hex}
+
+
+@contextlib.contextmanager
+def _interrupt_after() -> Iterator[None]:
+    """Hold a Ctrl-C that arrives inside the block until the block is done, then raise it.
+
+    Without this, an interrupt landing between Ray's submission of a task and the driver's
+    record of its reference leaves that task running, unseen by the cancellation."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach only the main thread
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received and callable(previous):  # Python's own handler raises KeyboardInterrupt
+        previous(signal.SIGINT, None)
+    elif received and previous == signal.SIG_DFL:
+        raise KeyboardInterrupt
 
 
 def _kill_actors(ray: Any, pool: str) -> None:
@@ -206,7 +229,8 @@ class RayExecutor:
             remote_task = ray.remote(num_cpus=1)(_run_task)
             task_ref = ray.put(_portable(task))
             for index, value in outputs:
-                pending[remote_task.remote(task_ref, value)] = index
+                with _interrupt_after():  # a task submitted is a task recorded, to be cancelled
+                    pending[remote_task.remote(task_ref, value)] = index
             return self._gather(ray, pending, labels, progress, what)
         except BaseException:
             for ref in pending:
