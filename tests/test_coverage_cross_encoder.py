@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from covrag.cli import main
-from covrag.coverage import CrossEncoderCoverage
+from covrag.coverage import CrossEncoderCoverage, EmbeddingCoverage
 from covrag.errors import DataError
 from covrag.train.calibrate import best_f1_threshold, roc_auc
 from covrag.train.coverage import TrainConfig, train_cross_encoder
@@ -59,6 +59,18 @@ def test_best_assignment_covers_at_most_one_aspect_per_passage(tiny_model: Path)
     matrix = CrossEncoderCoverage(model=str(tiny_model), threshold=0.01, assignment="best")
     covered = matrix.estimate(topic()).covered
     assert (covered.sum(axis=1) <= 1).all()
+
+
+def test_blend_mixes_in_the_bi_encoders_cosine(tiny_model: Path) -> None:
+    alone = CrossEncoderCoverage(model=str(tiny_model), threshold=0.5).estimate(topic())
+    cosine = EmbeddingCoverage(threshold=0.0).estimate(topic())
+    blended = CrossEncoderCoverage(model=str(tiny_model), threshold=0.5, blend=0.25)
+    matrix = blended.estimate(topic())
+    assert np.allclose(matrix.probs, 0.75 * alone.probs + 0.25 * cosine.probs)
+    assert not np.allclose(matrix.probs, alone.probs)
+    assert "blend=0.25" in matrix.source and matrix.pairs_scored == 0  # the pairs were cached
+    with pytest.raises(ValueError, match="blend must lie in"):
+        CrossEncoderCoverage(blend=1.5)
 
 
 def test_threshold_comes_from_the_training_card(tiny_model: Path) -> None:

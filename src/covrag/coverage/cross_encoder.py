@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from covrag.coverage.base import ESTIMATORS, CoverageEstimator
+from covrag.coverage.embedding import EmbeddingCoverage
 from covrag.coverage.onnx_model import OnnxPairScorer
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.types import CoverageMatrix, FloatArray, Topic
@@ -138,6 +139,15 @@ class CrossEncoderCoverage(CoverageEstimator):
             (``independent`` when it has none).
         batch_size: Pairs per forward pass.
         max_length: Token limit per pair; longer pairs are cut by the model and reported.
+        blend: Weight of the bi-encoder's cosine in an ensemble with the cross-encoder:
+            P = (1 - blend) * cross-encoder + blend * max(0, cosine). The bi-encoder still
+            relates paraphrases (``businesses`` and ``shops``) that a fine-tuned cross-encoder
+            can lose; 0 (the default) is the cross-encoder alone. On 12 ArgKP topics the
+            fold models never saw, 0.5 moved alpha-nDCG@10 from 0.563 to 0.577 with
+            question-form aspects and from 0.650 to 0.629 with statements
+            (docs/BENCHMARKS.md, section 20), so it is not on by default.
+        blend_model: The bi-encoder of the blend (sentence-transformers name or path); None for
+            the packaged MiniLM.
     """
 
     name = "cross-encoder"
@@ -146,12 +156,16 @@ class CrossEncoderCoverage(CoverageEstimator):
     assignment: str | None = None
     batch_size: int = 64
     max_length: int = 256
+    blend: float = 0.0
+    blend_model: str | None = None
 
     def __post_init__(self) -> None:
         if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"threshold must lie in [0, 1], got {self.threshold}")
         if self.assignment not in (None, "independent", "best"):
             raise ValueError(f"assignment must be 'independent' or 'best', got {self.assignment!r}")
+        if not 0.0 <= self.blend <= 1.0:
+            raise ValueError(f"blend must lie in [0, 1], got {self.blend}")
 
     def model_path(self) -> str:
         if self.model is not None:
@@ -182,6 +196,9 @@ class CrossEncoderCoverage(CoverageEstimator):
         pairs = [(p.text, a.text) for p in topic.passages for a in topic.aspects]
         values, scored, truncated = scorer.score(pairs)
         probs = values.reshape(len(topic.passages), len(topic.aspects))
+        if self.blend > 0.0 and probs.size:
+            cosine = EmbeddingCoverage(threshold=0.0, model=self.blend_model).estimate(topic)
+            probs = (1.0 - self.blend) * probs + self.blend * cosine.probs
         threshold = self.resolved_threshold()
         if self.resolved_assignment() == "best" and probs.size:
             best = probs.argmax(axis=1)
