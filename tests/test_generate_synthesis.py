@@ -100,7 +100,32 @@ def test_a_copied_or_uncited_sentence_is_sent_back_then_quoted_honestly() -> Non
     # Part 3 passed its checks and is kept; parts 1 and 2 quote their passage, marked as quotes.
     assert texts[0] == 'One source says: "Uniforms reduce bullying because nobody stands out."'
     assert texts[1].startswith('One source says: "Uniforms cost') and texts[2].startswith("Pupils")
-    assert any("quote their best passage" in p and "1, 2" in p for p in draft.problems)
+    assert any("quote their passages" in p and "1, 2" in p for p in draft.problems)
+
+
+def test_a_sentence_about_the_passages_or_citing_too_many_is_sent_back() -> None:
+    """The small model's way round "cite every passage": one sentence that cites them all and
+    says nothing of what they say. Sent back; failing again, the part quotes every passage."""
+    three = (*PASSAGES, Passage("p4", "Uniforms make pupils feel equal."),
+             Passage("p5", "Bullies pick on clothes."))  # fmt: skip
+    topic = Topic("q", QUESTION, three, ASPECTS[:1])
+    writing = WritingContext(ASPECTS[:1], KeywordCoverage().estimate(topic))
+    parts, _ = plan_parts(three, writing)
+    assert len(parts) == 1 and len(parts[0].passage_ids) == 5  # every passage answers a1 best
+    vague = paragraphs(
+        (1, "Opinion on bullying is mixed, as the passages show.", [1, 2, 3]),
+    )
+    many = paragraphs(
+        (1, "Bullying falls, pupils feel equal, clothes matter.", [1, 2, 3, 4, 5]),
+    )
+    llm = ScriptedLLM([vague, many], supports_schema=True)
+    draft = SynthesisWriter(llm, retries=1).write(QUESTION, three, context=writing)
+    retry = llm.requests[1][0][-1].content
+    assert "part 1 sentence 1 talks about the passages" in retry
+    assert "at most 3 passages per sentence" in llm.requests[0][0][-1].content
+    quoted = [s for s in draft.answer.sentences if s.text.startswith("One source says")]
+    assert sorted(s.passage_ids[0] for s in quoted) == sorted(parts[0].passage_ids)
+    assert any("cites 5 passages" in p for p in draft.problems)
 
 
 def test_every_passage_of_a_part_is_cited_in_its_paragraph() -> None:

@@ -8,8 +8,10 @@ its own words, at most one sentence per passage of the part (and up to three in 
 constrained JSON (:func:`synthesis_reply`) checked by :func:`check_paragraphs`: every part
 answered once and in order, every sentence cites at least one of its part's passages, every
 passage of a part is cited in its paragraph (a paragraph that merges its passages into one
-sentence used to drop their separate points: BENCHMARKS.md, section 14), and no sentence copies
-a passage (:func:`~covrag.generate.copying.copies`). An invalid reply is retried with the
+sentence used to drop their separate points: BENCHMARKS.md, section 14), no sentence cites more
+than :data:`MAX_SHARED` passages or talks about "the passages" instead of saying what they say
+(the small model's way round the previous check: "as passages [1]-[7] show"), and no sentence
+copies a passage (:func:`~covrag.generate.copying.copies`). An invalid reply is retried with the
 problem named.
 
 The aspects no context passage covers are stated in one framing sentence, marked as the writer's
@@ -17,8 +19,8 @@ own (``Citation.framing``), never cited. With no context at all the answer is th
 model is called.
 
 The fallback stays honest: when the model still fails the checks, each part it got right is
-kept and each other part quotes its best passage's first sentence, in quotation marks and cited,
-and the draft says so in its problems.
+kept and each other part quotes the first sentence of each of its passages, in quotation marks
+and cited (so no passage's point is lost), and the draft says so in its problems.
 """
 
 from __future__ import annotations
@@ -144,6 +146,13 @@ class SynthesisReply(Reply):
 #: Most sentences a paragraph may have: one per passage of its part, and at least this many.
 MIN_SENTENCE_CAP = 3
 
+#: Most passages one sentence may cite: passages that make the same point share a sentence, but a
+#: sentence citing every passage ("as passages [1]-[7] show") states none of their points.
+MAX_SHARED = 3
+
+#: A sentence that talks about the passages instead of saying what they say.
+_ABOUT_PASSAGES = re.compile(r"\bpassages?\b|\[\d+\]", re.IGNORECASE)
+
 
 def sentence_cap(parts: Sequence[Part]) -> int:
     """Most sentences a paragraph may have: enough for one per passage of the largest part."""
@@ -173,6 +182,16 @@ def paragraph_problems(item: ParagraphItem, part: Part, passages: Sequence[Passa
         elif not allowed & set(sentence.cites):
             marks = "".join(f"[{n}]" for n in sorted(allowed))
             problems.append(f"{where} cites none of its part's passages {marks}")
+        elif len(set(sentence.cites)) > MAX_SHARED:
+            problems.append(
+                f"{where} cites {len(set(sentence.cites))} passages; give each passage's point "
+                f"its own sentence (at most {MAX_SHARED} passages per sentence)"
+            )
+        elif _ABOUT_PASSAGES.search(sentence.text):
+            problems.append(
+                f"{where} talks about the passages; state what they say, and cite them only "
+                "in cites"
+            )
         elif copies(sentence.text, texts):
             problems.append(f"{where} copies a passage; say it in your own words")
     left_out = allowed - {n for sentence in item.sentences for n in sentence.cites}
@@ -203,10 +222,15 @@ def check_paragraphs(
 
 
 def quote_part(part: Part, passages: Sequence[Passage]) -> list[Citation]:
-    """The fallback for one part: its best passage's first sentence, quoted and cited."""
-    best = next(p for p in passages if p.id == part.passage_ids[0])
-    first = (split_sentences(best.text) or [best.text])[0].strip()
-    return [Citation(f'One source says: "{first}"', (best.id,), part.aspect.id)]
+    """The fallback for one part: the first sentence of each of its passages, quoted and cited,
+    so that no passage's point is lost when the model cannot restate it."""
+    by_id = {p.id: p for p in passages}
+    quotes = []
+    for passage_id in part.passage_ids:
+        passage = by_id[passage_id]
+        first = (split_sentences(passage.text) or [passage.text])[0].strip()
+        quotes.append(Citation(f'One source says: "{first}"', (passage_id,), part.aspect.id))
+    return quotes
 
 
 def to_sentences(item: ParagraphItem, part: Part, passages: Sequence[Passage]) -> list[Citation]:
@@ -299,9 +323,11 @@ class SynthesisWriter:
             "Write one short paragraph per part, in the order of the plan: sentences that "
             "answer the part's sub-question in your own words, stating what each of the part's "
             "passages says (passages that make the same point share a sentence; at most one "
-            "sentence per passage). Do not copy sentences from the passages. Each sentence "
-            "cites, by number, the passages that support it, at least one of its part's "
-            f"passages, and every passage of a part is cited in its paragraph.{avoid}\n"
+            f"sentence per passage, at most {MAX_SHARED} passages per sentence). Do not copy "
+            "sentences from the passages, and do not mention the passages or their numbers in "
+            "the text. Each sentence cites, by number, the passages that support it, at least "
+            "one of its part's passages, and every passage of a part is cited in its "
+            f"paragraph.{avoid}\n"
             'Reply with JSON only: {"paragraphs": [{"part": 1, "sentences": [{"text": "...", '
             '"cites": [2]}]}, ...]}.'
         )
@@ -390,7 +416,7 @@ class SynthesisWriter:
                 paragraphs, quoted = salvage(raw, parts, passages)
                 notes.append(
                     f"the model failed the writer's checks ({exc.attempts[-1][1]}); part(s) "
-                    f"{', '.join(map(str, quoted))} quote their best passage instead"
+                    f"{', '.join(map(str, quoted))} quote their passages instead"
                 )
                 logger.warning("synthesis: %s", notes[-1])
         sentences = [s for paragraph in paragraphs for s in paragraph]
