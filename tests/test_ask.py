@@ -198,11 +198,7 @@ def test_a_question_the_corpus_cannot_answer_gets_no_padding_and_says_so() -> No
 
 
 def test_a_partly_answerable_question_names_what_the_corpus_does_not_answer() -> None:
-    reply = {
-        "paragraphs": [
-            {"part": 1, "sentences": [{"text": "Dressing alike cuts it.", "cites": [1]}]}
-        ]
-    }
+    reply = {"sentences": [{"text": "Dressing alike cuts it.", "cites": [1]}]}  # the one part
     llm = ScriptedLLM([json.dumps(reply)], supports_schema=True)
     aspects = (Aspect("sq1", "bullying at school"), SUGAR[1])
     config = AskConfig(pool=5, k=3, passes=0, writer="synthesis")

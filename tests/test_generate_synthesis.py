@@ -41,6 +41,16 @@ def paragraphs(*items: tuple[int, str, list[int]]) -> str:
     )
 
 
+def part(*sentences: tuple[str, list[int]]) -> str:
+    """One part's reply, as the writer asks for it (one call per part)."""
+    return json.dumps({"sentences": [{"text": text, "cites": cites} for text, cites in sentences]})
+
+
+PARTS = [
+    part(("Pupils who dress alike are picked on less.", [1])),
+    part(("Families pay for the clothes each year.", [2])),
+    part(("Pupils lose a way to show who they are.", [3])),
+]
 GOOD = paragraphs(
     (1, "Pupils who dress alike are picked on less.", [1]),
     (2, "Families pay for the clothes each year.", [2]),
@@ -71,11 +81,13 @@ def test_plan_follows_coverage_and_outline_and_names_what_is_missing() -> None:
 
 
 def test_writes_one_cited_paragraph_per_aspect_and_frames_the_gaps() -> None:
-    llm = ScriptedLLM([GOOD], supports_schema=True)
+    llm = ScriptedLLM(PARTS, supports_schema=True)
     draft = SynthesisWriter(llm, exclude=["religion"]).write(QUESTION, PASSAGES, context=context())
-    prompt = llm.requests[0][0][-1].content
-    assert "Part 1: bullying falls with uniforms (passages [1])" in prompt
-    assert "Do not write about: religion." in prompt and llm.requests[0][1] is not None
+    prompts = [request[0][-1].content for request in llm.requests]
+    assert len(prompts) == 3  # one call per part, each showing only its own passages
+    assert "Part 2 of the answer, on the sub-question: cost to parents" in prompts[1]
+    assert "[2] Uniforms cost" in prompts[1] and "[1]" not in prompts[1].split("Passages:")[1]
+    assert "Do not write about: religion." in prompts[0] and llm.requests[0][1] is not None
     sentences = draft.answer.sentences
     assert [(s.aspect_id, s.passage_ids) for s in sentences[:3]] == [
         ("a1", ("p1",)), ("a2", ("p2",)), ("a3", ("p3",)),
@@ -86,15 +98,12 @@ def test_writes_one_cited_paragraph_per_aspect_and_frames_the_gaps() -> None:
 
 
 def test_a_copied_or_uncited_sentence_is_sent_back_then_quoted_honestly() -> None:
-    copied = paragraphs(
-        (1, "Uniforms reduce bullying because nobody stands out.", [1]),
-        (2, "Families pay for the clothes.", [3]),  # cites none of part 2's passages
-        (3, "Pupils lose a way to show who they are.", [3]),
-    )
-    llm = ScriptedLLM([copied, copied], supports_schema=True)
+    copied = part(("Uniforms reduce bullying because nobody stands out.", [1]))
+    uncited = part(("Families pay for the clothes.", [3]))  # cites none of part 2's passages
+    llm = ScriptedLLM([copied, copied, uncited, uncited, PARTS[2]], supports_schema=True)
     draft = SynthesisWriter(llm, retries=1).write(QUESTION, PASSAGES, context=context())
-    retry = llm.requests[1][0][-1].content
-    assert "part 1 sentence 1 copies a passage" in retry
+    assert "part 1 sentence 1 copies a passage" in llm.requests[1][0][-1].content
+    retry = llm.requests[3][0][-1].content
     assert "part 2 sentence 1 cites none of its part's passages [2]" in retry
     texts = [s.text for s in draft.answer.sentences]
     # Part 3 passed its checks and is kept; parts 1 and 2 quote their passage, marked as quotes.
@@ -112,12 +121,8 @@ def test_a_sentence_about_the_passages_or_citing_too_many_is_sent_back() -> None
     writing = WritingContext(ASPECTS[:1], KeywordCoverage().estimate(topic))
     parts, _ = plan_parts(three, writing)
     assert len(parts) == 1 and len(parts[0].passage_ids) == 5  # every passage answers a1 best
-    vague = paragraphs(
-        (1, "Opinion on bullying is mixed, as the passages show.", [1, 2, 3]),
-    )
-    many = paragraphs(
-        (1, "Bullying falls, pupils feel equal, clothes matter.", [1, 2, 3, 4, 5]),
-    )
+    vague = part(("Opinion on bullying is mixed, as the passages show.", [1, 2, 3]))
+    many = part(("Bullying falls, pupils feel equal, clothes matter.", [1, 2, 3, 4, 5]))
     llm = ScriptedLLM([vague, many], supports_schema=True)
     draft = SynthesisWriter(llm, retries=1).write(QUESTION, three, context=writing)
     retry = llm.requests[1][0][-1].content
@@ -139,17 +144,15 @@ def test_every_passage_of_a_part_is_cited_in_its_paragraph() -> None:
     assert [p.passage_ids for p in parts][0] == ("p1",)
     assert sorted(parts[1].passage_ids) == ["p2", "p4"]
     one = [2] if parts[1].passage_ids[0] == "p2" else [3]  # p4 is passage [3]
-    left_out = paragraphs((1, "Pupils who dress alike are picked on less.", [1]),
-                          (2, "Families pay for the clothes.", one))  # fmt: skip
-    fixed = paragraphs((1, "Pupils who dress alike are picked on less.", [1]),
-                       (2, "Families pay for the clothes, and they wear out.", [2, 3]))  # fmt: skip
-    llm = ScriptedLLM([left_out, fixed], supports_schema=True)
+    left_out = part(("Families pay for the clothes.", one))
+    fixed = part(("Families pay for the clothes, and they wear out.", [2, 3]))
+    llm = ScriptedLLM([PARTS[0], left_out, fixed], supports_schema=True)
     draft = SynthesisWriter(llm, retries=1).write(QUESTION, extra, context=writing)
-    retry = llm.requests[1][0][-1].content
+    retry = llm.requests[2][0][-1].content
     other = 3 if one == [2] else 2
     assert f"part 2 leaves out [{other}]: state what each passage" in retry
     assert draft.answer.sentences[1].passage_ids == ("p2", "p4") and draft.problems == ()
-    schema = json.dumps(llm.requests[0][1])
+    schema = json.dumps(llm.requests[1][1])
     assert '"maxItems": 3' in schema  # at least 3 sentences per part, 1 per passage beyond
 
 
@@ -173,7 +176,7 @@ def test_rewrites_are_checked_and_a_worse_one_is_not_kept() -> None:
         (3, "Pupils lose a way to show who they are.", [1]),
     )
     critique = json.dumps({"underused": [], "missing": ""})
-    llm = ScriptedLLM([GOOD, critique, GOOD, critique, failing, failing], supports_schema=True)
+    llm = ScriptedLLM([*PARTS, critique, GOOD, critique, failing, failing], supports_schema=True)
     critic = Critic(llm, estimator=KeywordCoverage())
     result = CritiqueRewriteGenerator(SynthesisWriter(llm), critic, passes=2).generate(
         QUESTION, PASSAGES, context=context()
@@ -185,7 +188,7 @@ def test_rewrites_are_checked_and_a_worse_one_is_not_kept() -> None:
     ]  # fmt: skip
     assert result.drafts[2] == result.drafts[1] and result.answer == result.drafts[0].answer
     assert result.to_json()["critiques"][1]["verdict"].startswith("rejected")
-    rewrite_prompt = llm.requests[2][0][-1].content
+    rewrite_prompt = llm.requests[4][0][-1].content
     assert "Your previous answer:\n(part 1) Pupils who dress alike are picked on less. [1]" in (
         rewrite_prompt
     )
@@ -205,7 +208,7 @@ def test_verdicts() -> None:
 
 def test_critique_names_missing_sub_questions_by_their_text() -> None:
     llm = ScriptedLLM(
-        [paragraphs((1, "Dressing alike cuts bullying.", [1])), '{"underused": [], "missing": ""}'],
+        [part(("Dressing alike cuts bullying.", [1])), '{"underused": [], "missing": ""}'],
         supports_schema=True,
     )
     only_a1 = WritingContext(ASPECTS, context().coverage)

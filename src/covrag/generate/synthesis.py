@@ -3,12 +3,13 @@
 The answer is planned by aspect before the model writes a word. Each wanted aspect (a
 sub-question, or an ``include`` request) that some context passage answers under the coverage
 matrix becomes a *part*, with those passages (:func:`plan_parts`); parts follow the outline's
-order when one was planned, else the aspects' order. The model writes a paragraph per part, in
-its own words, at most one sentence per passage of the part (and up to three in any case), as
-constrained JSON (:func:`synthesis_reply`) checked by :func:`check_paragraphs`: every part
-answered once and in order, every sentence cites at least one of its part's passages, every
-passage of a part is cited in its paragraph (a paragraph that merges its passages into one
-sentence used to drop their separate points: BENCHMARKS.md, section 14), no sentence cites more
+order when one was planned, else the aspects' order. The model writes each part's paragraph in
+its own call, shown only that part's passages (a 1.5B model asked for every part at once mixed
+up the parts' passages and ran out of tokens: BENCHMARKS.md, section 14), in its own words, at
+most one sentence per passage of the part (and up to three in any case), as constrained JSON
+(:func:`part_reply`) checked by :func:`paragraph_problems`: every sentence cites at least one of
+its part's passages, every passage of a part is cited in its paragraph (a paragraph that merges
+its passages into one sentence used to drop their separate points), no sentence cites more
 than :data:`MAX_SHARED` passages or talks about "the passages" instead of saying what they say
 (the small model's way round the previous check: "as passages [1]-[7] show"), and no sentence
 copies a passage (:func:`~covrag.generate.copying.copies`). An invalid reply is retried with the
@@ -38,7 +39,7 @@ from covrag.generate.citations import ParsedAnswer
 from covrag.generate.copying import copies
 from covrag.generate.records import Draft, LLMCost, WritingContext
 from covrag.llm.base import LLM, ChatParams, system, user
-from covrag.llm.prompts import passages_block
+from covrag.llm.prompts import passages_block, truncate_words
 from covrag.llm.structured import chat_json, extract_json
 from covrag.schema.llm import Reply, int_in, parse_reply, sized, with_fields
 from covrag.text import split_sentences
@@ -150,6 +151,10 @@ MIN_SENTENCE_CAP = 3
 #: sentence citing every passage ("as passages [1]-[7] show") states none of their points.
 MAX_SHARED = 3
 
+#: Tokens a part's reply may take: this much, and this much more per passage of the part.
+PART_TOKENS = 80
+PASSAGE_TOKENS = 90
+
 #: A sentence that talks about the passages instead of saying what they say.
 _ABOUT_PASSAGES = re.compile(r"\bpassages?\b|\[\d+\]", re.IGNORECASE)
 
@@ -167,6 +172,19 @@ def synthesis_reply(parts: int, k: int, most: int = MIN_SENTENCE_CAP) -> type[Sy
         ParagraphItem, part=int_in(1, parts), sentences=sized(sentence, 1, most)
     )
     return with_fields(SynthesisReply, paragraphs=sized(paragraph, parts, parts))
+
+
+class PartReply(Reply):
+    """``{"sentences": [{"text": "...", "cites": [2]}]}``: one part's paragraph."""
+
+    sentences: list[SentenceItem]
+
+
+@functools.lru_cache(maxsize=128)
+def part_reply(k: int, most: int) -> type[PartReply]:
+    """One paragraph of 1 to ``most`` sentences, each citing 1..``k`` passages."""
+    sentence = with_fields(SentenceItem, cites=sized(int_in(1, k), 1, k))
+    return with_fields(PartReply, sentences=sized(sentence, 1, most))
 
 
 def paragraph_problems(item: ParagraphItem, part: Part, passages: Sequence[Passage]) -> list[str]:
@@ -269,7 +287,8 @@ def salvage(
 
 
 class SynthesisWriter:
-    """Writes an answer planned by aspect: one short cited paragraph per covered aspect.
+    """Writes an answer planned by aspect: one short cited paragraph per covered aspect, one
+    model call per paragraph (a rewrite asks for the whole answer at once, with the feedback).
 
     Args:
         llm: The model.
@@ -342,8 +361,83 @@ class SynthesisWriter:
     ) -> Draft:
         """The first answer to ``question`` from ``passages``."""
         parts, missing = plan_parts(passages, context or WritingContext(), outline)
-        request = self._request(question, passages, parts) if parts else ""
-        return self._draft(request, passages, parts, missing, 1.0)
+        paragraphs: list[list[Citation]] = []
+        raws, cost, cut_off, failed = [], LLMCost(), False, []
+        for index, part in enumerate(parts, start=1):
+            paragraph, raw, part_cost, problem = self._write_part(question, passages, part, index)
+            paragraphs.append(paragraph)
+            raws.append(raw)
+            cost += part_cost
+            if problem is not None:
+                failed.append((index, problem))
+                cut_off = cut_off or "cut off" in problem
+        notes: tuple[str, ...] = ()
+        if failed:
+            notes = (
+                f"the model failed the writer's checks ({failed[0][1]}); part(s) "
+                f"{', '.join(str(i) for i, _ in failed)} quote their passages instead",
+            )
+            logger.warning("synthesis: %s", notes[0])
+        return _finish(paragraphs, missing, "\n".join(raws), cost, cut_off, notes)
+
+    def _part_request(
+        self, question: str, passages: Sequence[Passage], part: Part, index: int
+    ) -> str:
+        number = {p.id: i for i, p in enumerate(passages, start=1)}
+        by_id = {p.id: p for p in passages}
+        block = "\n".join(
+            f"[{number[pid]}] {truncate_words(by_id[pid].text, self.max_words)}"
+            for pid in part.passage_ids
+        )
+        marks = ", ".join(f"[{number[pid]}]" for pid in part.passage_ids)
+        avoid = f" Do not write about: {'; '.join(self.exclude)}." if self.exclude else ""
+        return (
+            f"Question: {question}\n\nPart {index} of the answer, on the sub-question: "
+            f"{part.aspect.text}\n\nPassages:\n{block}\n\n"
+            "Write this part's paragraph: sentences that answer the sub-question in your own "
+            "words, one sentence for what each passage says (passages that make the same point "
+            f"share a sentence, at most {MAX_SHARED} passages per sentence). Do not copy "
+            "sentences from the passages, and do not mention the passages or their numbers in "
+            "the text. Each sentence cites, by number, the passages that support it, and every "
+            f"one of {marks} is cited.{avoid}\n"
+            'Reply with JSON only: {"sentences": [{"text": "...", "cites": [n]}]}.'
+        )
+
+    def _write_part(
+        self, question: str, passages: Sequence[Passage], part: Part, index: int
+    ) -> tuple[list[Citation], str, LLMCost, str | None]:
+        """One part's checked paragraph, or its passages quoted with the problem that forced
+        it: (sentences, raw reply, cost, problem or None)."""
+        size = len(part.passage_ids)
+        params = ChatParams(
+            temperature=self.llm.params.temperature,
+            max_tokens=min(self.max_tokens, PART_TOKENS + PASSAGE_TOKENS * size),
+            seed=self.llm.params.seed,
+        )
+
+        def check(value: PartReply) -> ParagraphItem:
+            item = ParagraphItem(part=index, sentences=value.sentences)
+            problems = paragraph_problems(item, part, passages)
+            if problems:
+                raise ValueError("; ".join(problems[:3]))
+            return item
+
+        try:
+            reply = chat_json(
+                self.llm,
+                [system(SYSTEM_PROMPT), user(self._part_request(question, passages, part, index))],
+                part_reply(len(passages), max(MIN_SENTENCE_CAP, size)),
+                task=f"synthesis part {index}",
+                check=check,
+                retries=self.retries,
+                params=params,
+            )
+        except StructuredOutputError as exc:
+            raw = exc.attempts[-1][0] if exc.attempts else ""
+            problem = exc.attempts[-1][1] if exc.attempts else "no reply"
+            return quote_part(part, passages), raw, LLMCost(), problem
+        paragraph = to_sentences(reply.value, part, passages)
+        return paragraph, reply.results[-1].text, LLMCost.of(reply.results), None
 
     def rewrite(
         self,
@@ -419,12 +513,23 @@ class SynthesisWriter:
                     f"{', '.join(map(str, quoted))} quote their passages instead"
                 )
                 logger.warning("synthesis: %s", notes[-1])
-        sentences = [s for paragraph in paragraphs for s in paragraph]
-        framing = missing_sentence(missing, bool(parts))
-        if framing is not None:
-            sentences.append(framing)
-        answer = Answer(tuple(sentences))
-        target = sum(len(p) for p in paragraphs) or len(sentences)
-        return Draft(
-            ParsedAnswer(answer), raw, target, cut_off=cut_off, cost=cost, notes=tuple(notes)
-        )
+        return _finish(paragraphs, missing, raw, cost, cut_off, tuple(notes))
+
+
+def _finish(
+    paragraphs: Sequence[Sequence[Citation]],
+    missing: Sequence[Aspect],
+    raw: str,
+    cost: LLMCost,
+    cut_off: bool,
+    notes: tuple[str, ...],
+) -> Draft:
+    """The draft: the paragraphs' sentences, then the framing sentence naming what is missing."""
+    sentences = [s for paragraph in paragraphs for s in paragraph]
+    framing = missing_sentence(missing, bool(paragraphs))
+    if framing is not None:
+        sentences.append(framing)
+    target = sum(len(p) for p in paragraphs) or len(sentences)
+    return Draft(
+        ParsedAnswer(Answer(tuple(sentences))), raw, target, cut_off=cut_off, cost=cost, notes=notes
+    )
