@@ -64,6 +64,9 @@ def test_copy_rate_definition() -> None:
     assert copies("uniforms  reduce bullying, because nobody stands out", [passage])
     assert not copies("Pupils who dress alike are picked on less.", [passage])
     assert not copies("", [passage]) and copied_share("x", "") == 0.0
+    # A quoted passage behind an attribution is still a copy; a short quote inside own words is not.
+    assert copies(f'One source says: "{passage}"', [passage])
+    assert not copies('Pupils who dress alike are "picked on" less, one school found.', [passage])
 
 
 def test_plan_follows_coverage_and_outline_and_names_what_is_missing() -> None:

@@ -7,8 +7,12 @@ normalised (lower case, every run of non-alphanumerics one space), covers at lea
     copy(s, p) = |LCS_substring(norm(s), norm(p))| / |norm(s)|  >=  0.9
 
 So a passage sentence quoted whole, or with a word changed at one end, is a copy; a paraphrase
-is not. The *copy rate* of an answer is the share of its sentences that copy some passage of its
-context (``covrag eval-answers`` reports it; the synthesising writer rejects such sentences).
+is not. A sentence that puts a copied run in quotation marks behind a short attribution
+(``One source says: "..."``, the synthesising writer's fallback) is a copy too: the share is
+also taken of the quoted span alone, when that span is most of the sentence.
+
+The *copy rate* of an answer is the share of its sentences that copy some passage of its context
+(``covrag eval-answers`` reports it; the synthesising writer rejects such sentences).
 """
 
 from __future__ import annotations
@@ -26,8 +30,20 @@ def normalise(text: str) -> str:
     return _NON_WORD.sub(" ", text.lower()).strip()
 
 
+_QUOTED = re.compile(r'["\u201c]([^"\u201c\u201d]+)["\u201d]')
+
+
 def copied_share(sentence: str, passage: str) -> float:
-    """The share of ``sentence`` (normalised) that is one run of ``passage`` (normalised)."""
+    """The share of ``sentence`` (normalised) that is one run of ``passage`` (normalised); for a
+    sentence that is mostly one quoted span, the larger of that and the span's own share."""
+    share = _share(sentence, passage)
+    quoted = max(_QUOTED.findall(sentence), key=len, default="")
+    if quoted and len(normalise(quoted)) >= 0.5 * len(normalise(sentence)):
+        share = max(share, _share(quoted, passage))
+    return share
+
+
+def _share(sentence: str, passage: str) -> float:
     a, b = normalise(sentence), normalise(passage)
     if not a or not b:
         return 0.0
