@@ -112,7 +112,23 @@ def test_a_copied_or_uncited_sentence_is_sent_back_then_quoted_honestly() -> Non
     # Part 3 passed its checks and is kept; parts 1 and 2 quote their passage, marked as quotes.
     assert texts[0] == 'One source says: "Uniforms reduce bullying because nobody stands out."'
     assert texts[1].startswith('One source says: "Uniforms cost') and texts[2].startswith("Pupils")
-    assert any("quote their passages" in p and "1, 2" in p for p in draft.problems)
+    assert any("part(s) 1, 2 keep the sentences that pass" in p for p in draft.problems)
+
+
+def test_a_paragraph_that_leaves_a_passage_out_keeps_its_good_sentences() -> None:
+    """Failing twice, a paragraph keeps the sentences that pass their own checks, and only the
+    passages none of them cites are quoted."""
+    both = (ASPECTS[0], Aspect("a2", "money paid by parents"))
+    extra = (*PASSAGES[:2], Passage("p4", "Parents spend money on uniforms that wear out."))
+    writing = WritingContext(both, KeywordCoverage().estimate(Topic("q", QUESTION, extra, both)))
+    left_out = part(("Families pay for the clothes.", [2]), ("See passage [3].", [3]))
+    llm = ScriptedLLM([PARTS[0], left_out, left_out], supports_schema=True)
+    draft = SynthesisWriter(llm, retries=1).write(QUESTION, extra, context=writing)
+    second = [s for s in draft.answer.sentences if s.aspect_id == "a2"]
+    assert [(s.text, s.passage_ids) for s in second] == [
+        ("Families pay for the clothes.", ("p2",)),
+        ('One source says: "Parents spend money on uniforms that wear out."', ("p4",)),
+    ]
 
 
 def test_a_sentence_about_the_passages_or_citing_too_many_is_sent_back() -> None:

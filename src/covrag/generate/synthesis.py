@@ -19,13 +19,15 @@ The aspects no context passage covers are stated in one framing sentence, marked
 own (``Citation.framing``), never cited. With no context at all the answer is that sentence and no
 model is called.
 
-The fallback stays honest: when the model still fails the checks, each part it got right is
-kept and each other part quotes the first sentence of each of its passages, in quotation marks
-and cited (so no passage's point is lost), and the draft says so in its problems.
+The fallback stays honest: when the model still fails a part's checks, the part keeps the
+sentences that pass their own checks and quotes the first sentence of each passage none of them
+cites, in quotation marks and cited (so no passage's point is lost), and the draft says so in its
+problems. Quotes count as copies in the copy rate.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import re
@@ -187,31 +189,37 @@ def part_reply(k: int, most: int) -> type[PartReply]:
     return with_fields(PartReply, sentences=sized(sentence, 1, most))
 
 
+def sentence_problem(
+    sentence: SentenceItem, where: str, allowed: set[int], texts: Sequence[str]
+) -> str | None:
+    """What is wrong with one sentence of a part whose passages are numbered ``allowed``."""
+    if not any(c.isalpha() for c in sentence.text):
+        return f"{where} is empty"
+    if not allowed & set(sentence.cites):
+        marks = "".join(f"[{n}]" for n in sorted(allowed))
+        return f"{where} cites none of its part's passages {marks}"
+    if len(set(sentence.cites)) > MAX_SHARED:
+        return (
+            f"{where} cites {len(set(sentence.cites))} passages; give each passage's point its "
+            f"own sentence (at most {MAX_SHARED} passages per sentence)"
+        )
+    if _ABOUT_PASSAGES.search(sentence.text):
+        return f"{where} talks about the passages; state what they say, and cite them only in cites"
+    if copies(sentence.text, texts):
+        return f"{where} copies a passage; say it in your own words"
+    return None
+
+
 def paragraph_problems(item: ParagraphItem, part: Part, passages: Sequence[Passage]) -> list[str]:
     """What is wrong with one paragraph (empty when it is usable)."""
     number = {p.id: i for i, p in enumerate(passages, start=1)}
     allowed = {number[p] for p in part.passage_ids}
     texts = [p.text for p in passages]
-    problems = []
-    for s, sentence in enumerate(item.sentences, start=1):
-        where = f"part {item.part} sentence {s}"
-        if not any(c.isalpha() for c in sentence.text):
-            problems.append(f"{where} is empty")
-        elif not allowed & set(sentence.cites):
-            marks = "".join(f"[{n}]" for n in sorted(allowed))
-            problems.append(f"{where} cites none of its part's passages {marks}")
-        elif len(set(sentence.cites)) > MAX_SHARED:
-            problems.append(
-                f"{where} cites {len(set(sentence.cites))} passages; give each passage's point "
-                f"its own sentence (at most {MAX_SHARED} passages per sentence)"
-            )
-        elif _ABOUT_PASSAGES.search(sentence.text):
-            problems.append(
-                f"{where} talks about the passages; state what they say, and cite them only "
-                "in cites"
-            )
-        elif copies(sentence.text, texts):
-            problems.append(f"{where} copies a passage; say it in your own words")
+    problems = [
+        problem
+        for s, sentence in enumerate(item.sentences, start=1)
+        if (problem := sentence_problem(sentence, f"part {item.part} sentence {s}", allowed, texts))
+    ]
     left_out = allowed - {n for sentence in item.sentences for n in sentence.cites}
     if left_out:
         marks = "".join(f"[{n}]" for n in sorted(left_out))
@@ -220,6 +228,22 @@ def paragraph_problems(item: ParagraphItem, part: Part, passages: Sequence[Passa
             "citing it"
         )
     return problems
+
+
+def salvage_part(raw: str, part: Part, passages: Sequence[Passage]) -> tuple[list[Citation], int]:
+    """From a part's rejected reply, the sentences that pass their own checks, then a quote of
+    each passage of the part that none of them cites: (sentences, how many were kept)."""
+    number = {p.id: i for i, p in enumerate(passages, start=1)}
+    allowed = {number[p] for p in part.passage_ids}
+    texts = [p.text for p in passages]
+    kept: list[SentenceItem] = []
+    with contextlib.suppress(ValueError):
+        reply = parse_reply(part_reply(len(passages), 10**6), extract_json(raw))
+        kept = [s for s in reply.sentences if sentence_problem(s, "", allowed, texts) is None]
+    sentences = to_sentences(ParagraphItem(part=1, sentences=kept), part, passages)
+    cited = {pid for s in sentences for pid in s.passage_ids}
+    left = Part(part.aspect, tuple(pid for pid in part.passage_ids if pid not in cited))
+    return sentences + (quote_part(left, passages) if left.passage_ids else []), len(kept)
 
 
 def check_paragraphs(
@@ -375,7 +399,8 @@ class SynthesisWriter:
         if failed:
             notes = (
                 f"the model failed the writer's checks ({failed[0][1]}); part(s) "
-                f"{', '.join(str(i) for i, _ in failed)} quote their passages instead",
+                f"{', '.join(str(i) for i, _ in failed)} keep the sentences that pass and quote "
+                "the passages none of those cites",
             )
             logger.warning("synthesis: %s", notes[0])
         return _finish(paragraphs, missing, "\n".join(raws), cost, cut_off, notes)
@@ -435,7 +460,8 @@ class SynthesisWriter:
         except StructuredOutputError as exc:
             raw = exc.attempts[-1][0] if exc.attempts else ""
             problem = exc.attempts[-1][1] if exc.attempts else "no reply"
-            return quote_part(part, passages), raw, LLMCost(), problem
+            sentences, _ = salvage_part(raw, part, passages)
+            return sentences, raw, LLMCost(), problem
         paragraph = to_sentences(reply.value, part, passages)
         return paragraph, reply.results[-1].text, LLMCost.of(reply.results), None
 
