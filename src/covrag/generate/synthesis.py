@@ -210,11 +210,15 @@ def sentence_problem(
     return None
 
 
+def _numbered(part: Part, passages: Sequence[Passage]) -> tuple[set[int], list[str]]:
+    """The context numbers of the part's passages, and the texts of all context passages."""
+    number = {p.id: i for i, p in enumerate(passages, start=1)}
+    return {number[p] for p in part.passage_ids}, [p.text for p in passages]
+
+
 def paragraph_problems(item: ParagraphItem, part: Part, passages: Sequence[Passage]) -> list[str]:
     """What is wrong with one paragraph (empty when it is usable)."""
-    number = {p.id: i for i, p in enumerate(passages, start=1)}
-    allowed = {number[p] for p in part.passage_ids}
-    texts = [p.text for p in passages]
+    allowed, texts = _numbered(part, passages)
     problems = [
         problem
         for s, sentence in enumerate(item.sentences, start=1)
@@ -230,12 +234,10 @@ def paragraph_problems(item: ParagraphItem, part: Part, passages: Sequence[Passa
     return problems
 
 
-def salvage_part(raw: str, part: Part, passages: Sequence[Passage]) -> tuple[list[Citation], int]:
+def salvage_part(raw: str, part: Part, passages: Sequence[Passage]) -> list[Citation]:
     """From a part's rejected reply, the sentences that pass their own checks, then a quote of
-    each passage of the part that none of them cites: (sentences, how many were kept)."""
-    number = {p.id: i for i, p in enumerate(passages, start=1)}
-    allowed = {number[p] for p in part.passage_ids}
-    texts = [p.text for p in passages]
+    each passage of the part that none of them cites."""
+    allowed, texts = _numbered(part, passages)
     kept: list[SentenceItem] = []
     with contextlib.suppress(ValueError):
         reply = parse_reply(part_reply(len(passages), 10**6), extract_json(raw))
@@ -243,7 +245,7 @@ def salvage_part(raw: str, part: Part, passages: Sequence[Passage]) -> tuple[lis
     sentences = to_sentences(ParagraphItem(part=1, sentences=kept), part, passages)
     cited = {pid for s in sentences for pid in s.passage_ids}
     left = Part(part.aspect, tuple(pid for pid in part.passage_ids if pid not in cited))
-    return sentences + (quote_part(left, passages) if left.passage_ids else []), len(kept)
+    return sentences + quote_part(left, passages)
 
 
 def check_paragraphs(
@@ -359,7 +361,6 @@ class SynthesisWriter:
             + ")"
             for i, part in enumerate(parts, start=1)
         )
-        avoid = f" Do not write about: {'; '.join(self.exclude)}." if self.exclude else ""
         return (
             f"Question: {question}\n\nPassages:\n{passages_block(passages, self.max_words)}\n\n"
             f"Plan of the answer, one part per sub-question:\n{plan}\n\n"
@@ -370,7 +371,7 @@ class SynthesisWriter:
             "sentences from the passages, and do not mention the passages or their numbers in "
             "the text. Each sentence cites, by number, the passages that support it, at least "
             "one of its part's passages, and every passage of a part is cited in its "
-            f"paragraph.{avoid}\n"
+            f"paragraph.{self._avoid()}\n"
             'Reply with JSON only: {"paragraphs": [{"part": 1, "sentences": [{"text": "...", '
             '"cites": [2]}]}, ...]}.'
         )
@@ -405,6 +406,10 @@ class SynthesisWriter:
             logger.warning("synthesis: %s", notes[0])
         return _finish(paragraphs, missing, "\n".join(raws), cost, cut_off, notes)
 
+    def _avoid(self) -> str:
+        """The prompt's sentence on the excluded topics (empty when there are none)."""
+        return f" Do not write about: {'; '.join(self.exclude)}." if self.exclude else ""
+
     def _part_request(
         self, question: str, passages: Sequence[Passage], part: Part, index: int
     ) -> str:
@@ -415,7 +420,6 @@ class SynthesisWriter:
             for pid in part.passage_ids
         )
         marks = ", ".join(f"[{number[pid]}]" for pid in part.passage_ids)
-        avoid = f" Do not write about: {'; '.join(self.exclude)}." if self.exclude else ""
         return (
             f"Question: {question}\n\nPart {index} of the answer, on the sub-question: "
             f"{part.aspect.text}\n\nPassages:\n{block}\n\n"
@@ -424,7 +428,7 @@ class SynthesisWriter:
             f"share a sentence, at most {MAX_SHARED} passages per sentence). Do not copy "
             "sentences from the passages, and do not mention the passages or their numbers in "
             "the text. Each sentence cites, by number, the passages that support it, and every "
-            f"one of {marks} is cited.{avoid}\n"
+            f"one of {marks} is cited.{self._avoid()}\n"
             'Reply with JSON only: {"sentences": [{"text": "...", "cites": [n]}]}.'
         )
 
@@ -460,8 +464,7 @@ class SynthesisWriter:
         except StructuredOutputError as exc:
             raw = exc.attempts[-1][0] if exc.attempts else ""
             problem = exc.attempts[-1][1] if exc.attempts else "no reply"
-            sentences, _ = salvage_part(raw, part, passages)
-            return sentences, raw, LLMCost(), problem
+            return salvage_part(raw, part, passages), raw, LLMCost(), problem
         paragraph = to_sentences(reply.value, part, passages)
         return paragraph, reply.results[-1].text, LLMCost.of(reply.results), None
 
