@@ -36,15 +36,18 @@ _QUOTED = re.compile(r'["\u201c]([^"\u201c\u201d]+)["\u201d]')
 def copied_share(sentence: str, passage: str) -> float:
     """The share of ``sentence`` (normalised) that is one run of ``passage`` (normalised); for a
     sentence that is mostly one quoted span, the larger of that and the span's own share."""
-    share = _share(sentence, passage)
-    quoted = max(_QUOTED.findall(sentence), key=len, default="")
-    if quoted and len(normalise(quoted)) >= 0.5 * len(normalise(sentence)):
-        share = max(share, _share(quoted, passage))
-    return share
+    return max(_share(span, normalise(passage)) for span in _spans(sentence))
 
 
-def _share(sentence: str, passage: str) -> float:
-    a, b = normalise(sentence), normalise(passage)
+def _spans(sentence: str) -> list[str]:
+    """The normalised sentence, and its longest quoted span when that is most of the sentence."""
+    whole = normalise(sentence)
+    quoted = normalise(max(_QUOTED.findall(sentence), key=len, default=""))
+    return [whole, quoted] if quoted and len(quoted) >= 0.5 * len(whole) else [whole]
+
+
+def _share(a: str, b: str) -> float:
+    """The share of normalised ``a`` that is one run of normalised ``b``."""
     if not a or not b:
         return 0.0
     match = SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
@@ -60,4 +63,5 @@ def copies(sentence: str, passages: Sequence[str], threshold: float = COPY_THRES
         >>> copies("Fewer pupils are bullied when all dress alike.", ["Uniforms reduce bullying."])
         False
     """
-    return any(copied_share(sentence, p) >= threshold for p in passages)
+    spans = _spans(sentence)  # the sentence is normalised once, not once per passage
+    return any(_share(span, normalise(p)) >= threshold for p in passages for span in spans)
