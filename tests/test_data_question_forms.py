@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from covrag.data import load_dataset
-from covrag.data.question_forms import read_forms, read_question_forms, reworded
+from covrag.data.question_forms import as_questions, read_question_forms
 from covrag.errors import DataError
 
 
@@ -23,7 +23,7 @@ def test_question_forms_replace_aspect_texts_and_keep_ids_and_labels(tmp_path: P
     topics = load_dataset("argkp2021:dev")[:1]
     records = [form(a.id, f"What about point {i}?") for i, a in enumerate(topics[0].aspects)]
     forms = read_question_forms(write(tmp_path / "q.jsonl", records))
-    (asked,) = reworded(topics, forms, "q.jsonl")
+    (asked,) = as_questions(topics, forms, "q.jsonl")
     assert [a.id for a in asked.aspects] == [a.id for a in topics[0].aspects]
     assert [a.text for a in asked.aspects] == [r["question"] for r in records]
     assert asked.labels == topics[0].labels and asked.passages == topics[0].passages
@@ -32,8 +32,8 @@ def test_question_forms_replace_aspect_texts_and_keep_ids_and_labels(tmp_path: P
 def test_an_aspect_without_a_question_form_is_an_error(tmp_path: Path) -> None:
     topics = load_dataset("argkp2021:dev")[:1]
     forms = read_question_forms(write(tmp_path / "q.jsonl", [form(topics[0].aspects[0].id)]))
-    with pytest.raises(DataError, match="aspects have no questions form"):
-        reworded(topics, forms, "q.jsonl")
+    with pytest.raises(DataError, match="aspects have no question form"):
+        as_questions(topics, forms, "q.jsonl")
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_bad_question_form_lines_name_the_line_and_field(
 
 
 def test_unknown_aspect_form_is_refused() -> None:
-    with pytest.raises(DataError, match="statements, questions, paraphrases"):
+    with pytest.raises(DataError, match="statements, questions"):
         load_dataset("argkp2021:dev:answers")
 
 
@@ -67,21 +67,3 @@ def test_bundled_argkp_question_forms_cover_every_train_and_dev_aspect() -> None
             assert all(a.text.endswith("?") for a in q.aspects)
             assert [a.text for a in q.aspects] != [a.text for a in s.aspects]
             assert q.labels == s.labels
-
-
-def test_paraphrases_are_statements_and_replace_aspect_texts(tmp_path: Path) -> None:
-    topics = load_dataset("argkp2021:dev")[:1]
-    records = [
-        {"aspect_id": a.id, "topic_id": "t1", "statement": a.text, "paraphrase": f"Point {i}."}
-        for i, a in enumerate(topics[0].aspects)
-    ]
-    forms = read_forms(write(tmp_path / "p.jsonl", records), "paraphrases")
-    (said,) = reworded(topics, forms, "p.jsonl", "paraphrases")
-    assert [a.text for a in said.aspects] == [r["paraphrase"] for r in records]
-    assert said.labels == topics[0].labels
-    bad = [{**records[0], "paraphrase": "Do uniforms cut bullying?"}]
-    with pytest.raises(DataError, match="must be a statement") as info:
-        read_forms(write(tmp_path / "bad.jsonl", bad), "paraphrases")
-    assert info.value.field == "paraphrase"
-    with pytest.raises(DataError, match="paraphrases form"):
-        reworded(topics, dict(list(forms.items())[:1]), "p.jsonl", "paraphrases")

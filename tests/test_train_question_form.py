@@ -7,14 +7,9 @@ from pathlib import Path
 import pytest
 
 from covrag.cli import main
-from covrag.data.question_forms import read_forms, read_question_forms
+from covrag.data.question_forms import read_question_forms
 from covrag.errors import StructuredOutputError
-from covrag.train.question_form import (
-    CHUNK,
-    kept_share,
-    question_forms,
-    write_question_forms,
-)
+from covrag.train.question_form import CHUNK, question_forms, write_question_forms
 from covrag.types import Aspect, Passage, Topic
 from llm_support import ScriptedLLM
 
@@ -64,51 +59,6 @@ def test_checks_reject_unnumbered_or_copied_questions() -> None:
     assert only.question == "How do car bans affect thing 0?"
     feedback = [request[0][-1].content for request in llm.requests[1:]]
     assert "repeats its statement" in feedback[0] and "number the questions 1 to 1" in feedback[1]
-
-
-def test_paraphrases_that_keep_the_statements_words_are_asked_for_again(
-    tmp_path: Path,
-) -> None:
-    cars = Topic(
-        "t1",
-        "Should cities ban cars?",
-        (Passage("p", "text"),),
-        (Aspect("k0", "Car bans hurt shops in the centre"), Aspect("k1", "Bans cut smog")),
-    )
-
-    def said(*texts: str) -> str:
-        items = [{"n": i, "paraphrase": t} for i, t in enumerate(texts, 1)]
-        return json.dumps({"paraphrases": items})
-
-    llm = ScriptedLLM(
-        [
-            # k0 keeps hurt, shop, centre; k1 keeps none of cut, smog (ban is the topic's)
-            said("Car bans hurt the shops in the town centre.", "A ban lowers air pollution."),
-            said("How do closures affect local businesses?"),  # a question: retried
-            said("Closing streets to traffic damages the trade of local businesses."),
-        ]
-    )
-    out = tmp_path / "p.jsonl"
-    assert write_question_forms([cars], llm, out, form="paraphrases") == 2
-    forms = read_forms(out, "paraphrases")
-    assert forms["k0"].text.startswith("Closing streets") and forms["k1"].text.startswith("A ban")
-    again = llm.requests[1][0][-1].content
-    assert (
-        "1. Car bans hurt shops in the centre (do not use the words: hurt, shops, centre)" in again
-    )
-    assert "Bans cut smog" not in again
-    assert "one statement of 3 to 30 words" in llm.requests[2][0][-1].content
-
-
-def test_the_paraphrase_that_keeps_fewest_words_is_kept_after_the_last_try() -> None:
-    cars = Topic("t1", "Should cities ban cars?", (), (Aspect("k0", "Car bans hurt shops"),))
-    said = [
-        json.dumps({"paraphrases": [{"n": 1, "paraphrase": t}]})
-        for t in ("Car bans hurt shops badly.", "Car bans hurt local trade.", "Bans hurt shops.")
-    ]
-    (only,) = question_forms(cars, ScriptedLLM(said), form="paraphrases")
-    assert only.text == "Car bans hurt local trade."  # keeps 1 of hurt, shops; the last keeps 2
-    assert kept_share("Car bans hurt shops", only.text, cars.query) == 0.5
 
 
 @pytest.mark.slow

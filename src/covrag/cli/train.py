@@ -149,8 +149,7 @@ def _add_train_coverage(train: Subparsers) -> None:
 def _add_train_question_forms(train: Subparsers) -> None:
     p = train.add_parser(
         "question-forms",
-        help="reword every aspect of labelled data as the neutral question it answers, or "
-        "in other words (LLM)",
+        help="reword every aspect of labelled data as the neutral question it answers (LLM)",
     )
     p.add_argument(
         "--datasets",
@@ -159,14 +158,7 @@ def _add_train_question_forms(train: Subparsers) -> None:
         help="bundled name:split or JSONL paths; an aspect shared by several topics is "
         "rewritten once",
     )
-    p.add_argument("--out", required=True, type=Path, help="reworded-aspect JSONL to write")
-    p.add_argument(
-        "--form",
-        choices=("questions", "paraphrases"),
-        default="questions",
-        help="questions: the neutral question each aspect answers; paraphrases: the aspect in "
-        "other words (synonyms, broader terms)",
-    )
+    p.add_argument("--out", required=True, type=Path, help="question-form JSONL to write")
     add_llm_args(p)
     p.set_defaults(run_command=run_train_question_forms)
 
@@ -267,7 +259,7 @@ def run_train_question_forms(args: argparse.Namespace, console: Console) -> int:
     with progress_bar(console) as progress:
         task = progress.add_task("rewording aspects", total=len(topics))
         written = write_question_forms(
-            topics, llm, args.out, progress=lambda _: progress.advance(task), form=args.form
+            topics, llm, args.out, progress=lambda _: progress.advance(task)
         )
     console.print(f"{written} aspects of {len(topics)} topics written to {args.out}")
     return 0

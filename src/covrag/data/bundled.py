@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from covrag.data.jsonl import read_topics
-from covrag.data.question_forms import FORM_FILES, FORMS, read_forms, reworded
+from covrag.data.question_forms import FORMS, as_questions, read_question_forms
 from covrag.errors import DataError
 from covrag.types import Topic
 
@@ -22,9 +22,8 @@ class BundledDataset:
     description: str
     licence: str
     splits: tuple[str, ...] = ("train", "dev")
-    #: The bundled folder whose form files (``questions.jsonl``, ...) reword this dataset's
-    #: aspects.
-    forms_from: str | None = None
+    #: The bundled folder whose ``questions.jsonl`` holds this dataset's question forms.
+    questions_from: str | None = None
 
     def path(self, split: str) -> Path:
         if split not in self.splits:
@@ -39,11 +38,12 @@ class BundledDataset:
     def folder(self) -> Path:
         return Path(str(resources.files("covrag.data") / "bundled" / self.name))
 
-    def form_path(self, form: str) -> Path | None:
-        """The file of this dataset's aspects reworded in ``form``, when one is bundled."""
-        if self.forms_from is None:
+    @property
+    def questions_path(self) -> Path | None:
+        """The question-form file of this dataset's aspects, when one is bundled."""
+        if self.questions_from is None:
             return None
-        path = self.folder.parent / self.forms_from / FORM_FILES[form][0]
+        path = self.folder.parent / self.questions_from / "questions.jsonl"
         return path if path.is_file() else None
 
 
@@ -54,19 +54,19 @@ BUNDLED: dict[str, BundledDataset] = {
             "argkp2021",
             "IBM ArgKP 2021: crowd arguments matched to expert key points (both stances)",
             "CDLA-Sharing-1.0, (c) IBM; Bar-Haim et al. ACL 2020, Friedman et al. ArgMining 2021",
-            forms_from="argkp2021",
+            questions_from="argkp2021",
         ),
         BundledDataset(
             "perspectrum",
             "Perspectrum v1.0: perspective sentences in paraphrase clusters, with hard negatives",
             "CC BY-SA 4.0; Chen et al. NAACL 2019",
-            forms_from="perspectrum",
+            questions_from="perspectrum",
         ),
         BundledDataset(
             "perspectrum-evidence",
             "Perspectrum v1.0: evidence paragraphs citing perspective clusters (token budgets)",
             "CC BY-SA 4.0; Chen et al. NAACL 2019",
-            forms_from="perspectrum",
+            questions_from="perspectrum",
         ),
     )
 }
@@ -102,17 +102,16 @@ def load_dataset(spec: str | os.PathLike[str]) -> list[Topic]:
     """Load the topics of a bundled dataset or of a coverage JSONL file.
 
     ``argkp2021:dev`` gives the aspects as the dataset words them (statements);
-    ``argkp2021:dev:questions`` gives each aspect as the neutral question it answers, and
-    ``argkp2021:dev:paraphrases`` as the same point in other words (see
+    ``argkp2021:dev:questions`` gives each aspect as the neutral question it answers (see
     :mod:`covrag.data.question_forms`), with the same ids and labels.
     """
     text = str(spec)
     parts = None if os.path.exists(text) else _parts(text)
     if parts is None or parts[2] == "statements":
         return read_topics(resolve_dataset(spec))
-    dataset, split, form = parts
+    dataset, split, _ = parts
     topics = read_topics(dataset.path(split))
-    source = dataset.form_path(form)
+    source = dataset.questions_path
     if source is None:
-        raise DataError(f"{dataset.name} has no {form} form of its aspects bundled")
-    return reworded(topics, read_forms(source, form), str(source), form)
+        raise DataError(f"{dataset.name} has no question forms bundled")
+    return as_questions(topics, read_question_forms(source), str(source))

@@ -1,4 +1,4 @@
-"""One line of an aspect-form file: an aspect and its text reworded (a question, a paraphrase)."""
+"""One line of a question-form file: an aspect and the neutral question it answers."""
 
 from __future__ import annotations
 
@@ -16,13 +16,6 @@ def _question(value: str) -> str:
     return text
 
 
-def _statement(value: str) -> str:
-    text = " ".join(value.split())
-    if text.endswith("?"):
-        raise ValueError("must be a statement, not a question")
-    return text
-
-
 class QuestionFormLine(BaseModel):
     """``{"aspect_id", "topic_id", "statement", "question"}``; unknown keys are errors."""
 
@@ -32,25 +25,3 @@ class QuestionFormLine(BaseModel):
     topic_id: Annotated[str, AfterValidator(_identifier)]
     statement: Annotated[str, AfterValidator(_non_empty)]
     question: Annotated[str, AfterValidator(_non_empty), AfterValidator(_question)]
-
-    @property
-    def text(self) -> str:
-        return self.question
-
-
-class ParaphraseLine(BaseModel):
-    """``{"aspect_id", "topic_id", "statement", "paraphrase"}``; unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    aspect_id: Annotated[str, AfterValidator(_identifier)]
-    topic_id: Annotated[str, AfterValidator(_identifier)]
-    statement: Annotated[str, AfterValidator(_non_empty)]
-    paraphrase: Annotated[str, AfterValidator(_non_empty), AfterValidator(_statement)]
-
-    @property
-    def text(self) -> str:
-        return self.paraphrase
-
-
-FormLine = QuestionFormLine | ParaphraseLine
