@@ -65,8 +65,10 @@ def test_unwanted_uncovered_aspects_are_reported() -> None:
     assert meta["coverage"] == "keyword"
 
 
-def test_aspects_default_to_the_query_and_may_be_planned_per_query() -> None:
+def test_query_aspects_and_aspects_planned_per_query() -> None:
     assert [a.text for a in resolve_aspects(None, QUERY)] == [QUERY]
+    assert [a.text for a in resolve_aspects("query", QUERY)] == [QUERY]
+    assert [a.text for a in resolve_aspects("pool", QUERY)] == [QUERY]  # no documents
     planned = resolve_aspects(lambda q: [f"{q} cost", f"{q} risk"], "ban")
     assert [(a.id, a.text) for a in planned] == [("a1", "ban cost"), ("a2", "ban risk")]
     choice = CoverageChoice(coverage=KeywordCoverage(), aspects=ASPECTS, k=2)
@@ -94,6 +96,9 @@ def test_bad_aspects_fail_with_a_message() -> None:
         resolve_aspects(None, " ")
     with pytest.raises(ConfigError, match="unique"):
         resolve_aspects([Aspect("a", "x"), Aspect("a", "y")], QUERY)
+    # a bare string is not a list of one-letter sub-questions
+    with pytest.raises(ConfigError, match="got the string 'Does it cut pollution\\?'"):
+        resolve_aspects("Does it cut pollution?", QUERY)
 
 
 @pytest.mark.model
@@ -116,6 +121,20 @@ def test_a_choice_becomes_a_report() -> None:
     page = render_report(run_file_record([result.run_record()]))
     assert page.count('<rect class="cell') == len(TEXTS) * len(ASPECTS)
     assert page.count('<rect class="sel"') == 3
+
+
+@pytest.mark.model
+def test_without_aspects_the_pools_representatives_are_the_aspects() -> None:
+    default = CoverageChoice(k=3)
+    assert default.aspects == "pool"
+    result = default.choose(TEXTS, QUERY)
+    assert result.aspects and all(a.id.startswith("pool") for a in result.aspects)
+    assert {a.text for a in result.aspects} <= set(TEXTS)
+    # the choice spreads over the viewpoints: at most one of the three pollution passages
+    assert len({p.index for p in result.picks} & {0, 1, 2}) == 1
+    query_only = CoverageChoice(k=3, aspects="query").choose(TEXTS, QUERY)
+    assert [a.id for a in query_only.aspects] == ["query"]
+    assert len({p.index for p in query_only.picks} & {0, 1, 2}) >= 2
 
 
 @pytest.mark.model

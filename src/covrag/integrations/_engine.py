@@ -9,8 +9,8 @@ what their frameworks' MMR steps do not give them (see ``shared/USERS.md``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.errors import ConfigError
@@ -21,8 +21,18 @@ from covrag.select.base import Selector, parse_selector
 from covrag.tokens import TokenCounter
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
 
+if TYPE_CHECKING:
+    from covrag.plan.pool import PoolAspectFinder
+
 AspectLike = str | Aspect
-AspectSource = Sequence[AspectLike] | Callable[[str], Sequence[AspectLike]] | None
+LabelFree = Literal["pool", "query"]
+AspectSource = Sequence[AspectLike] | Callable[[str], Sequence[AspectLike]] | LabelFree | None
+
+#: The aspects used when none are given: the pool's representatives. Under five-fold
+#: cross-validation on ArgKP's 28 train + dev topics they beat the query as the only aspect,
+#: alpha-nDCG@10 0.500 against 0.383 with expected coverage (docs/BENCHMARKS.md, section 20).
+DEFAULT_ASPECTS: LabelFree = "pool"
+LABEL_FREE: tuple[LabelFree, ...] = ("pool", "query")
 Relevance = Literal["auto", "score", "order", "dense"]
 RELEVANCES: tuple[Relevance, ...] = ("auto", "score", "order", "dense")
 
@@ -52,15 +62,43 @@ def as_aspects(items: Sequence[AspectLike]) -> tuple[Aspect, ...]:
     return tuple(aspects)
 
 
-def resolve_aspects(source: AspectSource, query: str) -> tuple[Aspect, ...]:
+def pool_finder() -> PoolAspectFinder:
+    """The finder of pool aspects, as ``covrag cv --aspects pool`` measured it (10 aspects)."""
+    from covrag.plan.pool import PoolAspectFinder
+
+    return PoolAspectFinder()
+
+
+def resolve_aspects(
+    source: AspectSource,
+    query: str,
+    passages: Sequence[Passage] = (),
+    finder: PoolAspectFinder | None = None,
+) -> tuple[Aspect, ...]:
     """The aspects for one query.
 
     ``source`` is a fixed list of sub-questions, a callable that plans them from the query, or
-    None: then the query itself is the only aspect, so coverage means "answers the question" and
-    greedy coverage picks the best-covering passage first, then follows relevance. Without
-    sub-questions, the embedding selectors (``mmr``, ``facility-location``) are the ones that
-    diversify.
+    label-free:
+
+    - ``"pool"`` (the default of every adapter): the passages that best represent the others
+      (facility location over MiniLM embeddings, :class:`covrag.plan.pool.PoolAspectFinder`),
+      so coverage means "says what much of the pool says", and the choice spreads over the
+      pool's viewpoints;
+    - ``"query"`` or None: the query itself is the only aspect, so coverage means "answers the
+      question" and greedy coverage picks the best-covering passage first, then follows
+      relevance.
     """
+    if isinstance(source, str):
+        if source not in LABEL_FREE:
+            raise ConfigError(
+                f"aspects: give a list of sub-questions, a callable, 'pool' or 'query'; "
+                f"got the string {source!r}"
+            )
+        if source == "pool" and passages:
+            found = (finder or pool_finder()).find(Topic("query", query, tuple(passages), ()))
+            if found:
+                return found
+        source = None
     if source is None:
         if not query.strip():
             raise ConfigError("no aspects and no query: give sub-questions or a query")
@@ -139,8 +177,9 @@ class CoverageChoice:
         selector: A selector or its spec (``greedy-coverage``, ``'mmr(lam=0.7)'``, ...).
         coverage: A coverage estimator or its spec; used only when the selector reads coverage.
             The default is covrag's shipped cross-encoder (no download).
-        aspects: Sub-questions: a list, a callable ``query -> list``, or None (the query is the
-            only aspect; see :func:`resolve_aspects`).
+        aspects: Sub-questions: a list, a callable ``query -> list``, or label-free: ``"pool"``
+            (the default: the documents that best represent the others) or ``"query"`` / None
+            (the query is the only aspect); see :func:`resolve_aspects`.
         k: At most this many documents (None = no limit on the count).
         max_tokens: At most this many tokens (MiniLM WordPiece unless ``counter`` is given).
             Documents are never truncated: one that does not fit is skipped.
@@ -157,11 +196,12 @@ class CoverageChoice:
 
     selector: Selector | str = DEFAULT_SELECTOR
     coverage: CoverageEstimator | str = DEFAULT_COVERAGE
-    aspects: AspectSource = None
+    aspects: AspectSource = DEFAULT_ASPECTS
     k: int | None = DEFAULT_K
     max_tokens: int | None = None
     relevance: Relevance = "auto"
     counter: TokenCounter | None = None
+    _finder: PoolAspectFinder | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.selector, str):
@@ -200,7 +240,6 @@ class CoverageChoice:
             aspects: Overrides the configured aspects for this call.
         """
         selector = self._selector()
-        wanted = resolve_aspects(aspects if aspects is not None else self.aspects, query)
         scores = list(scores) if scores is not None else [None] * len(texts)
         if len(scores) != len(texts):
             raise ConfigError(f"{len(scores)} scores for {len(texts)} documents")
@@ -208,6 +247,12 @@ class CoverageChoice:
             Passage(id=f"d{i}", text=text, score=score)
             for i, (text, score) in enumerate(zip(texts, scores, strict=True))
         )
+        source = aspects if aspects is not None else self.aspects
+        if source == "pool" and not selector.uses_coverage:
+            source = "query"  # a selector that reads no coverage has no use for them
+        if source == "pool" and self._finder is None:
+            object.__setattr__(self, "_finder", pool_finder())  # MiniLM loads once
+        wanted = resolve_aspects(source, query, passages, self._finder)
         topic = Topic(query_id="query", query=query, passages=passages, aspects=wanted)
         relevance = self.relevance
         if relevance == "auto":

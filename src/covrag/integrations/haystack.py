@@ -31,11 +31,13 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 import dataclasses
 
 from covrag.integrations._engine import (
+    DEFAULT_ASPECTS,
     DEFAULT_COVERAGE,
     DEFAULT_K,
     DEFAULT_SELECTOR,
     METADATA_KEY,
     CoverageChoice,
+    LabelFree,
     Relevance,
 )
 
@@ -54,8 +56,9 @@ class CoverageRanker:
     Args:
         selector: covrag selector spec (default ``expected-coverage``).
         coverage: coverage estimator spec (default covrag's shipped cross-encoder).
-        aspects: Default sub-questions; None = the query is the only aspect (use ``mmr`` or
-            ``facility-location`` to diversify without sub-questions).
+        aspects: Default sub-questions, or label-free: ``"pool"`` (the default: the documents
+            that best represent the others) or ``"query"`` / None (the query is the only
+            aspect).
         k: At most this many documents.
         max_tokens: At most this many tokens (MiniLM WordPiece); documents that do not fit are
             skipped, never cut.
@@ -67,7 +70,7 @@ class CoverageRanker:
         self,
         selector: str = DEFAULT_SELECTOR,
         coverage: str = DEFAULT_COVERAGE,
-        aspects: list[str] | None = None,
+        aspects: list[str] | LabelFree | None = DEFAULT_ASPECTS,
         k: int | None = DEFAULT_K,
         max_tokens: int | None = None,
         relevance: Relevance = "auto",
@@ -82,7 +85,7 @@ class CoverageRanker:
         self._choice = CoverageChoice(
             selector=selector,
             coverage=coverage,
-            aspects=list(aspects) if aspects is not None else None,
+            aspects=list(aspects) if isinstance(aspects, list) else aspects,
             k=k,
             max_tokens=max_tokens,
             relevance=relevance,

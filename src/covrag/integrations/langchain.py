@@ -32,11 +32,13 @@ from pydantic import ConfigDict, PrivateAttr
 
 from covrag.coverage.base import CoverageEstimator
 from covrag.integrations._engine import (
+    DEFAULT_ASPECTS,
     DEFAULT_COVERAGE,
     DEFAULT_K,
     DEFAULT_SELECTOR,
     METADATA_KEY,
     CoverageChoice,
+    LabelFree,
     Relevance,
 )
 from covrag.select.base import Selector
@@ -56,8 +58,8 @@ class CoverageCompressor(BaseDocumentCompressor):
         selector: covrag selector spec or object (default ``expected-coverage``).
         coverage: coverage estimator spec or object (default covrag's shipped cross-encoder).
         aspects: Sub-questions a complete answer covers: a list, a callable ``query -> list``,
-            or None (the query is the only aspect; use ``mmr`` or ``facility-location`` to
-            diversify without sub-questions).
+            or label-free: ``"pool"`` (the default: the documents that best represent the
+            others) or ``"query"`` / None (the query is the only aspect).
         k: At most this many documents.
         max_tokens: At most this many tokens (MiniLM WordPiece); documents that do not fit are
             skipped, never cut.
@@ -70,7 +72,9 @@ class CoverageCompressor(BaseDocumentCompressor):
 
     selector: str | Selector = DEFAULT_SELECTOR
     coverage: str | CoverageEstimator = DEFAULT_COVERAGE
-    aspects: list[str | Aspect] | Callable[[str], Sequence[str | Aspect]] | None = None
+    aspects: list[str | Aspect] | Callable[[str], Sequence[str | Aspect]] | LabelFree | None = (
+        DEFAULT_ASPECTS
+    )
     k: int | None = DEFAULT_K
     max_tokens: int | None = None
     relevance: Relevance = "auto"

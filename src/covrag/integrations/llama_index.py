@@ -26,11 +26,13 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from covrag.coverage.base import CoverageEstimator
 from covrag.integrations._engine import (
+    DEFAULT_ASPECTS,
     DEFAULT_COVERAGE,
     DEFAULT_K,
     DEFAULT_SELECTOR,
     METADATA_KEY,
     CoverageChoice,
+    LabelFree,
     Relevance,
 )
 from covrag.select.base import Selector
@@ -49,8 +51,9 @@ class CoverageNodePostprocessor(BaseNodePostprocessor):
     Attributes:
         selector: covrag selector spec or object (default ``expected-coverage``).
         coverage: coverage estimator spec or object (default covrag's shipped cross-encoder).
-        aspects: Sub-questions: a list, a callable ``query -> list``, or None (the query is the
-            only aspect; use ``mmr`` or ``facility-location`` to diversify without them).
+        aspects: Sub-questions: a list, a callable ``query -> list``, or label-free: ``"pool"``
+            (the default: the nodes that best represent the others) or ``"query"`` / None (the
+            query is the only aspect).
         k: At most this many nodes.
         max_tokens: At most this many tokens (MiniLM WordPiece); nodes that do not fit are
             skipped, never cut.
@@ -62,7 +65,9 @@ class CoverageNodePostprocessor(BaseNodePostprocessor):
 
     selector: str | Selector = DEFAULT_SELECTOR
     coverage: str | CoverageEstimator = DEFAULT_COVERAGE
-    aspects: list[str | Aspect] | Callable[[str], Sequence[str | Aspect]] | None = None
+    aspects: list[str | Aspect] | Callable[[str], Sequence[str | Aspect]] | LabelFree | None = (
+        DEFAULT_ASPECTS
+    )
     k: int | None = DEFAULT_K
     max_tokens: int | None = None
     relevance: Relevance = "auto"
@@ -90,7 +95,7 @@ class CoverageNodePostprocessor(BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         query = query_bundle.query_str if query_bundle is not None else ""
-        if not query and self.aspects is None:
+        if not query and self.aspects in (None, "query"):
             raise ConfigError("CoverageNodePostprocessor needs a query or explicit aspects")
         texts = [n.node.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
         choice = self._choice.choose(texts, query, scores=[n.score for n in nodes])
