@@ -142,6 +142,22 @@ def test_select_relevance_score_orders_topk(client: Any) -> None:
     assert response.json()["passage_ids"] == ["d4", "d3", "d2"]
 
 
+def test_without_aspects_the_pools_representatives_are_the_aspects(client: Any) -> None:
+    plain = [{"id": p["id"], "text": p["text"]} for p in PASSAGES]
+    request = {"query": "Should cities ban cars?", "passages": plain, "k": 2}
+    response = client.post("/v1/select", json=request, headers=AUTH)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    found = answer["aspects"]
+    assert found and [a["id"] for a in found] == [f"pool{i}" for i in range(1, len(found) + 1)]
+    assert {a["text"] for a in found} <= {p["text"] for p in PASSAGES}
+    assert answer["coverage"]["aspect_ids"] == [a["id"] for a in found]
+    assert set(answer["covered"]) | set(answer["uncovered"]) == {a["id"] for a in found}
+    assert len(answer["passage_ids"]) == 2
+    given = client.post("/v1/select", json=body(k=2), headers=AUTH).json()
+    assert given["aspects"] is None  # the request's own aspects are not echoed
+
+
 @pytest.mark.parametrize(
     ("request_body", "field", "fragment"),
     [
@@ -154,7 +170,11 @@ def test_select_relevance_score_orders_topk(client: Any) -> None:
         (body(selector="greedy-covrage"), "selector", "did you mean greedy-coverage"),
         (body(selector="mmr(lam=2)"), "selector", "lam must lie in [0, 1]"),
         (body(coverage="cross-encodr"), "coverage", "did you mean cross-encoder"),
-        (body(aspects=[], selector="greedy-coverage"), "aspects", "reads a coverage matrix"),
+        (
+            body(aspects=[], coverage="gold", passages=[{"id": "x", "text": "y"}]),
+            "aspects",
+            "gold coverage reads",
+        ),
         (body(passages=[PASSAGES[0], PASSAGES[0]]), "passages[1].id", "duplicate id 'p1'"),
         (body(aspects=[ASPECTS[0]]), "passages[1].covers", "unknown aspect id 'a2'"),
         (body(relevance="score"), "passages[0].score", "needs a score"),

@@ -80,7 +80,8 @@ class SelectRequest(_Strict):
     aspects: list[AspectIn] = Field(
         default_factory=list,
         max_length=MAX_ASPECTS,
-        description="what the context must cover; needed by coverage-based selectors",
+        description="what the context must cover; when a coverage-based selector gets none, "
+        "the pool's representative passages become the aspects (see the response's 'aspects')",
     )
     selector: str | None = Field(
         default=None,
@@ -124,6 +125,11 @@ class TimingsOut(BaseModel):
     select_s: float
 
 
+class AspectOut(BaseModel):
+    id: str
+    text: str
+
+
 class SelectResponse(BaseModel):
     """The selection, its per-step trace and (optionally) the coverage matrix it used."""
 
@@ -136,6 +142,11 @@ class SelectResponse(BaseModel):
     covered: list[str] = Field(description="aspect ids covered, in the order first covered")
     uncovered: list[str] = Field(description="wanted (non-excluded) aspect ids left uncovered")
     coverage: CoverageOut | None
+    aspects: list[AspectOut] | None = Field(
+        default=None,
+        description="the aspects found in the pool when the request gave none (ids pool1, "
+        "pool2, ...: the passages that best represent the others); null otherwise",
+    )
     timings: TimingsOut
 
 

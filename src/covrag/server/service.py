@@ -7,11 +7,13 @@ so they run under one lock; selection itself runs unlocked.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from covrag.coverage.base import ESTIMATORS, CoverageEstimator, parse_estimator
 from covrag.errors import ConfigError, CovragError, DataError
@@ -20,6 +22,7 @@ from covrag.select.base import SELECTORS, Selector, parse_selector
 from covrag.server.config import ServerConfig
 from covrag.server.schemas import (
     AspectIn,
+    AspectOut,
     CoverageOut,
     PassageIn,
     SelectRequest,
@@ -34,6 +37,9 @@ from covrag.server.specs import (
     default_selector_specs,
 )
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
+
+if TYPE_CHECKING:
+    from covrag.plan.pool import PoolAspectFinder
 
 T = TypeVar("T")
 
@@ -63,6 +69,9 @@ class SelectJob:
     budget: Budget
     relevance: RelevanceSource
     include_matrix: bool
+    #: The request gave no aspects for a selector that reads coverage: the pool's
+    #: representatives become the aspects (found under the model lock, in :func:`run_job`).
+    pool_aspects: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,15 +98,16 @@ def build_job(request: SelectRequest, config: ServerConfig, menus: Menus) -> Sel
         "selector", request.selector or config.default_selector, menus.selectors.resolve
     )
     estimator: CoverageEstimator | None = None
-    if request.aspects:
+    pool_aspects = selector.uses_coverage and not request.aspects
+    if request.aspects or pool_aspects:
         estimator = _parse(
             "coverage", request.coverage or config.default_coverage, menus.coverages.resolve
         )
     elif request.coverage is not None:
         raise RequestFieldError("aspects", "a coverage estimator needs aspects to estimate against")
-    if selector.uses_coverage and not request.aspects:
+    if pool_aspects and estimator is not None and estimator.name == "gold":
         raise RequestFieldError(
-            "aspects", f"selector {selector!r} reads a coverage matrix: give at least one aspect"
+            "aspects", "gold coverage reads the passages' 'covers' lists: give their aspects"
         )
 
     aspect_ids = unique_ids("aspects", [a.id for a in request.aspects])
@@ -125,7 +135,25 @@ def build_job(request: SelectRequest, config: ServerConfig, menus: Menus) -> Sel
     budget = Budget(
         max_passages=request.k if request.k or request.tokens else 10, max_tokens=request.tokens
     )
-    return SelectJob(topic, selector, estimator, budget, request.relevance, request.include_matrix)
+    return SelectJob(
+        topic, selector, estimator, budget, request.relevance, request.include_matrix, pool_aspects
+    )
+
+
+@functools.cache
+def pool_finder() -> PoolAspectFinder:
+    """The finder of label-free aspects (one per process: its MiniLM loads once)."""
+    from covrag.integrations._engine import pool_finder as default_finder
+
+    return default_finder()
+
+
+def with_pool_aspects(topic: Topic) -> Topic:
+    """``topic`` with its pool's representatives as the aspects (the query when none)."""
+    from covrag.integrations._engine import resolve_aspects
+
+    aspects = resolve_aspects("pool", topic.query, topic.passages, pool_finder())
+    return dataclasses.replace(topic, aspects=aspects)
 
 
 def run_job(job: SelectJob) -> SelectResponse:
@@ -133,6 +161,8 @@ def run_job(job: SelectJob) -> SelectResponse:
     started = time.perf_counter()
     try:
         with MODEL_LOCK:
+            if job.pool_aspects:
+                job = dataclasses.replace(job, topic=with_pool_aspects(job.topic))
             candidates = prepare_for(
                 job.topic, job.selector, job.estimator, relevance=job.relevance
             ).candidates
@@ -176,6 +206,9 @@ def _response(
         covered=list(selection.covered),
         uncovered=[a.id for a in job.topic.aspects if a.id not in covered and a.id not in excluded],
         coverage=CoverageOut.of(coverage) if coverage is not None and job.include_matrix else None,
+        aspects=[AspectOut(id=a.id, text=a.text) for a in job.topic.aspects]
+        if job.pool_aspects
+        else None,
         timings=TimingsOut(prepare_s=prepare_s, select_s=selection.seconds),
     )
 
