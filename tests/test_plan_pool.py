@@ -108,7 +108,7 @@ def test_bench_compares_aspect_sources_on_gold_labels() -> None:
 def test_aspect_sources_are_built_from_the_registry_with_one_llm_only_when_needed() -> None:
     from covrag.plan import ASPECT_SOURCES, AspectOptions, build_aspect_sources
 
-    assert ASPECT_SOURCES.names() == ["gold", "llm", "pool", "query"]
+    assert ASPECT_SOURCES.names() == ["gold", "llm", "llm+pool", "pool", "query"]
     made: list[ScriptedLLM] = []
 
     def make_llm() -> ScriptedLLM:
@@ -138,3 +138,17 @@ def test_the_query_source_makes_the_query_the_only_aspect_and_keeps_exclusions()
     estimated = source.apply(t)
     assert [a.text for a in estimated.aspects] == [t.query, excluded.text]
     assert estimated.aspects[1].polarity == "exclude" and estimated.labels == {}
+
+
+def test_llm_and_pool_aspects_side_by_side() -> None:
+    pytest.importorskip("sentence_transformers")
+    from covrag.plan import AspectOptions, build_aspect_sources
+
+    llm = ScriptedLLM([items_reply("How dirty is city air?", "Do shops lose money?")])
+    options = AspectOptions(subquestions=2, pool_k=3)
+    source = build_aspect_sources(["llm+pool"], options, lambda: llm)["llm+pool"]
+    estimated = source.apply(topic())
+    texts = [a.text for a in estimated.aspects]
+    assert texts[:2] == ["How dirty is city air?", "Do shops lose money?"]
+    assert len(texts) == 5 and set(texts[2:]) <= {t for _, t in TEXTS}
+    assert len({a.id for a in estimated.aspects}) == 5 and estimated.labels == {}

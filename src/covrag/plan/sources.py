@@ -4,6 +4,7 @@
 - ``llm``: sub-questions an LLM writes for the query
   (:class:`~covrag.plan.decompose.LLMDecomposer`).
 - ``pool``: representatives of the candidate pool (:class:`~covrag.plan.pool.PoolAspectFinder`).
+- ``llm+pool``: both, side by side.
 - ``query``: the query itself as the only aspect (what the framework components do when given no
   sub-questions), the baseline every other label-free source has to beat.
 
@@ -159,6 +160,32 @@ class PoolAspects(AspectSource):
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
         return self.finder.find(topic)
+
+
+@ASPECT_SOURCES.register
+class LLMAndPoolAspects(AspectSource):
+    """The LLM's sub-questions and the pool's representatives together: the sub-questions say
+    what a complete answer should cover, the representatives what the pool actually holds."""
+
+    name = "llm+pool"
+
+    def __init__(self, llm: LLMAspects, pool: PoolAspects) -> None:
+        self.llm = llm
+        self.pool = pool
+
+    @classmethod
+    def needs_llm(cls, options: AspectOptions) -> bool:
+        return True
+
+    @classmethod
+    def build(cls, options: AspectOptions, llm: LLM | None) -> AspectSource:
+        return cls(
+            cast(LLMAspects, LLMAspects.build(options, llm)),
+            cast(PoolAspects, PoolAspects.build(options, llm)),
+        )
+
+    def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
+        return (*(self.llm.aspects(topic) or ()), *(self.pool.aspects(topic) or ()))
 
 
 @ASPECT_SOURCES.register
