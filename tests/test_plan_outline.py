@@ -150,3 +150,26 @@ def test_nodes_strategy_only_offers_adjacent_nodes() -> None:
     assert again.node_ids == ("2", "2.1", "2.2", "3")
     last_enum = llm.requests[3][1]["properties"]["node_id"]["enum"]  # type: ignore[index]
     assert "1" not in last_enum  # it would repeat the earlier outline
+
+
+def test_nodes_strategy_never_offers_a_dead_end() -> None:
+    # 1.1, 1.2, 1.3 are siblings; once all three are chosen only their parent is adjacent, and
+    # {1, 1.1, 1.2, 1.3} is an earlier outline: the third sibling must not be offered.
+    tree = QTree(
+        "q",
+        tuple(
+            QTreeNode(i, f"node {i}") for i in ("1", "1.1", "1.2", "1.3", "2", "2.1", "2.2", "2.3")
+        ),
+    )
+    earlier = [Outline(("1", "1.1", "1.2", "1.3"), ("a", "b", "c", "d"))]
+
+    def node(node_id: str) -> str:
+        return json.dumps({"node_id": node_id})
+
+    llm = ScriptedLLM([node("1.1"), node("1.2"), node("1"), node("2")])
+    outline = OutlineExtractor(llm, size=4, candidates=1)._by_nodes(tree, QUERY, earlier)
+    assert outline.node_ids == ("1.1", "1.2", "1", "2")
+    third = llm.requests[2][1]["properties"]["node_id"]["enum"]  # type: ignore[index]
+    assert third == ["1"]  # 1.3 would leave only the parent, which repeats the earlier outline
+    last = llm.requests[3][1]["properties"]["node_id"]["enum"]  # type: ignore[index]
+    assert "1.3" not in last and "2" in last

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +116,22 @@ def outline_schema(tree: QTree, size: int) -> dict[str, Any]:
     return reply_schema(outline_reply(tree.ids, size))
 
 
+def _completions(
+    tree: QTree, size: int, earlier: set[frozenset[str]]
+) -> Callable[[frozenset[str]], bool]:
+    """Whether a connected node set grows into a connected outline of ``size`` nodes that is
+    none of ``earlier`` (a search over the small tree, each set answered once)."""
+
+    @functools.cache
+    def completable(chosen: frozenset[str]) -> bool:
+        if len(chosen) == size:
+            return chosen not in earlier
+        options = {a for c in chosen for a in tree.adjacent(c)} - chosen
+        return any(completable(chosen | {o}) for o in options)
+
+    return completable
+
+
 @dataclass
 class OutlineExtractor:
     """Extracts ``candidates`` outlines of ``size`` nodes, one after the other.
@@ -162,14 +178,16 @@ class OutlineExtractor:
 
     def _by_nodes(self, tree: QTree, query: C2Query, previous: list[Outline]) -> Outline:
         chosen: list[str] = []
-        earlier = [set(o.node_ids) for o in previous]
-        for step in range(self.size):
+        earlier = {frozenset(o.node_ids) for o in previous}
+        completable = _completions(tree, self.size, earlier)
+        for _ in range(self.size):
             if chosen:
                 options = sorted({a for c in chosen for a in tree.adjacent(c)} - set(chosen))
             else:
                 options = list(tree.ids)
-            if step == self.size - 1:
-                options = [o for o in options if {*chosen, o} not in earlier]
+            # only nodes from which a new connected outline can still be finished: three
+            # siblings whose parent completes an earlier outline are a dead end
+            options = [o for o in options if completable(frozenset((*chosen, o)))]
             if not options:
                 raise ConfigError(
                     f"no node can extend outline {chosen} without repeating an earlier one"
