@@ -31,7 +31,7 @@ $(VENV)/.installed-dev: pyproject.toml $(VENV)/.torch
 	touch $@
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/covrag ask "Should schools require uniforms?" --subquestions 5 --k 5 --passes 1 --selector greedy-coverage --out demo-out/ask.json
+	$(VENV)/bin/covrag ask "Should schools require uniforms?" --subquestions 5 --k 5 --passes 1 --out demo-out/ask.json
 	$(VENV)/bin/covrag demo
 
 lint: $(VENV)/.installed-dev
