@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/cv_floor.py [--floors 0 0.05 0.1 0.2 0.3 0.5 0.8] [--folds 4]
         [--coverage SPEC | --fold-models CACHE --fold-forms statements+questions]
-        [--aspects questions|llm [--llm SPEC] [--subquestions 8]]
+        [--aspects questions|llm [--llm SPEC] [--subquestions 8]] [--pool-aspects N]
 
 Each ArgKP train + dev topic is asked twice, as ``covrag ask`` would with the topic's key points
 (in their question form, ``argkp2021:SPLIT:questions``) as the sub-questions:
@@ -23,6 +23,10 @@ With ``--aspects llm`` the sub-questions are the ones ``covrag ask`` would use: 
 decomposition of the topic's question (8 by default, through the response cache), and StRecall
 still reads the gold key points. Probabilities depend on how the sub-questions are worded, so the
 floor is chosen for the sub-question source it will meet.
+
+With ``--pool-aspects N`` selection goes through ``covrag ask --pool-aspects N``'s rule
+(:func:`covrag.pipeline.ask.select_context`): the floor reads the sub-questions, then expected
+coverage covers the sub-questions and N representatives of what cleared the floor.
 
 The estimator is the shipped cross-encoder, any ``--coverage`` spec, or, with ``--fold-models``,
 the per-fold cross-encoders that ``covrag cv --train-coverage`` trained and kept in its
@@ -45,14 +49,14 @@ from covrag.coverage.base import CoverageEstimator
 from covrag.data import load_dataset
 from covrag.llm import parse_llm
 from covrag.pipeline import PrepareConfig, prepare
-from covrag.pipeline.ask import retrieve_pool
+from covrag.pipeline.ask import retrieve_pool, select_context
 from covrag.pipeline.cv import assign_folds
 from covrag.plan import C2Query, LLMDecomposer
 from covrag.retrieve import BM25Retriever
-from covrag.select import parse_selector, select_above_floor
+from covrag.select import parse_selector
 from covrag.select.base import Candidates
 from covrag.train.cv_coverage import fold_models
-from covrag.types import Budget, Topic
+from covrag.types import Topic
 
 
 def _candidates(topic: Topic, corpus: list, estimator: CoverageEstimator) -> Candidates:
@@ -76,6 +80,12 @@ def main() -> None:
     parser.add_argument("--aspects", choices=["questions", "llm"], default="questions")
     parser.add_argument("--llm", default="local", help="LLM spec for --aspects llm")
     parser.add_argument("--subquestions", type=int, default=8)
+    parser.add_argument(
+        "--pool-aspects",
+        type=int,
+        default=0,
+        help="also cover this many representatives of what clears the floor (ask's option)",
+    )
     parser.add_argument(
         "--objective",
         choices=["raw", "retained"],
@@ -110,7 +120,7 @@ def main() -> None:
 
     shared = parse_estimator(args.coverage)
     selector = parse_selector(args.selector)
-    budget = Budget(max_passages=args.k)
+    pool = args.pool_aspects
     everything = {p.id: p for t in topics for p in t.passages}
     rows: dict[str, dict[str, list[float]]] = {}
     if args.rows:
@@ -128,11 +138,11 @@ def main() -> None:
         wanted = {a.id for a in topic.aspects}
         values: dict[str, list[float]] = {"strecall": [], "filled": [], "empty_off": []}
         for floor in args.floors:
-            chosen = select_above_floor(selector, answerable, budget, floor)
+            chosen = select_context(selector, answerable, estimator, args.k, floor, pool)
             made = {a for p in chosen.passage_ids for a in topic.labels.get(p, ())} & wanted
             values["strecall"].append(len(made) / len(wanted))
             values["filled"].append(len(chosen) / args.k)
-            padded = select_above_floor(selector, unanswerable, budget, floor)
+            padded = select_context(selector, unanswerable, estimator, args.k, floor, pool)
             values["empty_off"].append(1 - len(padded) / args.k)
         rows[topic.query_id] = values
         print(f"{n}/{len(topics)} {topic.query_id}: {values}", flush=True)

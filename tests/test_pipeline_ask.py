@@ -61,7 +61,14 @@ def test_cli_options_carry_the_config_defaults_and_help() -> None:
 
 
 def test_config_checks() -> None:
-    for bad in ({"k": 0}, {"pool": 0}, {"passes": -1}, {"feedback": "oracle-pointers"}):
+    bad_configs = (
+        {"k": 0},
+        {"pool": 0},
+        {"passes": -1},
+        {"pool_aspects": -1},
+        {"feedback": "oracle-pointers"},
+    )
+    for bad in bad_configs:
         with pytest.raises(ConfigError):
             AskConfig(**bad)  # type: ignore[arg-type]
 
@@ -116,3 +123,30 @@ def test_ask_selects_with_the_default_selector() -> None:
         "plan", "retrieve", "estimate", "select", "generate",
     }  # fmt: skip
     assert result.costs["generate"].llm.calls == 1
+
+
+@pytest.mark.model
+def test_pool_aspects_join_the_sub_questions_but_not_the_floor_or_the_report() -> None:
+    from covrag.pipeline import prepare
+    from covrag.pipeline.ask import select_context
+    from covrag.pipeline.config import PrepareConfig
+    from covrag.select import parse_selector
+    from covrag.types import Topic
+
+    passages = (
+        Passage("p1", "bullying falls when pupils wear the same clothes"),
+        Passage("p2", "cost of a uniform is a burden for poor families"),
+        Passage("p3", "identity matters to teenagers"),  # answers no sub-question
+        Passage("p4", "bullying over brands and fashion stops"),
+    )
+    topic = Topic("t", "Should schools require uniforms?", passages, ASPECTS)
+    estimator = KeywordCoverage()
+    candidates = prepare(topic, estimator, PrepareConfig(relevance="order")).candidates
+    selector = parse_selector("expected-coverage")
+    plain = select_context(selector, candidates, estimator, k=4, floor=0.5)
+    pooled = select_context(selector, candidates, estimator, k=4, floor=0.5, pool_aspects=10)
+    # the floor reads the sub-questions only: p3 represents itself, yet is never chosen
+    assert "p3" not in pooled.passage_ids and set(pooled.passage_ids) == {"p1", "p2", "p4"}
+    assert set(plain.passage_ids) == {"p1", "p2", "p4"}
+    # what the selection reports covering is the sub-questions, never a pool aspect
+    assert sorted(pooled.covered) == ["sq1", "sq2"]

@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError, StructuredOutputError
@@ -49,7 +51,9 @@ from covrag.pipeline.prepare import prepare
 from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
 from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
 from covrag.schema.ask import ask_plan, ask_run_record
-from covrag.select import parse_selector, select_above_floor
+from covrag.select import parse_selector
+from covrag.select.base import Candidates, Selector
+from covrag.select.floor import above_floor
 from covrag.types import Aspect, Budget, CoverageMatrix, Selection, Topic
 
 logger = logging.getLogger(__name__)
@@ -293,6 +297,69 @@ class _Clock:
         self.costs[stage] = StageCost(spent, llm or LLMCost(), pairs_scored, cpu)
 
 
+def select_context(
+    selector: Selector,
+    candidates: Candidates,
+    estimator: CoverageEstimator,
+    k: int,
+    floor: float,
+    pool_aspects: int = 0,
+) -> Selection:
+    """``ask``'s selection: at most ``k`` of the candidates that clear the coverage ``floor``.
+
+    With ``pool_aspects`` the selector also covers that many representatives of what cleared
+    the floor (:class:`~covrag.plan.pool.PoolAspectFinder`), beside the sub-questions: the
+    sub-questions say what a complete answer needs, the representatives what the pool holds.
+    The floor reads the sub-questions only (a pool of padding has representatives too), and the
+    selection reports coverage of the sub-questions only.
+    """
+    kept = above_floor(candidates, floor)
+    if not pool_aspects or not kept.passages:
+        return selector.select(kept, Budget(max_passages=k))
+    selection = selector.select(
+        with_pool_aspects(kept, estimator, pool_aspects), Budget(max_passages=k)
+    )
+    assert kept.coverage is not None
+    wanted = set(kept.coverage.aspect_ids)
+    steps = tuple(
+        dataclasses.replace(s, newly_covered=tuple(a for a in s.newly_covered if a in wanted))
+        for s in selection.steps
+    )
+    return dataclasses.replace(selection, steps=steps)
+
+
+def with_pool_aspects(candidates: Candidates, estimator: CoverageEstimator, n: int) -> Candidates:
+    """The candidates with ``n`` representatives of their pool as more aspects (ids
+    ``pool:pool1``, ...), scored by ``estimator``, weight 1, none excluded."""
+    from covrag.plan.pool import PoolAspectFinder
+
+    coverage = candidates.coverage
+    assert coverage is not None
+    topic = Topic(candidates.query_id, candidates.query, candidates.passages, ())
+    found = tuple(
+        dataclasses.replace(a, id=f"pool:{a.id}") for a in PoolAspectFinder(k=n).find(topic)
+    )
+    extra = estimator.estimate(dataclasses.replace(topic, aspects=found))
+    m, added = len(coverage.aspect_ids), len(found)
+    weights = candidates.aspect_weights
+    excluded = candidates.excluded
+    merged = dataclasses.replace(
+        coverage,
+        aspect_ids=coverage.aspect_ids + extra.aspect_ids,
+        probs=np.hstack([coverage.probs, extra.probs]),
+        pairs_scored=coverage.pairs_scored + extra.pairs_scored,
+        seconds=coverage.seconds + extra.seconds,
+    )
+    return dataclasses.replace(
+        candidates,
+        coverage=merged,
+        aspect_weights=np.concatenate([np.ones(m) if weights is None else weights, np.ones(added)]),
+        excluded=np.concatenate(
+            [np.zeros(m, dtype=bool) if excluded is None else excluded, np.zeros(added, bool)]
+        ),
+    )
+
+
 def ask(
     question: str,
     llm: LLM,
@@ -343,8 +410,8 @@ def ask(
 
     clock.start("select")
     selector = parse_selector(config.selector)
-    selection = select_above_floor(
-        selector, candidates, Budget(max_passages=config.k), config.floor
+    selection = select_context(
+        selector, candidates, estimator, config.k, config.floor, config.pool_aspects
     )
     clock.stop("select")
 

@@ -104,6 +104,13 @@ class AskConfig:
             "(0 = always fill k)"
         ),
     )
+    pool_aspects: int = field(
+        default=0,
+        metadata=_help(
+            "also select to cover this many representatives of the pool (facility location), "
+            "beside the sub-questions (0 = the sub-questions only)"
+        ),
+    )
     writer: WriterName = field(
         # extractive stays the default: on ArgKP and Perspectrum dev the synthesising writer
         # copies nothing but states fewer key points (BENCHMARKS.md section 14)
@@ -143,8 +150,8 @@ class AskConfig:
         for name in ("pool", "k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.subquestions < 0 or self.passes < 0:
-            raise ConfigError("subquestions and passes must be >= 0")
+        if self.subquestions < 0 or self.passes < 0 or self.pool_aspects < 0:
+            raise ConfigError("subquestions, passes and pool_aspects must be >= 0")
         if not 0.0 <= self.floor <= 1.0:
             raise ConfigError(f"floor must lie in [0, 1], got {self.floor}")
 
