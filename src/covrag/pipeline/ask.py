@@ -15,7 +15,8 @@ file that ``covrag report`` renders, and evaluated later (``covrag eval-answers`
 - **select**: expected coverage (by default; DES's greedy coverage with
   ``selector="greedy-coverage"``) under a passage budget, with its trace, among the passages
   that clear the coverage floor (``config.floor``): a question the corpus cannot answer gets
-  fewer passages, or none, never off-topic padding.
+  fewer passages, or none, never off-topic padding. With ``config.pool_aspects`` the selector
+  also covers representatives of what cleared the floor (:func:`select_context`).
 - **generate**: a cited answer (free cited prose, or planned by aspect with
   ``writer="synthesis"``, :class:`~covrag.generate.SynthesisWriter`) and critique-and-rewrite
   passes
@@ -317,7 +318,7 @@ def select_context(
     if not pool_aspects or not kept.passages:
         return selector.select(kept, Budget(max_passages=k))
     selection = selector.select(
-        with_pool_aspects(kept, estimator, pool_aspects), Budget(max_passages=k)
+        add_pool_aspects(kept, estimator, pool_aspects), Budget(max_passages=k)
     )
     assert kept.coverage is not None
     wanted = set(kept.coverage.aspect_ids)
@@ -328,7 +329,7 @@ def select_context(
     return dataclasses.replace(selection, steps=steps)
 
 
-def with_pool_aspects(candidates: Candidates, estimator: CoverageEstimator, n: int) -> Candidates:
+def add_pool_aspects(candidates: Candidates, estimator: CoverageEstimator, n: int) -> Candidates:
     """The candidates with ``n`` representatives of their pool as more aspects (ids
     ``pool:pool1``, ...), scored by ``estimator``, weight 1, none excluded."""
     from covrag.plan.pool import PoolAspectFinder
