@@ -41,7 +41,9 @@ class PlannerTrainConfig:
     """Hyperparameters of both stages (``dpo_*`` only DPO's); defaults suit a 135M model on CPU."""
 
     base_model: str = "smollm2"
-    sft_epochs: float = 3.0
+    # 20: with the 15 examples of a CPU data run, 3 epochs (12 steps) left the reply's form
+    # unlearnt; 20 (80 steps) learnt it on the training prompts (BENCHMARKS.md section 17)
+    sft_epochs: float = 20.0
     dpo_epochs: float = 2.0
     sft_learning_rate: float = 2e-4
     dpo_learning_rate: float = 5e-5
