@@ -3,10 +3,11 @@
 - ``gold``: the dataset's own aspect texts (DES's human-nugget setting).
 - ``llm``: sub-questions an LLM writes for the query
   (:class:`~covrag.plan.decompose.LLMDecomposer`).
-- ``pool``: representatives of the candidate pool (:class:`~covrag.plan.pool.PoolAspectFinder`).
+- ``pool``: representatives of the candidate pool (:class:`~covrag.plan.pool.PoolAspectFinder`);
+  what the framework components and ``/v1/select`` use when given no sub-questions.
 - ``llm+pool``: both, side by side.
-- ``query``: the query itself as the only aspect (what the framework components do when given no
-  sub-questions), the baseline every other label-free source has to beat.
+- ``query``: the query itself as the only aspect, the baseline every other label-free source has
+  to beat.
 
 The sources are registered in ``ASPECT_SOURCES`` by name; :func:`build_aspect_sources` builds the
 ones a command names from :class:`AspectOptions`, so a new source is added here only.
