@@ -187,6 +187,18 @@ def _interrupt_the_driver(item: tuple[int, str, str]) -> str:
     return label
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Python's own Ctrl-C handler for the test. A test run started in the background of a
+    non-interactive shell inherits SIGINT ignored, and Python then installs no handler: the
+    interrupt the test sends would be lost and the map would wait for ten-minute items."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _interrupt(
     tmp_path: Path, items: int, load: Callable[[], Any], task: Callable[[Any], Any]
 ) -> int:
@@ -202,14 +214,16 @@ def _interrupt(
     return len([p for p in tmp_path.iterdir() if p.name.startswith("q")])
 
 
-def test_ctrl_c_stops_the_actor_pool(cluster: None, tmp_path: Path) -> None:
+def test_ctrl_c_stops_the_actor_pool(cluster: None, ctrl_c_raises: None, tmp_path: Path) -> None:
     # The workers are stopped in the middle of their items; the queued items never start (an
     # actor may have taken a second item in flight before the interrupt lands: at most 2 each).
     assert _interrupt(tmp_path, 8, preloaded(_interrupt_the_driver), identity) <= 4
 
 
 @pytest.mark.slow
-def test_ctrl_c_cancels_the_running_tasks(cluster: None, tmp_path: Path) -> None:
+def test_ctrl_c_cancels_the_running_tasks(
+    cluster: None, ctrl_c_raises: None, tmp_path: Path
+) -> None:
     # The tasks would run for ten minutes: cancelled, they give their CPUs back at once.
     assert _interrupt(tmp_path, 4, preloaded(identity), _interrupt_the_driver) >= 1
 
