@@ -179,12 +179,20 @@ def _covrag(*args: str, limit: Callable[[], None] | None = None) -> subprocess.P
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["COLUMNS"] = "1000"
     code = "import sys; from covrag.cli import main; sys.exit(main(sys.argv[1:]))"
+
+    def prepare() -> None:
+        # Ctrl-C as a shell in the foreground gives it: a run started in the background of a
+        # non-interactive shell inherits SIGINT ignored, and the child would never see it
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if limit is not None:
+            limit()
+
     return subprocess.Popen(
         [sys.executable, "-c", code, *args],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        preexec_fn=limit,
+        preexec_fn=prepare,
     )
 
 

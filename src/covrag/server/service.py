@@ -142,18 +142,17 @@ def build_job(request: SelectRequest, config: ServerConfig, menus: Menus) -> Sel
 
 @functools.cache
 def pool_finder() -> PoolAspectFinder:
-    """The finder of label-free aspects (one per process: its MiniLM loads once)."""
-    from covrag.integrations._engine import pool_finder as default_finder
+    """The finder of label-free aspects, as ``covrag cv --aspects pool`` measured it (one per
+    process: its MiniLM loads once)."""
+    from covrag.plan.pool import PoolAspectFinder
 
-    return default_finder()
+    return PoolAspectFinder()
 
 
 def with_pool_aspects(topic: Topic) -> Topic:
     """``topic`` with its pool's representatives as the aspects (the query when none)."""
-    from covrag.integrations._engine import resolve_aspects
-
-    aspects = resolve_aspects("pool", topic.query, topic.passages, pool_finder())
-    return dataclasses.replace(topic, aspects=aspects)
+    found = pool_finder().find(topic) if topic.passages else ()
+    return dataclasses.replace(topic, aspects=found or (Aspect("query", topic.query),))
 
 
 def run_job(job: SelectJob) -> SelectResponse:
