@@ -63,5 +63,7 @@ def copies(sentence: str, passages: Sequence[str], threshold: float = COPY_THRES
         >>> copies("Fewer pupils are bullied when all dress alike.", ["Uniforms reduce bullying."])
         False
     """
-    spans = _spans(sentence)  # the sentence is normalised once, not once per passage
-    return any(_share(span, normalise(p)) >= threshold for p in passages for span in spans)
+    spans = _spans(sentence)  # the sentence is normalised once, each passage once
+    return any(
+        _share(span, text) >= threshold for text in map(normalise, passages) for span in spans
+    )

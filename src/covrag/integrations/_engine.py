@@ -9,8 +9,8 @@ what their frameworks' MMR steps do not give them (see ``shared/USERS.md``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.errors import ConfigError
@@ -20,9 +20,6 @@ from covrag.pipeline import prepare_for
 from covrag.select.base import Selector, parse_selector
 from covrag.tokens import TokenCounter
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
-
-if TYPE_CHECKING:
-    from covrag.plan.pool import PoolAspectFinder
 
 AspectLike = str | Aspect
 LabelFree = Literal["pool", "query"]
@@ -62,18 +59,10 @@ def as_aspects(items: Sequence[AspectLike]) -> tuple[Aspect, ...]:
     return tuple(aspects)
 
 
-def pool_finder() -> PoolAspectFinder:
-    """The finder of pool aspects, as ``covrag cv --aspects pool`` measured it (10 aspects)."""
-    from covrag.plan.pool import PoolAspectFinder
-
-    return PoolAspectFinder()
-
-
 def resolve_aspects(
     source: AspectSource,
     query: str,
     passages: Sequence[Passage] = (),
-    finder: PoolAspectFinder | None = None,
 ) -> tuple[Aspect, ...]:
     """The aspects for one query.
 
@@ -95,9 +84,9 @@ def resolve_aspects(
                 f"got the string {source!r}"
             )
         if source == "pool" and passages:
-            found = (finder or pool_finder()).find(Topic("query", query, tuple(passages), ()))
-            if found:
-                return found
+            from covrag.plan.pool import pool_or_query
+
+            return pool_or_query(Topic("query", query, tuple(passages), ()))
         source = None
     if source is None:
         if not query.strip():
@@ -201,7 +190,6 @@ class CoverageChoice:
     max_tokens: int | None = None
     relevance: Relevance = "auto"
     counter: TokenCounter | None = None
-    _finder: PoolAspectFinder | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.selector, str):
@@ -250,9 +238,7 @@ class CoverageChoice:
         source = aspects if aspects is not None else self.aspects
         if source == "pool" and not selector.uses_coverage:
             source = "query"  # a selector that reads no coverage has no use for them
-        if source == "pool" and self._finder is None:
-            object.__setattr__(self, "_finder", pool_finder())  # MiniLM loads once
-        wanted = resolve_aspects(source, query, passages, self._finder)
+        wanted = resolve_aspects(source, query, passages)
         topic = Topic(query_id="query", query=query, passages=passages, aspects=wanted)
         relevance = self.relevance
         if relevance == "auto":

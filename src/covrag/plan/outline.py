@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +116,12 @@ def outline_schema(tree: QTree, size: int) -> dict[str, Any]:
     return reply_schema(outline_reply(tree.ids, size))
 
 
+def _frontier(tree: QTree, chosen: Iterable[str]) -> set[str]:
+    """The nodes adjacent to some chosen node, not chosen themselves."""
+    taken = set(chosen)
+    return {a for c in taken for a in tree.adjacent(c)} - taken
+
+
 def _completions(
     tree: QTree, size: int, earlier: set[frozenset[str]]
 ) -> Callable[[frozenset[str]], bool]:
@@ -126,8 +132,7 @@ def _completions(
     def completable(chosen: frozenset[str]) -> bool:
         if len(chosen) == size:
             return chosen not in earlier
-        options = {a for c in chosen for a in tree.adjacent(c)} - chosen
-        return any(completable(chosen | {o}) for o in options)
+        return any(completable(chosen | {o}) for o in _frontier(tree, chosen))
 
     return completable
 
@@ -181,10 +186,7 @@ class OutlineExtractor:
         earlier = {frozenset(o.node_ids) for o in previous}
         completable = _completions(tree, self.size, earlier)
         for _ in range(self.size):
-            if chosen:
-                options = sorted({a for c in chosen for a in tree.adjacent(c)} - set(chosen))
-            else:
-                options = list(tree.ids)
+            options = sorted(_frontier(tree, chosen)) if chosen else list(tree.ids)
             # only nodes from which a new connected outline can still be finished: three
             # siblings whose parent completes an earlier outline are a dead end
             options = [o for o in options if completable(frozenset((*chosen, o)))]

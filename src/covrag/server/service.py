@@ -8,12 +8,11 @@ so they run under one lock; selection itself runs unlocked.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from covrag.coverage.base import ESTIMATORS, CoverageEstimator, parse_estimator
 from covrag.errors import ConfigError, CovragError, DataError
@@ -37,9 +36,6 @@ from covrag.server.specs import (
     default_selector_specs,
 )
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
-
-if TYPE_CHECKING:
-    from covrag.plan.pool import PoolAspectFinder
 
 T = TypeVar("T")
 
@@ -140,19 +136,11 @@ def build_job(request: SelectRequest, config: ServerConfig, menus: Menus) -> Sel
     )
 
 
-@functools.cache
-def pool_finder() -> PoolAspectFinder:
-    """The finder of label-free aspects, as ``covrag cv --aspects pool`` measured it (one per
-    process: its MiniLM loads once)."""
-    from covrag.plan.pool import PoolAspectFinder
-
-    return PoolAspectFinder()
-
-
 def with_pool_aspects(topic: Topic) -> Topic:
     """``topic`` with its pool's representatives as the aspects (the query when none)."""
-    found = pool_finder().find(topic) if topic.passages else ()
-    return dataclasses.replace(topic, aspects=found or (Aspect("query", topic.query),))
+    from covrag.plan.pool import pool_or_query
+
+    return dataclasses.replace(topic, aspects=pool_or_query(topic))
 
 
 def run_job(job: SelectJob) -> SelectResponse:
