@@ -46,13 +46,19 @@ def test_first_answer_numbers_passages_truncates_them_and_parses_citations() -> 
 
 
 def test_no_citations_invalid_citations_and_empty_answers_are_reported() -> None:
-    writer = CitedWriter(ScriptedLLM(["Uniforms are debated.", "Made up [7]. Real [1].", " "]))
-    uncited = writer.write(QUESTION, PASSAGES)
+    writer = CitedWriter(
+        ScriptedLLM(["Uniforms are debated.", "Made up [7]. Real [1][9].", " "])
+    )
+    uncited = writer.write(QUESTION, PASSAGES)  # nothing cited: kept as written, and said
     assert uncited.problems == ("no sentence cites a passage",)
+    assert [s.text for s in uncited.answer.sentences] == ["Uniforms are debated."]
     invalid = writer.write(QUESTION, PASSAGES)
-    assert [s.passage_ids for s in invalid.answer.sentences] == [(), ("p1",)]
-    assert invalid.parsed.invalid[0].number == 7
-    assert any("[7]" in p and "do not exist" in p for p in invalid.problems)
+    # "Made up" cites only a passage that does not exist: it is left out, not stated.
+    assert [(s.text, s.passage_ids) for s in invalid.answer.sentences] == [("Real.", ("p1",))]
+    assert invalid.left_out == ("Made up.",) and invalid.uncited == 1
+    assert [(c.sentence, c.number) for c in invalid.parsed.invalid] == [(0, 9)]
+    assert any("[9]" in p and "do not exist" in p for p in invalid.problems)
+    assert any("left out" in p and "'Made up.'" in p for p in invalid.problems)
     empty = writer.write(QUESTION, PASSAGES)
     assert empty.answer.sentences == ()
     assert empty.problems == ("the model returned an empty answer",)

@@ -221,7 +221,9 @@ def test_verdicts() -> None:
     assert rewrite_verdict(first, same) == "unchanged"
     assert rewrite_verdict(first, better) == "accepted"
     assert rewrite_verdict(first, empty) == "rejected: the rewrite is empty"
-    uncited = CitedWriter(ScriptedLLM(["A [1]. B [2]. C."])).write(QUESTION, PASSAGES)
+    # An uncited sentence is left out of the answer, but still counts against its rewrite.
+    uncited = CitedWriter(ScriptedLLM(["A [1]. E [2]. C."])).write(QUESTION, PASSAGES)
+    assert uncited.left_out == ("C.",)
     assert rewrite_verdict(first, uncited) == "rejected: the rewrite leaves more sentences uncited"
 
 

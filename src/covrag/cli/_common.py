@@ -268,6 +268,7 @@ def add_prepare_args(parser: argparse.ArgumentParser, multiple: bool = False) ->
     """``--aspects`` and its sources' options, ``--exclude-aspects`` and ``--relevance``."""
     from covrag.pipeline.config import PrepareConfig
     from covrag.plan import ASPECT_SOURCES, AspectOptions
+    from covrag.plan.decompose import STYLES
 
     parser.add_argument(
         "--aspects",
@@ -285,6 +286,14 @@ def add_prepare_args(parser: argparse.ArgumentParser, multiple: bool = False) ->
         type=int,
         default=field_default(AspectOptions, "subquestions"),
         help="sub-questions per query for --aspects llm",
+    )
+    parser.add_argument(
+        "--decompose-style",
+        choices=sorted(STYLES),
+        default=field_default(AspectOptions, "decompose_style"),
+        help="how the --llm is asked for sub-questions: factors = DES's (a factor a complete "
+        "answer weighs, one sub-question about each); points = the specific claims a complete "
+        "answer states, each as the narrow question a passage making it answers",
     )
     parser.add_argument(
         "--pool-k",
@@ -307,7 +316,10 @@ def aspect_sources(args: argparse.Namespace, names: Iterable[str]) -> dict[str, 
     from covrag.plan import AspectOptions, build_aspect_sources
 
     options = AspectOptions(
-        subquestions=args.subquestions, pool_k=args.pool_k, pool_rewrite=args.pool_rewrite
+        subquestions=args.subquestions,
+        pool_k=args.pool_k,
+        pool_rewrite=args.pool_rewrite,
+        decompose_style=args.decompose_style,
     )
     return build_aspect_sources(names, options, lambda: build_llm(args.llm, args.no_llm_cache))
 

@@ -65,7 +65,7 @@ def rewrite_verdict(previous: Draft, rewrite: Draft) -> str:
     lost = _cited(previous) - _cited(rewrite)
     if lost and len(_cited(rewrite)) < len(_cited(previous)):
         return f"rejected: the rewrite lost the citations of {', '.join(sorted(lost))}"
-    if len(rewrite.parsed.uncited) > len(previous.parsed.uncited):
+    if rewrite.uncited > previous.uncited:
         return "rejected: the rewrite leaves more sentences uncited"
     if len(rewrite.notes) > len(previous.notes):
         return "rejected: the rewrite failed the writer's checks"

@@ -22,6 +22,8 @@ class Draft:
         cut_off: Whether the reply stopped at the token limit (its last sentence may be partial).
         cost: What writing it cost.
         notes: What the writer had to do instead of what it was asked (e.g. a fallback).
+        left_out: Sentences of the reply the writer left out of the answer because they cite
+            no passage (a claim no passage supports is not stated as the answer's).
     """
 
     parsed: ParsedAnswer
@@ -30,10 +32,16 @@ class Draft:
     cut_off: bool = False
     cost: LLMCost = LLMCost()
     notes: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
 
     @property
     def answer(self) -> Answer:
         return self.parsed.answer
+
+    @property
+    def uncited(self) -> int:
+        """Sentences of the reply that cite no passage: left out, or still in the answer."""
+        return len(self.left_out) + len(self.parsed.uncited)
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -52,6 +60,11 @@ class Draft:
             found.append("no sentence cites a passage")
         elif uncited:
             found.append(f"{len(uncited)} sentence(s) cite no passage")
+        if self.left_out:
+            found.append(
+                f"{len(self.left_out)} sentence(s) citing no passage left out of the answer: "
+                + "; ".join(f"{t!r}" for t in self.left_out)
+            )
         if self.cut_off:
             found.append("the reply was cut off at the token limit")
         return (*found, *self.notes)
@@ -173,6 +186,7 @@ def draft_record(draft: Draft) -> dict[str, Any]:
             {"sentence": c.sentence, "number": c.number} for c in draft.parsed.invalid
         ],
         "problems": list(draft.problems),
+        "left_out": list(draft.left_out),
         "cut_off": draft.cut_off,
         "cost": draft.cost.as_dict(),
     }

@@ -17,7 +17,12 @@ import logging
 from collections.abc import Sequence
 
 from covrag.errors import ConfigError
-from covrag.generate.citations import ParsedAnswer, parse_citations, render_answer
+from covrag.generate.citations import (
+    InvalidCitation,
+    ParsedAnswer,
+    parse_citations,
+    render_answer,
+)
 from covrag.generate.records import Draft, LLMCost, WritingContext, ids
 from covrag.generate.synthesis import missing_sentence, plan_parts
 from covrag.llm.base import LLM, ChatParams, Message, system, user
@@ -189,7 +194,7 @@ class CitedWriter:
             seed=self.llm.params.seed,
         )
         result = self.llm.chat(messages, params=params)
-        parsed = parse_citations(result.text, ids(passages))
+        parsed, left_out = without_uncited(parse_citations(result.text, ids(passages)))
         if context is not None:  # name what no passage answers, as the writer's framing
             parts, missing = plan_parts(passages, context)
             framing = missing_sentence(missing, bool(parts))
@@ -202,10 +207,33 @@ class CitedWriter:
             target_sentences=target,
             cut_off=result.finish_reason == "length",
             cost=LLMCost.of([result]),
+            left_out=left_out,
         )
         for problem in draft.problems:
             logger.warning("answer to %d passages: %s", len(passages), problem)
         return draft
+
+
+def without_uncited(parsed: ParsedAnswer) -> tuple[ParsedAnswer, tuple[str, ...]]:
+    """The answer without the model's sentences that cite no passage, and those sentences.
+
+    A small model opens with its own verdict ("Yes, governments should tax sugary drinks.")
+    even when no passage supports one; every sentence of an answer cites a passage or is the
+    writer's marked framing, so such a sentence is left out and recorded, never stated. When
+    no sentence cites anything the reply is kept as it is, so that the draft shows what the
+    model wrote and says that nothing is cited.
+    """
+    sentences = parsed.answer.sentences
+    kept = [i for i, s in enumerate(sentences) if s.passage_ids or s.framing]
+    if not kept or len(kept) == len(sentences):
+        return parsed, ()
+    where = {old: new for new, old in enumerate(kept)}  # invalid citations follow their sentence
+    invalid = tuple(
+        InvalidCitation(where[c.sentence], c.number) for c in parsed.invalid if c.sentence in where
+    )
+    left_out = tuple(s.text for i, s in enumerate(sentences) if i not in where)
+    answer = Answer(tuple(sentences[i] for i in kept))
+    return ParsedAnswer(answer, invalid, parsed.repeated), left_out
 
 
 def _check_passages(passages: Sequence[Passage]) -> None:

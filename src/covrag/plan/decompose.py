@@ -43,6 +43,31 @@ SYSTEM = (
 
 MEMO_VERSION = 1
 
+STYLES = {
+    "factors": (
+        "A complete answer to this question must weigh many different factors. "
+        "List {ask} distinct factors (short noun phrases, each about a different thing) "
+        "and, for each, one specific sub-question about it. Each sub-question ends with "
+        "'?', does not repeat the question, and names its subject in full rather than "
+        "'it', so that it can be searched on its own.\n"
+    ),
+    "points": (
+        "A complete answer to this question states many different points: the specific "
+        "claims, reasons and consequences people raise, on every side where the question is "
+        "contested. List {ask} distinct points and, for each, the yes/no question that a "
+        "passage making exactly that point answers. Each question states one specific claim, "
+        "as in this example about another topic, 'Should cities ban cars?': "
+        "{{\"factor\": \"cleaner air\", \"question\": \"Do car bans cut air pollution in city "
+        "centres?\"}}, {{\"factor\": \"local shops\", \"question\": \"Do car bans hurt shops in "
+        "the centre?\"}}. Not broad questions such as 'What are the benefits of ...?'. Each "
+        "question ends with '?', does not repeat the question, and names its subject in full "
+        "rather than 'it'.\n"
+    ),
+}
+"""How the decomposer asks for sub-questions (``style``): ``factors`` is DES's (a factor a
+complete answer must weigh, one sub-question about each); ``points`` asks for the specific
+claims a complete answer states, each as the narrow question a passage making it answers."""
+
 _NUMBERING = re.compile(r"^\s*(?:[-*\u2022]|\(?\d+[.):]|[a-z][.)])\s+")
 
 
@@ -181,6 +206,7 @@ class LLMDecomposer:
         retries: Extra attempts when a reply is unparsable or has no usable question.
         max_tokens: Token limit of each reply (None = 60 per candidate, at least 300).
         encoder: Sentence encoder for the near-duplicate check (default: packaged MiniLM).
+        style: How the LLM is asked (:data:`STYLES`): ``factors`` (DES's) or ``points``.
     """
 
     llm: LLM
@@ -190,10 +216,13 @@ class LLMDecomposer:
     max_tokens: int | None = None
     encoder: Encoder | None = field(default=None, repr=False)
     candidates: int | None = None
+    style: str = "factors"
 
     def __post_init__(self) -> None:
         if self.n < 1:
             raise ConfigError(f"n must be >= 1, got {self.n}")
+        if self.style not in STYLES:
+            raise ConfigError(f"style must be one of {', '.join(STYLES)}, got {self.style!r}")
         if self.candidates is not None and self.candidates < self.n:
             raise ConfigError(f"candidates must be >= n ({self.n}), got {self.candidates}")
         if self.dedup is not None and not 0 < self.dedup <= 1:
@@ -215,17 +244,11 @@ class LLMDecomposer:
     def _ask(
         self, question: str, want: int, ask: int, kept: Sequence[_Candidate]
     ) -> tuple[list[_Candidate], list[str], int, str]:
-        prompt = (
-            f"Question: {question}\n\n"
-            "A complete answer to this question must weigh many different factors. "
-            f"List {ask} distinct factors (short noun phrases, each about a different thing) "
-            "and, for each, one specific sub-question about it. Each sub-question ends with "
-            "'?', does not repeat the question, and names its subject in full rather than "
-            "'it', so that it can be searched on its own.\n"
-        )
+        prompt = f"Question: {question}\n\n" + STYLES[self.style].format(ask=ask)
         if kept:
             listed = "\n".join(f"- {k.factor}: {k.question}" for k in kept)
-            prompt += f"\nThese factors are already covered; list different ones:\n{listed}\n"
+            what = "factors" if self.style == "factors" else "points"
+            prompt += f"\nThese {what} are already covered; list different ones:\n{listed}\n"
         prompt += (
             f'\nReply with JSON: {{"items": [{ask} objects like '
             '{"factor": "...", "question": "...?"}]}'
@@ -292,6 +315,8 @@ class LLMDecomposer:
             "reply": reply,
             "settings": [self.n, self.asked, self.dedup, self.retries, self.max_tokens, encoder],
         }
+        if self.style != "factors":  # the earlier keys (all DES's style) stay valid
+            payload["style"] = self.style
         return "decompose:" + hashlib.sha256(canonical(payload).encode("utf-8")).hexdigest()
 
     def decompose(self, question: str) -> SubQuestions:

@@ -43,11 +43,14 @@ class AspectOptions:
         subquestions: Sub-questions per query (``llm``).
         pool_k: Aspects per topic (``pool``).
         pool_rewrite: Have the LLM rewrite each representative passage as a question (``pool``).
+        decompose_style: How the LLM is asked for sub-questions (``llm``;
+            :data:`~covrag.plan.decompose.STYLES`).
     """
 
     subquestions: int = 10
     pool_k: int = 10
     pool_rewrite: bool = False
+    decompose_style: str = "factors"
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ class LLMAspects(AspectSource):
     def build(cls, options: AspectOptions, llm: LLM | None) -> AspectSource:
         if llm is None:
             raise ValueError("the llm aspect source needs an LLM")
-        return cls(LLMDecomposer(llm, n=options.subquestions))
+        return cls(LLMDecomposer(llm, n=options.subquestions, style=options.decompose_style))
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
         return self.decomposer.decompose(topic.query).aspects
