@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from covrag.errors import StructuredOutputError
+from covrag.errors import ConfigError, StructuredOutputError
 from covrag.plan.decompose import (
     LLMDecomposer,
     clean_question,
@@ -44,6 +44,22 @@ def test_asks_for_more_candidates_than_needed_with_their_factors() -> None:
     assert schema["properties"]["items"]["minItems"] == 2
     assert schema["properties"]["items"]["maxItems"] == 3  # ceil(1.5 n) candidates
     assert "List 3 distinct factors" in llm.requests[0][0][-1].content
+
+
+def test_the_points_style_asks_for_specific_claims_and_tops_up_in_its_words() -> None:
+    llm = ScriptedLLM(
+        [reply("Do car bans cut smog?", "No question"), reply("Do car bans hurt shops?")]
+    )
+    result = LLMDecomposer(llm, n=2, candidates=2, dedup=None, style="points").decompose(
+        "Should cities ban cars?"
+    )
+    assert result.texts == ("Do car bans cut smog?", "Do car bans hurt shops?")
+    first, top_up = (request[0][-1].content for request in llm.requests)
+    assert "List 2 distinct points" in first and "yes/no question" in first
+    assert '{"factor": "local shops"' in first  # the worked example, braces written once
+    assert "These points are already covered" in top_up
+    with pytest.raises(ConfigError, match="style must be one of factors, points"):
+        LLMDecomposer(llm, style="claims")
 
 
 def test_unusable_candidates_are_dropped_and_only_an_unusable_reply_is_retried() -> None:
