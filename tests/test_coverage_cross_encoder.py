@@ -86,6 +86,34 @@ def test_threshold_comes_from_the_training_card(tiny_model: Path) -> None:
     )
 
 
+def test_question_worded_aspects_get_the_cards_question_threshold(tiny_model: Path) -> None:
+    path = tiny_model / "training_card.json"
+    saved = path.read_text()
+    card = json.loads(saved)
+    card["threshold"], card["question_threshold"], card["assignment"] = 0.8, 0.3, "independent"
+    path.write_text(json.dumps(card))
+    try:
+        aspects = (Aspect("s", "pollution"), Aspect("q", "Do cars pollute the air?"))
+        asked = Topic("q", "Should cities ban cars?", topic().passages, aspects)
+        matrix = CrossEncoderCoverage(model=str(tiny_model)).estimate(asked)
+        assert matrix.threshold == 0.8 and matrix.aspect_thresholds == (0.8, 0.3)
+        assert (matrix.covered == (matrix.probs >= np.array([0.8, 0.3]))).all()
+        assert matrix.threshold_text() == "0.8 (0.3 for q)"
+        # A threshold the user gives holds for every aspect, unless they give both.
+        given = CrossEncoderCoverage(model=str(tiny_model), threshold=0.5).estimate(asked)
+        assert given.aspect_thresholds is None and given.threshold_text() == "0.5"
+        both = CrossEncoderCoverage(model=str(tiny_model), threshold=0.5, question_threshold=0.2)
+        assert both.estimate(asked).aspect_thresholds == (0.5, 0.2)
+        # Statements only: one threshold, as before.
+        assert (
+            CrossEncoderCoverage(model=str(tiny_model)).estimate(topic()).aspect_thresholds is None
+        )
+        with pytest.raises(ValueError, match="question_threshold must lie in"):
+            CrossEncoderCoverage(question_threshold=1.5)
+    finally:
+        path.write_text(saved)
+
+
 def test_pairs_from_the_bundled_data() -> None:
     from covrag.data import load_dataset
 

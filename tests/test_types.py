@@ -17,9 +17,26 @@ def test_coverage_matrix_is_read_only_and_thresholded() -> None:
         matrix.probs[0, 0] = 1.0
 
 
+def test_aspects_may_have_thresholds_of_their_own() -> None:
+    probs = np.array([[0.2, 0.7], [0.5, 0.35]])
+    matrix = CoverageMatrix(("p1", "p2"), ("a1", "a2"), probs, 0.5, aspect_thresholds=(0.5, 0.3))
+    assert matrix.covered.tolist() == [[False, True], [True, True]]
+    assert matrix.aspects_of("p2") == ("a1", "a2")
+    assert matrix.threshold_text() == "0.5 (0.3 for a2)"
+    again = matrix.with_threshold(0.6)  # one threshold for every aspect again
+    assert again.aspect_thresholds is None
+    assert again.covered.tolist() == [[False, True], [False, False]]
+    from covrag.schema.runfile import RunCoverage
+
+    back = RunCoverage.model_validate(RunCoverage.of(matrix).model_dump()).to_matrix()
+    assert back.aspect_thresholds == (0.5, 0.3) and back.covered.tolist() == matrix.covered.tolist()
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
+        ({"aspect_thresholds": (0.5,)}, "1 values for 2 aspects"),
+        ({"aspect_thresholds": (0.5, 1.5)}, r"aspect_thresholds must lie in \[0, 1\]"),
         ({"probs": np.zeros((2, 3))}, "shape"),
         ({"probs": np.full((2, 2), 1.5)}, r"\[0, 1\]"),
         ({"probs": np.full((2, 2), np.nan)}, "NaN"),

@@ -49,3 +49,8 @@ def words(text: str) -> list[str]:
 def content_words(text: str) -> set[str]:
     """The distinct words of ``text`` that are not :data:`STOPWORDS`."""
     return set(words(text)) - STOPWORDS
+
+
+def is_question(text: str) -> bool:
+    """Whether ``text`` is worded as a question (it ends with ``?``)."""
+    return text.rstrip().rstrip("\"'\u201d)").endswith("?")

@@ -137,7 +137,9 @@ class Topic:
 class CoverageMatrix:
     """P[passage, aspect]: the probability that a passage covers (answers) an aspect.
 
-    ``covered`` is ``probs >= threshold``. The matrix also records what estimating it cost.
+    ``covered`` is ``probs >= threshold``, column by column when the aspects have thresholds of
+    their own (``aspect_thresholds``: the cross-encoder's question-worded aspects). The matrix
+    also records what estimating it cost.
 
     Attributes:
         passage_ids: Row labels.
@@ -148,6 +150,8 @@ class CoverageMatrix:
         pairs_scored: Number of (passage, aspect) pairs the estimator actually scored.
         seconds: Wall-clock seconds spent estimating.
         truncated_pairs: Pairs longer than the estimator's token limit (cut by the model).
+        aspect_thresholds: A threshold per aspect (column), in place of ``threshold``; None =
+            ``threshold`` for every aspect.
     """
 
     passage_ids: tuple[str, ...]
@@ -158,6 +162,7 @@ class CoverageMatrix:
     pairs_scored: int = 0
     seconds: float = 0.0
     truncated_pairs: int = 0
+    aspect_thresholds: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         probs = _frozen_array(self.probs, np.float64)
@@ -170,6 +175,14 @@ class CoverageMatrix:
             raise ValueError("CoverageMatrix.probs must lie in [0, 1] with no NaN")
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"CoverageMatrix.threshold must lie in [0, 1], got {self.threshold}")
+        if self.aspect_thresholds is not None:
+            if len(self.aspect_thresholds) != len(self.aspect_ids):
+                raise ValueError(
+                    f"CoverageMatrix.aspect_thresholds has {len(self.aspect_thresholds)} values "
+                    f"for {len(self.aspect_ids)} aspects"
+                )
+            if any(not 0.0 <= t <= 1.0 for t in self.aspect_thresholds):
+                raise ValueError("CoverageMatrix.aspect_thresholds must lie in [0, 1]")
         if len(set(self.passage_ids)) != len(self.passage_ids):
             raise ValueError("CoverageMatrix.passage_ids contains duplicates")
         if len(set(self.aspect_ids)) != len(self.aspect_ids):
@@ -177,9 +190,16 @@ class CoverageMatrix:
         object.__setattr__(self, "probs", probs)
 
     @property
+    def thresholds(self) -> FloatArray:
+        """The threshold of each aspect (column)."""
+        if self.aspect_thresholds is None:
+            return np.full(len(self.aspect_ids), self.threshold)
+        return np.asarray(self.aspect_thresholds, dtype=np.float64)
+
+    @property
     def covered(self) -> BoolArray:
-        """Boolean passages x aspects array: ``probs >= threshold``."""
-        result: BoolArray = self.probs >= self.threshold
+        """Boolean passages x aspects array: ``probs >= threshold`` of each aspect."""
+        result: BoolArray = self.probs >= self.thresholds
         return result
 
     @property
@@ -187,8 +207,22 @@ class CoverageMatrix:
         return (len(self.passage_ids), len(self.aspect_ids))
 
     def with_threshold(self, threshold: float) -> CoverageMatrix:
-        """The same probabilities under another threshold."""
-        return dataclasses.replace(self, threshold=threshold)
+        """The same probabilities under another threshold, the same for every aspect."""
+        return dataclasses.replace(self, threshold=threshold, aspect_thresholds=None)
+
+    def threshold_text(self) -> str:
+        """The threshold in words: ``0.8``, or ``0.8 (0.3 for aspects sq1, sq2)``."""
+        if self.aspect_thresholds is None or set(self.aspect_thresholds) == {self.threshold}:
+            return f"{self.threshold:g}"
+        others: dict[float, list[str]] = {}
+        for aspect, value in zip(self.aspect_ids, self.aspect_thresholds, strict=True):
+            if value != self.threshold:
+                others.setdefault(value, []).append(aspect)
+        return (
+            f"{self.threshold:g} ("
+            + "; ".join(f"{value:g} for {', '.join(ids)}" for value, ids in others.items())
+            + ")"
+        )
 
     def aspects_of(self, passage_id: str) -> tuple[str, ...]:
         """Ids of the aspects a passage covers."""

@@ -222,7 +222,7 @@ def _print_ask(result: AskResult, console: Console) -> None:
     table = Table(
         title="Plan: the aspects a complete answer covers",
         caption=f"{answered} of {len(wanted)} wanted aspects are covered by the selected "
-        f"passages (estimated probability >= {result.coverage.threshold:g})",
+        f"passages (estimated probability >= {result.coverage.threshold_text()})",
     )
     table.add_column("id")
     table.add_column("aspect")

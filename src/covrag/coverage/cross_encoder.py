@@ -26,6 +26,7 @@ from covrag.coverage.base import ESTIMATORS, CoverageEstimator
 from covrag.coverage.embedding import EmbeddingCoverage
 from covrag.coverage.onnx_model import OnnxPairScorer
 from covrag.errors import ConfigError, MissingExtraError
+from covrag.text import is_question
 from covrag.types import CoverageMatrix, FloatArray, Topic
 
 logger = logging.getLogger(__name__)
@@ -148,6 +149,12 @@ class CrossEncoderCoverage(CoverageEstimator):
             (docs/BENCHMARKS.md, section 20), so it is not on by default.
         blend_model: The bi-encoder of the blend (sentence-transformers name or path); None for
             the packaged MiniLM.
+        question_threshold: The threshold of aspects worded as questions (ending with ``?``):
+            the model is less sure of a passage against a question than against a statement
+            of the same point. None = the one stored with the model (the shipped model's 0.3
+            was chosen by five-fold cross-validation of F1 on ArgKP's labelled pairs,
+            docs/BENCHMARKS.md, section 20), and when ``threshold`` is given, or the model
+            stores none, ``threshold`` for every aspect.
     """
 
     name = "cross-encoder"
@@ -158,10 +165,13 @@ class CrossEncoderCoverage(CoverageEstimator):
     max_length: int = 256
     blend: float = 0.0
     blend_model: str | None = None
+    question_threshold: float | None = None
 
     def __post_init__(self) -> None:
-        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"threshold must lie in [0, 1], got {self.threshold}")
+        for name in ("threshold", "question_threshold"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1], got {value}")
         if self.assignment not in (None, "independent", "best"):
             raise ValueError(f"assignment must be 'independent' or 'best', got {self.assignment!r}")
         if not 0.0 <= self.blend <= 1.0:
@@ -184,6 +194,23 @@ class CrossEncoderCoverage(CoverageEstimator):
         stored = card_value(Path(self.model_path()), "threshold")
         return 0.5 if stored is None else float(stored)
 
+    def resolved_question_threshold(self) -> float | None:
+        """The threshold of question-worded aspects (None: the same as every other's)."""
+        if self.question_threshold is not None:
+            return self.question_threshold
+        if self.threshold is not None:  # a threshold given by the user holds for every aspect
+            return None
+        stored = card_value(Path(self.model_path()), "question_threshold")
+        return None if stored is None else float(stored)
+
+    def aspect_thresholds(self, topic: Topic, threshold: float) -> tuple[float, ...] | None:
+        """Each aspect's threshold, or None when every aspect has ``threshold``."""
+        question = self.resolved_question_threshold()
+        if question is None or question == threshold:
+            return None
+        values = tuple(question if is_question(a.text) else threshold for a in topic.aspects)
+        return values if question in values else None
+
     def resolved_assignment(self) -> str:
         if self.assignment is not None:
             return self.assignment
@@ -200,11 +227,13 @@ class CrossEncoderCoverage(CoverageEstimator):
             cosine = EmbeddingCoverage(threshold=0.0, model=self.blend_model).estimate(topic)
             probs = (1.0 - self.blend) * probs + self.blend * cosine.probs
         threshold = self.resolved_threshold()
+        per_aspect = self.aspect_thresholds(topic, threshold)
         if self.resolved_assignment() == "best" and probs.size:
+            below = np.nextafter(np.asarray(per_aspect or threshold, dtype=np.float64), 0.0)
             best = probs.argmax(axis=1)
             keep = np.zeros_like(probs, dtype=bool)
             keep[np.arange(len(probs)), best] = True
-            probs = np.where(keep, probs, np.minimum(probs, np.nextafter(threshold, 0.0)))
+            probs = np.where(keep, probs, np.minimum(probs, below))
         if truncated:
             logger.info(
                 "topic %s: %d of %d pairs exceed %d tokens and were cut by the model",
@@ -222,4 +251,5 @@ class CrossEncoderCoverage(CoverageEstimator):
             pairs_scored=scored,
             seconds=time.perf_counter() - started,
             truncated_pairs=truncated,
+            aspect_thresholds=per_aspect,
         )

@@ -92,13 +92,14 @@ def plan_parts(
         rows = {p: i for i, p in enumerate(coverage.passage_ids)}
         cols = [coverage.aspect_ids.index(a.id) for a in wanted if a.id in coverage.aspect_ids]
         ids = [coverage.aspect_ids[j] for j in cols]
+        thresholds = coverage.thresholds[cols]
         for p in passages:
             if p.id not in rows or not cols:
                 continue
             probs = np.asarray(coverage.probs[rows[p.id], cols], dtype=np.float64)
             best = int(np.argmax(probs))
             for k, aspect_id in enumerate(ids):
-                if k == best or probs[k] >= coverage.threshold:
+                if k == best or probs[k] >= thresholds[k]:
                     support[aspect_id].append((-float(probs[k]), p.id))
     parts = [Part(a, tuple(pid for _, pid in sorted(support[a.id]))) for a in wanted]
     missing = tuple(part.aspect for part in parts if not part.passage_ids)

@@ -209,7 +209,11 @@ def plan_aspects(
         plan: Plan | None = None
         warnings: list[str] = []
         if config.outline:
-            planner = QPlanner(llm, subquestions=max(config.subquestions, 1))
+            planner = QPlanner(
+                llm,
+                subquestions=max(config.subquestions, 1),
+                decompose_style=config.decompose_style,
+            )
             try:
                 plan = planner.plan(question, include, exclude)
                 subquestions = plan.subquestions
@@ -220,7 +224,8 @@ def plan_aspects(
                 warnings.append(f"no outline ({first}); writing without one")
                 logger.warning("ask: %s", warnings[-1])
         if subquestions is None and config.subquestions:
-            subquestions = LLMDecomposer(llm, n=config.subquestions).decompose(query.base)
+            decomposer = LLMDecomposer(llm, n=config.subquestions, style=config.decompose_style)
+            subquestions = decomposer.decompose(query.base)
         found = subquestions.aspects if subquestions is not None else ()
         planned = Planned(query, (*found, *query.aspects()), subquestions, plan, tuple(warnings))
     if not planned.aspects:

@@ -19,6 +19,7 @@ from covrag.tokens import TokenCounter
 RelevanceSource = Literal["dense", "score", "order"]
 FeedbackMode = Literal["self", "pointers"]
 WriterName = Literal["synthesis", "extractive"]
+DecomposeStyle = Literal["factors", "points"]  # covrag.plan.decompose.STYLES
 RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "score", "order")
 
 #: The selector used wherever a caller names none (ask, the server, the integrations): the best
@@ -86,6 +87,14 @@ class AskConfig:
     """How :func:`covrag.pipeline.ask` runs each stage (help texts in the field metadata)."""
 
     subquestions: int = field(default=8, metadata=_help("sub-questions the LLM writes (DES: 10)"))
+    decompose_style: DecomposeStyle = field(
+        default="factors",
+        metadata=_help(
+            "how the LLM is asked for sub-questions: factors = DES's (one sub-question per "
+            "factor a complete answer weighs); points = the specific claims a complete answer "
+            "states, each as the narrow question a passage making it answers"
+        ),
+    )
     pool: int = field(default=50, metadata=_help("candidate passages to retrieve"))
     k: int = field(default=8, metadata=_help("passages in the answer's context"))
     selector: str = field(

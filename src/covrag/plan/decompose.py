@@ -57,8 +57,8 @@ STYLES = {
         "contested. List {ask} distinct points and, for each, the yes/no question that a "
         "passage making exactly that point answers. Each question states one specific claim, "
         "as in this example about another topic, 'Should cities ban cars?': "
-        "{{\"factor\": \"cleaner air\", \"question\": \"Do car bans cut air pollution in city "
-        "centres?\"}}, {{\"factor\": \"local shops\", \"question\": \"Do car bans hurt shops in "
+        '{{"factor": "cleaner air", "question": "Do car bans cut air pollution in city '
+        'centres?"}}, {{"factor": "local shops", "question": "Do car bans hurt shops in '
         "the centre?\"}}. Not broad questions such as 'What are the benefits of ...?'. Each "
         "question ends with '?', does not repeat the question, and names its subject in full "
         "rather than 'it'.\n"

@@ -60,6 +60,8 @@ class QPlanner:
         retries: Extra attempts of each step.
         seed: Seed of the random baseline.
         encoder: Sentence encoder for de-duplicating sub-questions.
+        decompose_style: How the sub-questions are asked for
+            (:data:`~covrag.plan.decompose.STYLES`).
     """
 
     llm: LLM
@@ -72,6 +74,7 @@ class QPlanner:
     retries: int = 2
     seed: int = 0
     encoder: Encoder | None = field(default=None, repr=False)
+    decompose_style: str = "factors"
 
     def query(
         self, request: str, include: Sequence[str] = (), exclude: Sequence[str] = ()
@@ -90,7 +93,11 @@ class QPlanner:
         if not self.subquestions:
             return None
         decomposer = LLMDecomposer(
-            self.llm, n=self.subquestions, retries=self.retries, encoder=self.encoder
+            self.llm,
+            n=self.subquestions,
+            retries=self.retries,
+            encoder=self.encoder,
+            style=self.decompose_style,
         )
         return decomposer.decompose(query.base)
 

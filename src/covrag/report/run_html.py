@@ -152,7 +152,7 @@ def _heatmap(
         f'<p class="muted">Rows: passages, the {len(selected)} selected first (in pick order, '
         "highlighted), then the rest of the pool. Columns: aspects (red = excluded). Colour: "
         "estimated probability; a dot marks a covered pair (probability at or above the "
-        f"threshold {coverage.threshold:g}).</p>{scale_svg(coverage.threshold)}"
+        f"threshold {coverage.threshold_text()}).</p>{scale_svg(coverage.threshold)}"
         f'<div class="figure">{svg}</div>'
     )
 

@@ -66,7 +66,7 @@ def heatmap_svg(
         f'<svg class="heatmap" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="coverage heatmap: {len(rows)} passages by {len(aspect_labels)} aspects, '
-        f'threshold {coverage.threshold:g}">'
+        f'threshold {esc(coverage.threshold_text())}">'
     ]
     for j, label in enumerate(aspect_labels):
         x = left + j * cell_w + cell_w / 2
@@ -76,7 +76,7 @@ def heatmap_svg(
             f"{esc(label)}<title>{esc(coverage.aspect_ids[j])}</title></text>"
         )
     probs = coverage.probs
-    threshold = coverage.threshold
+    thresholds = coverage.thresholds
     previous_selected = True
     for r, row in enumerate(rows):
         y = top + r * cell_h
@@ -102,7 +102,7 @@ def heatmap_svg(
         parts.append(f'<g transform="translate(0,{y})">')
         for j in range(len(aspect_labels)):
             p = float(probs[row.index, j])
-            covered = p >= threshold
+            covered = p >= thresholds[j]
             x = left + j * cell_w
             # A tooltip only where there is something to read keeps large pools small.
             tip = (

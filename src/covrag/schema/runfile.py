@@ -151,6 +151,9 @@ class RunCoverage(_Record):
     pairs_scored: int = 0
     truncated_pairs: int = Field(default=0, description="pairs cut to the model's token limit")
     seconds: float = 0.0
+    aspect_thresholds: list[float] | None = Field(
+        default=None, description="a threshold per aspect, in place of threshold"
+    )
 
     def to_matrix(self) -> CoverageMatrix:
         probs = np.array(self.probs, dtype=np.float64)
@@ -163,6 +166,9 @@ class RunCoverage(_Record):
             pairs_scored=self.pairs_scored,
             seconds=self.seconds,
             truncated_pairs=self.truncated_pairs,
+            aspect_thresholds=(
+                None if self.aspect_thresholds is None else tuple(self.aspect_thresholds)
+            ),
         )
 
     @classmethod
@@ -176,6 +182,7 @@ class RunCoverage(_Record):
             pairs_scored=m.pairs_scored,
             truncated_pairs=m.truncated_pairs,
             seconds=m.seconds,
+            aspect_thresholds=None if m.aspect_thresholds is None else list(m.aspect_thresholds),
         )
 
 

@@ -52,6 +52,8 @@ def subset(candidates: Candidates, keep: IntArray) -> Candidates:
             source=coverage.source,
             pairs_scored=coverage.pairs_scored,
             seconds=coverage.seconds,
+            truncated_pairs=coverage.truncated_pairs,
+            aspect_thresholds=coverage.aspect_thresholds,
         )
     pieces, owner = candidates.piece_embeddings, candidates.piece_owner
     if pieces is not None and owner is not None:
