@@ -81,6 +81,9 @@ def main() -> None:
     parser.add_argument("--llm", default="local", help="LLM spec for --aspects llm")
     parser.add_argument("--subquestions", type=int, default=8)
     parser.add_argument(
+        "--decompose-style", choices=["factors", "points"], default="factors", help="--aspects llm"
+    )
+    parser.add_argument(
         "--pool-aspects",
         type=int,
         default=0,
@@ -96,7 +99,9 @@ def main() -> None:
     parser.add_argument("--rows", type=Path, help="re-choose from a saved --out file, no scoring")
     args = parser.parse_args()
     decomposer = (
-        LLMDecomposer(parse_llm(args.llm), n=args.subquestions) if args.aspects == "llm" else None
+        LLMDecomposer(parse_llm(args.llm), n=args.subquestions, style=args.decompose_style)
+        if args.aspects == "llm"
+        else None
     )
 
     def sought(topic: Topic) -> Topic:

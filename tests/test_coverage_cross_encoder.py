@@ -104,10 +104,12 @@ def test_question_worded_aspects_get_the_cards_question_threshold(tiny_model: Pa
         assert given.aspect_thresholds is None and given.threshold_text() == "0.5"
         both = CrossEncoderCoverage(model=str(tiny_model), threshold=0.5, question_threshold=0.2)
         assert both.estimate(asked).aspect_thresholds == (0.5, 0.2)
-        # Statements only: one threshold, as before.
-        assert (
-            CrossEncoderCoverage(model=str(tiny_model)).estimate(topic()).aspect_thresholds is None
-        )
+        # Statements only, or questions only: one threshold for the matrix.
+        statements = CrossEncoderCoverage(model=str(tiny_model)).estimate(topic())
+        assert statements.aspect_thresholds is None and statements.threshold == 0.8
+        questions = Topic("q", "Q?", topic().passages, aspects[1:])
+        alone = CrossEncoderCoverage(model=str(tiny_model)).estimate(questions)
+        assert alone.aspect_thresholds is None and alone.threshold == 0.3
         with pytest.raises(ValueError, match="question_threshold must lie in"):
             CrossEncoderCoverage(question_threshold=1.5)
     finally:

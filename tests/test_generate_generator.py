@@ -46,9 +46,7 @@ def test_first_answer_numbers_passages_truncates_them_and_parses_citations() -> 
 
 
 def test_no_citations_invalid_citations_and_empty_answers_are_reported() -> None:
-    writer = CitedWriter(
-        ScriptedLLM(["Uniforms are debated.", "Made up [7]. Real [1][9].", " "])
-    )
+    writer = CitedWriter(ScriptedLLM(["Uniforms are debated.", "Made up [7]. Real [1][9].", " "]))
     uncited = writer.write(QUESTION, PASSAGES)  # nothing cited: kept as written, and said
     assert uncited.problems == ("no sentence cites a passage",)
     assert [s.text for s in uncited.answer.sentences] == ["Uniforms are debated."]

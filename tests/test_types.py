@@ -23,6 +23,10 @@ def test_aspects_may_have_thresholds_of_their_own() -> None:
     assert matrix.covered.tolist() == [[False, True], [True, True]]
     assert matrix.aspects_of("p2") == ("a1", "a2")
     assert matrix.threshold_text() == "0.5 (0.3 for a2)"
+    many = CoverageMatrix(
+        ("p",), tuple("abcd"), np.zeros((1, 4)), 0.5, aspect_thresholds=(0.3,) * 4
+    )
+    assert many.threshold_text() == "0.5 (0.3 for 4 aspects)"
     again = matrix.with_threshold(0.6)  # one threshold for every aspect again
     assert again.aspect_thresholds is None
     assert again.covered.tolist() == [[False, True], [False, False]]

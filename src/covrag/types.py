@@ -211,18 +211,19 @@ class CoverageMatrix:
         return dataclasses.replace(self, threshold=threshold, aspect_thresholds=None)
 
     def threshold_text(self) -> str:
-        """The threshold in words: ``0.8``, or ``0.8 (0.3 for aspects sq1, sq2)``."""
+        """The threshold in words: ``0.8``, ``0.8 (0.3 for sq1, sq2)``, or with more than three
+        aspects of another threshold ``0.8 (0.3 for 5 aspects)``."""
         if self.aspect_thresholds is None or set(self.aspect_thresholds) == {self.threshold}:
             return f"{self.threshold:g}"
         others: dict[float, list[str]] = {}
         for aspect, value in zip(self.aspect_ids, self.aspect_thresholds, strict=True):
             if value != self.threshold:
                 others.setdefault(value, []).append(aspect)
-        return (
-            f"{self.threshold:g} ("
-            + "; ".join(f"{value:g} for {', '.join(ids)}" for value, ids in others.items())
-            + ")"
-        )
+        named = [
+            f"{value:g} for " + (", ".join(ids) if len(ids) <= 3 else f"{len(ids)} aspects")
+            for value, ids in others.items()
+        ]
+        return f"{self.threshold:g} ({'; '.join(named)})"
 
     def aspects_of(self, passage_id: str) -> tuple[str, ...]:
         """Ids of the aspects a passage covers."""

@@ -203,13 +203,17 @@ class CrossEncoderCoverage(CoverageEstimator):
         stored = card_value(Path(self.model_path()), "question_threshold")
         return None if stored is None else float(stored)
 
-    def aspect_thresholds(self, topic: Topic, threshold: float) -> tuple[float, ...] | None:
-        """Each aspect's threshold, or None when every aspect has ``threshold``."""
+    def thresholds(self, topic: Topic) -> tuple[float, tuple[float, ...] | None]:
+        """The matrix's threshold and its per-aspect thresholds (None when all are the same):
+        every aspect a question, the question threshold is the matrix's."""
+        threshold = self.resolved_threshold()
         question = self.resolved_question_threshold()
-        if question is None or question == threshold:
-            return None
+        if question is None:
+            return threshold, None
         values = tuple(question if is_question(a.text) else threshold for a in topic.aspects)
-        return values if question in values else None
+        if len(set(values)) <= 1:
+            return (values[0] if values else threshold), None
+        return threshold, values
 
     def resolved_assignment(self) -> str:
         if self.assignment is not None:
@@ -226,8 +230,7 @@ class CrossEncoderCoverage(CoverageEstimator):
         if self.blend > 0.0 and probs.size:
             cosine = EmbeddingCoverage(threshold=0.0, model=self.blend_model).estimate(topic)
             probs = (1.0 - self.blend) * probs + self.blend * cosine.probs
-        threshold = self.resolved_threshold()
-        per_aspect = self.aspect_thresholds(topic, threshold)
+        threshold, per_aspect = self.thresholds(topic)
         if self.resolved_assignment() == "best" and probs.size:
             below = np.nextafter(np.asarray(per_aspect or threshold, dtype=np.float64), 0.0)
             best = probs.argmax(axis=1)
