@@ -66,6 +66,14 @@ def _candidates(topic: Topic, corpus: list, estimator: CoverageEstimator) -> Can
     return prepare(pooled, estimator, PrepareConfig(relevance="dense")).candidates
 
 
+def as_question(motion: str) -> str:
+    """ArgKP's motion as the question a user would ask: "We should ban X" -> "Should we ban X?"."""
+    text = motion.strip().rstrip(".")
+    if text.lower().startswith("we should "):
+        return "Should we " + text[len("we should ") :] + "?"
+    return text if text.endswith("?") else text + "?"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--floors", type=float, nargs="+", default=[0, 0.05, 0.1, 0.2, 0.3, 0.5])
@@ -95,6 +103,12 @@ def main() -> None:
         default="raw",
         help="answerable half of the objective: StRecall@k (raw) or the share of the StRecall@k "
         "without a floor that the floor keeps (retained; needs 0 among --floors)",
+    )
+    parser.add_argument(
+        "--floor-question",
+        action="store_true",
+        help="a passage also clears the floor when it answers the question itself (the "
+        "motion as a question: 'We should X' -> 'Should we X?')",
     )
     parser.add_argument("--rows", type=Path, help="re-choose from a saved --out file, no scoring")
     args = parser.parse_args()
@@ -142,12 +156,15 @@ def main() -> None:
         unanswerable = _candidates(asked, others, estimator)
         wanted = {a.id for a in topic.aspects}
         values: dict[str, list[float]] = {"strecall": [], "filled": [], "empty_off": []}
+        question = as_question(topic.query) if args.floor_question else None
         for floor in args.floors:
-            chosen = select_context(selector, answerable, estimator, args.k, floor, pool)
+            chosen = select_context(selector, answerable, estimator, args.k, floor, pool, question)
             made = {a for p in chosen.passage_ids for a in topic.labels.get(p, ())} & wanted
             values["strecall"].append(len(made) / len(wanted))
             values["filled"].append(len(chosen) / args.k)
-            padded = select_context(selector, unanswerable, estimator, args.k, floor, pool)
+            padded = select_context(
+                selector, unanswerable, estimator, args.k, floor, pool, question
+            )
             values["empty_off"].append(1 - len(padded) / args.k)
         rows[topic.query_id] = values
         print(f"{n}/{len(topics)} {topic.query_id}: {values}", flush=True)

@@ -2,7 +2,7 @@
 fitted by leave-topics-out cross-validation.
 
     .venv/bin/python benchmarks/cv_threshold.py [--form statements|questions] [--coverage SPEC]
-        [--threshold 0.8] [--folds 5] [--seed 0]
+        [--threshold 0.8] [--folds 5] [--seed 0] [--cross-topic N]
 
 Every labelled (argument, key point) pair of ArgKP's 28 train + dev topics (positives, and the
 annotators' explicit negatives) is scored by the estimator, with the key points worded as
@@ -11,12 +11,18 @@ threshold with the best F1 on the other folds' pairs is fitted
 (:func:`covrag.train.calibrate.best_f1_threshold`) and the held-out pairs are judged with it and
 with the fixed ``--threshold``. Prints JSON: per fold the fitted threshold and both held-out F1,
 then F1 over all held-out pairs and the threshold fitted on every topic.
+
+ArgKP's annotators judged only pairs within a topic. ``--cross-topic N`` adds, for each topic,
+N arguments of other topics (seeded) against every key point of the topic, as negatives: what a
+mixed pool holds, and all that a question the corpus cannot answer gets.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import random
 
 import numpy as np
 
@@ -49,17 +55,35 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.8, help="the fixed threshold")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--cross-topic",
+        type=int,
+        default=0,
+        help="also score N arguments of other topics against each topic's key points, as "
+        "negatives (what a mixed pool holds, and all an unanswerable question gets)",
+    )
     args = parser.parse_args()
     suffix = "" if args.form == "statements" else ":questions"
     topics = [*load_dataset(f"argkp2021:train{suffix}"), *load_dataset(f"argkp2021:dev{suffix}")]
     folds = assign_folds(sorted(t.query_id for t in topics), args.folds, args.seed)
     estimator = parse_estimator(args.coverage)
     pairs = {}
+    rng = random.Random(args.seed)
     for topic in topics:
         matrix = estimator.estimate(topic)
         pairs[topic.query_id] = labelled(
             topic, np.asarray(matrix.probs), list(matrix.passage_ids), list(matrix.aspect_ids)
         )
+        if args.cross_topic:
+            others = [p for t in topics if t.query_id != topic.query_id for p in t.passages]
+            strangers = rng.sample(others, args.cross_topic)
+            off = estimator.estimate(dataclasses.replace(topic, passages=tuple(strangers)))
+            scores = np.asarray(off.probs).ravel()
+            labels, judged = pairs[topic.query_id]
+            pairs[topic.query_id] = (
+                np.concatenate([labels, np.zeros(scores.size, dtype=labels.dtype)]),
+                np.concatenate([judged, scores]),
+            )
 
     def joined(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
         return (
@@ -67,7 +91,12 @@ def main() -> None:
             np.concatenate([pairs[q][1] for q in ids]),
         )
 
-    report: dict[str, object] = {"form": args.form, "coverage": args.coverage, "folds": []}
+    report: dict[str, object] = {
+        "form": args.form,
+        "coverage": args.coverage,
+        "cross_topic": args.cross_topic,
+        "folds": [],
+    }
     held_labels, held_scores, fitted = [], [], []
     for fold in range(args.folds):
         train = [q for q in pairs if folds[q] != fold]

@@ -150,3 +150,32 @@ def test_pool_aspects_join_the_sub_questions_but_not_the_floor_or_the_report() -
     assert set(plain.passage_ids) == {"p1", "p2", "p4"}
     # what the selection reports covering is the sub-questions, never a pool aspect
     assert sorted(pooled.covered) == ["sq1", "sq2"]
+
+
+def test_a_passage_that_answers_the_question_itself_clears_the_floor() -> None:
+    from covrag.pipeline import prepare
+    from covrag.pipeline.ask import select_context
+    from covrag.pipeline.config import PrepareConfig
+    from covrag.select import parse_selector
+    from covrag.types import Topic
+
+    passages = (
+        Passage("p1", "bullying falls when pupils wear the same clothes"),  # answers sq1
+        Passage("p5", "Schools should require uniforms, many parents say"),  # the question only
+        Passage("p6", "the weather was mild all winter"),  # nothing
+    )
+    question = "Should schools require uniforms?"  # KeywordCoverage reads its first word
+    topic = Topic("t", question, passages, ASPECTS)
+    estimator = KeywordCoverage()
+    candidates = prepare(topic, estimator, PrepareConfig(relevance="order")).candidates
+    selector = parse_selector("expected-coverage")
+    alone = select_context(selector, candidates, estimator, k=3, floor=0.5)
+    assert alone.passage_ids == ("p1",)
+    both = select_context(selector, candidates, estimator, k=3, floor=0.5, question=question)
+    assert set(both.passage_ids) == {"p1", "p5"}
+    assert sorted(both.covered) == ["sq1"]  # the question is not an aspect to cover
+    # At floor 0 nothing is scored against the question and k is filled as before.
+    assert (
+        len(select_context(selector, candidates, estimator, k=3, floor=0.0, question=question)) == 3
+    )
+    assert AskConfig().floor_question and AskConfig().floor == 0.8

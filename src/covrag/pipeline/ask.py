@@ -310,6 +310,7 @@ def select_context(
     k: int,
     floor: float,
     pool_aspects: int = 0,
+    question: str | None = None,
 ) -> Selection:
     """``ask``'s selection: at most ``k`` of the candidates that clear the coverage ``floor``.
 
@@ -317,9 +318,15 @@ def select_context(
     the floor (:class:`~covrag.plan.pool.PoolAspectFinder`), beside the sub-questions: the
     sub-questions say what a complete answer needs, the representatives what the pool holds.
     The floor reads the sub-questions only (a pool of padding has representatives too), and the
-    selection reports coverage of the sub-questions only.
+    selection reports coverage of the sub-questions only. With ``question`` a passage also
+    clears the floor when the estimator says it answers the question itself (the question is
+    not an aspect to cover).
     """
-    kept = above_floor(candidates, floor)
+    also = None
+    if question is not None and floor > 0.0 and candidates.passages:
+        asked = Topic(candidates.query_id, question, candidates.passages, (Aspect("q", question),))
+        also = estimator.estimate(asked).probs[:, 0]
+    kept = above_floor(candidates, floor, also)
     if not pool_aspects or not kept.passages:
         return selector.select(kept, Budget(max_passages=k))
     selection = selector.select(
@@ -417,7 +424,13 @@ def ask(
     clock.start("select")
     selector = parse_selector(config.selector)
     selection = select_context(
-        selector, candidates, estimator, config.k, config.floor, config.pool_aspects
+        selector,
+        candidates,
+        estimator,
+        config.k,
+        config.floor,
+        config.pool_aspects,
+        query.base if config.floor_question else None,
     )
     clock.stop("select")
 

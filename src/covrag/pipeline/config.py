@@ -31,7 +31,7 @@ DEFAULT_COVERAGE = "cross-encoder"
 #: at least this probability of answering one wanted aspect. Chosen by leave-topics-out
 #: cross-validation on ArgKP train + dev with the LLM's sub-questions, for the shipped model
 #: (BENCHMARKS.md, sections 13 and 20).
-DEFAULT_FLOOR = 0.7
+DEFAULT_FLOOR = 0.8
 
 
 def _help(text: str, **extra: object) -> dict[str, object]:
@@ -109,8 +109,16 @@ class AskConfig:
         default=DEFAULT_FLOOR,
         metadata=_help(
             "coverage floor: only passages with at least this estimated probability of "
-            "answering a sub-question are selected, so the context may hold fewer than k "
-            "(0 = always fill k)"
+            "answering a sub-question (or the question, see floor_question) are selected, so "
+            "the context may hold fewer than k (0 = always fill k)"
+        ),
+    )
+    floor_question: bool = field(
+        default=True,
+        metadata=_help(
+            "a passage also clears the floor when the estimator says it answers the question "
+            "itself, not only a sub-question (broad sub-questions score lower than the "
+            "question they come from)"
         ),
     )
     pool_aspects: int = field(

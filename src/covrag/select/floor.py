@@ -79,15 +79,25 @@ def subset(candidates: Candidates, keep: IntArray) -> Candidates:
     )
 
 
-def above_floor(candidates: Candidates, floor: float) -> Candidates:
-    """The candidates whose :func:`passage_support` reaches ``floor`` (all of them at 0)."""
+def above_floor(candidates: Candidates, floor: float, also: FloatArray | None = None) -> Candidates:
+    """The candidates whose :func:`passage_support` reaches ``floor`` (all of them at 0).
+
+    ``also`` gives each candidate a second chance: its probability of answering the question
+    itself (one value per candidate, in pool order); a passage then stays when either reaches
+    ``floor``.
+    """
     if not 0.0 <= floor <= 1.0:
         raise ConfigError(f"the coverage floor must lie in [0, 1], got {floor}")
     if floor == 0.0:
         return candidates
     if candidates.coverage is None:
         raise ConfigError("a coverage floor needs a coverage matrix (choose --coverage)")
-    keep = np.flatnonzero(passage_support(candidates) >= floor)
+    support = passage_support(candidates)
+    if also is not None:
+        if len(also) != len(support):
+            raise ValueError(f"also has {len(also)} values for {len(support)} candidates")
+        support = np.maximum(support, np.asarray(also, dtype=np.float64))
+    keep = np.flatnonzero(support >= floor)
     return subset(candidates, keep)
 
 

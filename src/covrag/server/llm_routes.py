@@ -28,11 +28,11 @@ from covrag.generate import CritiqueContext
 from covrag.generate.records import Draft, LLMCost
 from covrag.llm.base import LLM
 from covrag.pipeline import AskConfig, PrepareConfig, build_generator, prepare
+from covrag.pipeline.ask import select_context
 from covrag.pipeline.config import WriterName
 from covrag.plan import C2Query, LLMDecomposer, QPlanner
 from covrag.schema.ask import LLMCostOut, OutlinePlanOut
 from covrag.schema.runfile import RunSentence
-from covrag.select import select_above_floor
 from covrag.select.base import parse_selector
 from covrag.server.config import ServerConfig
 from covrag.server.schemas import MAX_ASPECTS, MAX_TEXT, AspectIn, PassageIn, _Strict
@@ -43,7 +43,7 @@ from covrag.server.service import (
     passage_records,
     unique_ids,
 )
-from covrag.types import Budget, CoverageMatrix, Topic
+from covrag.types import CoverageMatrix, Topic
 
 T = TypeVar("T")
 
@@ -114,6 +114,11 @@ class AnswerRequest(_Strict):
         description="with k: only passages the estimator gives at least this probability of "
         "answering an aspect enter the context (0: off); none clearing it means no context, "
         "and the answer says the passages do not answer the question",
+    )
+    floor_question: bool = Field(
+        default=_ASK.floor_question,
+        description="with k: a passage also clears the floor when it answers the question "
+        "itself, not only an aspect",
     )
     writer: WriterName = Field(
         default=_ASK.writer,
@@ -282,11 +287,13 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
         candidates = prepare(topic, estimator, PrepareConfig(relevance="order")).candidates
         coverage = candidates.coverage
         if request.k is not None:
-            selection = select_above_floor(
+            selection = select_context(
                 parse_selector(config.default_selector),
                 candidates,
-                Budget(max_passages=request.k),
+                estimator,
+                request.k,
                 request.floor,
+                question=request.question if request.floor_question else None,
             )
             by_id = {p.id: p for p in candidates.passages}
             context = [by_id[p] for p in selection.passage_ids]
