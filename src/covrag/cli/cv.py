@@ -21,6 +21,7 @@ from covrag.cli._common import (
     check_measures,
     check_outputs,
     config_from_args,
+    err_console,
     field_default,
     parse_budget,
     progress_bar,
@@ -231,6 +232,12 @@ def _cv(args: argparse.Namespace, console: Console) -> tuple[CVResult, DevReport
         )  # fmt: skip
     if not args.dev_report:
         return result, None
+    if args.train_coverage:
+        # Fitting on every topic and on the non-dev ones trains a model for each, beyond the folds.
+        err_console.print(
+            "dev report: each --train-coverage setting trains two more models (on all topics, "
+            "and on the non-dev topics), each about as long as a fold's"
+        )
     return result, dev_report(settings, result, scores, [t.query_id for t in dev])
 
 
