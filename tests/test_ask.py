@@ -145,6 +145,9 @@ def test_ask_cli_on_the_tiny_model(tmp_path: Path, capsys) -> None:  # type: ign
     said = re.search(r"(\d) of 2 wanted aspects\s+are\s+covered", captured.out)
     assert said is not None and int(said.group(1)) == len(covered), captured.out
     assert "covered by" in captured.out
+    # Each aspect's cell gives the probabilities: "[1] 0.83", or "not covered (best 0.22)".
+    cells = re.findall(r"\[\d\] \d\.\d\d|not covered \(best \d\.\d\d\)", captured.out)
+    assert len(cells) >= 2, captured.out
     assert len(record["generation"]["drafts"]) == 2
     assert record["costs"]["generate"]["llm"]["calls"] >= 2
     assert record["costs"]["estimate"]["pairs_scored"] > 0

@@ -211,6 +211,24 @@ def covered_by(result: AskResult, number: Mapping[str, int]) -> dict[str, tuple[
     return {a: tuple(ns) for a, ns in found.items()}
 
 
+def coverage_cell(result: AskResult, number: Mapping[str, int], aspect_id: str) -> str:
+    """The plan table's cell: each covering passage with its probability (``[1] 0.83``), or
+    "not covered" with the best probability any selected passage reached, so that a near miss
+    and a blank can be told apart."""
+    coverage = result.coverage
+    if aspect_id not in coverage.aspect_ids:
+        return "[red]not covered[/]"
+    column = coverage.aspect_ids.index(aspect_id)
+    rows = {pid: coverage.passage_ids.index(pid) for pid in number if pid in coverage.passage_ids}
+    probs = {pid: float(coverage.probs[row, column]) for pid, row in rows.items()}
+    covered = coverage.covered
+    found = [pid for pid in sorted(rows, key=number.__getitem__) if covered[rows[pid], column]]
+    if found:
+        return escape(" ".join(f"[{number[pid]}] {probs[pid]:.2f}" for pid in found))
+    best = f" (best {max(probs.values()):.2f})" if probs else ""
+    return f"[red]not covered[/]{best}"
+
+
 def _print_ask(result: AskResult, console: Console) -> None:
     topic = result.topic
     aspect_text = {a.id: a.text for a in topic.aspects}
@@ -230,8 +248,7 @@ def _print_ask(result: AskResult, console: Console) -> None:
     table.add_column("covered by")
     for a in topic.aspects:
         kind = a.polarity if a.polarity != "neutral" else "sub-question"
-        found = "".join(f"[{n}]" for n in covering.get(a.id, ()))
-        shown = "(excluded)" if a.polarity == "exclude" else escape(found) or "[red]not covered[/]"
+        shown = "(excluded)" if a.polarity == "exclude" else coverage_cell(result, number, a.id)
         table.add_row(a.id, a.text, kind, shown)
     console.print(table)
 
