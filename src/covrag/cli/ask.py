@@ -7,7 +7,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -211,20 +211,23 @@ def covered_by(result: AskResult, number: Mapping[str, int]) -> dict[str, tuple[
     return {a: tuple(ns) for a, ns in found.items()}
 
 
-def coverage_cell(result: AskResult, number: Mapping[str, int], aspect_id: str) -> str:
-    """The plan table's cell: each covering passage with its probability (``[1] 0.83``), or
-    "not covered" with the best probability any selected passage reached, so that a near miss
-    and a blank can be told apart."""
+def coverage_cell(
+    result: AskResult, number: Mapping[str, int], aspect_id: str, covering: Sequence[int]
+) -> str:
+    """The plan table's cell: each covering passage (``covering``, from :func:`covered_by`)
+    with its probability (``[1] 0.83``), or "not covered" with the best probability any
+    selected passage reached, so that a near miss and a blank can be told apart."""
     coverage = result.coverage
     if aspect_id not in coverage.aspect_ids:
         return "[red]not covered[/]"
     column = coverage.aspect_ids.index(aspect_id)
-    rows = {pid: coverage.passage_ids.index(pid) for pid in number if pid in coverage.passage_ids}
-    probs = {pid: float(coverage.probs[row, column]) for pid, row in rows.items()}
-    covered = coverage.covered
-    found = [pid for pid in sorted(rows, key=number.__getitem__) if covered[rows[pid], column]]
-    if found:
-        return escape(" ".join(f"[{number[pid]}] {probs[pid]:.2f}" for pid in found))
+    probs = {
+        n: float(coverage.probs[coverage.passage_ids.index(pid), column])
+        for pid, n in number.items()
+        if pid in coverage.passage_ids
+    }
+    if covering:
+        return escape(" ".join(f"[{n}] {probs[n]:.2f}" for n in covering))
     best = f" (best {max(probs.values()):.2f})" if probs else ""
     return f"[red]not covered[/]{best}"
 
@@ -248,7 +251,8 @@ def _print_ask(result: AskResult, console: Console) -> None:
     table.add_column("covered by")
     for a in topic.aspects:
         kind = a.polarity if a.polarity != "neutral" else "sub-question"
-        shown = "(excluded)" if a.polarity == "exclude" else coverage_cell(result, number, a.id)
+        cell = coverage_cell(result, number, a.id, covering.get(a.id, ()))
+        shown = "(excluded)" if a.polarity == "exclude" else cell
         table.add_row(a.id, a.text, kind, shown)
     console.print(table)
 
