@@ -6,8 +6,10 @@ from pathlib import Path
 import pytest
 
 from covrag.data import load_dataset
-from covrag.data.question_forms import as_questions, read_question_forms
+from covrag.data.question_forms import as_paraphrases, as_questions, read_question_forms
 from covrag.errors import DataError
+from covrag.train.pairs import topic_pairs
+from covrag.types import Aspect, Passage, Topic
 
 
 def form(aspect_id: str, question: str = "How do uniforms affect bullying?") -> dict[str, str]:
@@ -53,8 +55,45 @@ def test_bad_question_form_lines_name_the_line_and_field(
     assert info.value.field == field and info.value.line == len(records)
 
 
+def test_paraphrases_word_each_aspect_as_a_passage_labelled_with_it() -> None:
+    (topic,) = load_dataset("argkp2021:dev")[:1]
+    (again,) = load_dataset("argkp2021:dev:paraphrases")[:1]
+    assert again == as_paraphrases([topic])[0]  # the same passage on every load
+    texts = {p.id: p.text for p in topic.passages}
+    changed = 0
+    for before, after in zip(topic.aspects, again.aspects, strict=True):
+        assert after.id == before.id
+        labelled = [p for p, aspects in topic.labels.items() if before.id in aspects]
+        if len(labelled) >= 2:
+            assert after.text in {texts[p] for p in labelled}
+            changed += 1
+        else:
+            assert after.text == before.text
+    assert changed >= len(topic.aspects) - 1
+    assert again.labels == topic.labels and again.non_labels == topic.non_labels
+
+
+def test_a_paraphrase_aspect_is_not_paired_with_its_own_passage() -> None:
+    passages = tuple(Passage(f"p{i}", f"argument {i}") for i in range(3))
+    topic = Topic(
+        "t",
+        "q?",
+        passages,
+        (Aspect("a", "key point a"), Aspect("b", "key point b")),
+        labels={"p0": frozenset({"a"}), "p1": frozenset({"a"}), "p2": frozenset({"b"})},
+        non_labels={"p0": frozenset({"b"}), "p1": frozenset({"b"}), "p2": frozenset({"a"})},
+    )
+    (paraphrased,) = as_paraphrases([topic])
+    a_text = paraphrased.aspects[0].text
+    assert a_text in {"argument 0", "argument 1"}
+    assert paraphrased.aspects[1].text == "key point b"  # one labelled passage: kept as it was
+    positives = [(p.passage, p.aspect) for p in topic_pairs(paraphrased) if p.label == 1]
+    assert (a_text, a_text) not in positives
+    assert len(positives) == 2  # the other argument of a, and p2 with b
+
+
 def test_unknown_aspect_form_is_refused() -> None:
-    with pytest.raises(DataError, match="statements, questions"):
+    with pytest.raises(DataError, match="statements, questions, paraphrases"):
         load_dataset("argkp2021:dev:answers")
 
 

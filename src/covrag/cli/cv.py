@@ -93,8 +93,8 @@ def _add_train_options(p: argparse.ArgumentParser) -> None:
         nargs="+",
         default=[],
         metavar="FORMS",
-        help="train on these aspect forms, one setting per value: statements, questions or "
-        "statements+questions",
+        help="train on these aspect forms, one setting per value, forms joined by '+': "
+        "statements, questions, paraphrases (e.g. statements+questions)",
     )
     g.add_argument("--train-cache", type=Path, default=None, help="folder keeping fold models")
     g.add_argument("--train-base", default=None, help="model to start from (default: MiniLM)")

@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from covrag.data.jsonl import read_topics
-from covrag.data.question_forms import FORMS, as_questions, read_question_forms
+from covrag.data.question_forms import FORMS, as_paraphrases, as_questions, read_question_forms
 from covrag.errors import DataError
 from covrag.types import Topic
 
@@ -103,14 +103,17 @@ def load_dataset(spec: str | os.PathLike[str]) -> list[Topic]:
 
     ``argkp2021:dev`` gives the aspects as the dataset words them (statements);
     ``argkp2021:dev:questions`` gives each aspect as the neutral question it answers (see
-    :mod:`covrag.data.question_forms`), with the same ids and labels.
+    :mod:`covrag.data.question_forms`), with the same ids and labels;
+    ``argkp2021:dev:paraphrases`` gives each aspect as one of the passages labelled with it.
     """
     text = str(spec)
     parts = None if os.path.exists(text) else _parts(text)
     if parts is None or parts[2] == "statements":
         return read_topics(resolve_dataset(spec))
-    dataset, split, _ = parts
+    dataset, split, form = parts
     topics = read_topics(dataset.path(split))
+    if form == "paraphrases":
+        return as_paraphrases(topics)
     source = dataset.questions_path
     if source is None:
         raise DataError(f"{dataset.name} has no question forms bundled")
