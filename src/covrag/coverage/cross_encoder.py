@@ -146,7 +146,9 @@ class CrossEncoderCoverage(CoverageEstimator):
             can lose; 0 (the default) is the cross-encoder alone. On 12 ArgKP topics the
             fold models never saw, 0.5 moved alpha-nDCG@10 from 0.563 to 0.577 with
             question-form aspects and from 0.650 to 0.629 with statements
-            (docs/BENCHMARKS.md, section 20), so it is not on by default.
+            (docs/BENCHMARKS.md, section 20), so it is not on by default; with the LLM's
+            sub-questions (28 topics, 0.454 alone, 0.44-0.45 blended) and as the judge of
+            "covered" for questions it does no better either (same section).
         blend_model: The bi-encoder of the blend (sentence-transformers name or path); None for
             the packaged MiniLM.
         question_threshold: The threshold of aspects worded as questions (ending with ``?``):
