@@ -251,8 +251,11 @@ def _print_ask(result: AskResult, console: Console) -> None:
     table.add_column("covered by")
     for a in topic.aspects:
         kind = a.polarity if a.polarity != "neutral" else "sub-question"
-        cell = coverage_cell(result, number, a.id, covering.get(a.id, ()))
-        shown = "(excluded)" if a.polarity == "exclude" else cell
+        shown = (
+            "(excluded)"
+            if a.polarity == "exclude"
+            else coverage_cell(result, number, a.id, covering.get(a.id, ()))
+        )
         table.add_row(a.id, a.text, kind, shown)
     console.print(table)
 
