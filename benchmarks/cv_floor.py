@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/cv_floor.py [--floors 0 0.05 0.1 0.2 0.3 0.5 0.8] [--folds 4]
         [--coverage SPEC | --fold-models CACHE --fold-forms statements+questions]
-        [--aspects questions|llm [--llm SPEC] [--subquestions 8]] [--pool-aspects N]
+        [--aspects questions|llm [--llm SPEC] [--subquestions 8]] [--answers N] [--pool-aspects N]
 
 Each ArgKP train + dev topic is asked twice, as ``covrag ask`` would with the topic's key points
 (in their question form, ``argkp2021:SPLIT:questions``) as the sub-questions:
@@ -52,6 +52,7 @@ from covrag.pipeline import PrepareConfig, prepare
 from covrag.pipeline.ask import retrieve_pool, select_context
 from covrag.pipeline.cv import assign_folds
 from covrag.plan import C2Query, LLMDecomposer
+from covrag.plan.sketch import AnswerSketcher
 from covrag.retrieve import BM25Retriever
 from covrag.select import parse_selector
 from covrag.select.base import Candidates
@@ -89,6 +90,12 @@ def main() -> None:
     parser.add_argument("--llm", default="local", help="LLM spec for --aspects llm")
     parser.add_argument("--subquestions", type=int, default=8)
     parser.add_argument(
+        "--answers",
+        type=int,
+        default=0,
+        help="answer sketches per sub-question, written by the --llm (ask's --answers)",
+    )
+    parser.add_argument(
         "--decompose-style", choices=["factors", "points"], default="factors", help="--aspects llm"
     )
     parser.add_argument(
@@ -112,17 +119,22 @@ def main() -> None:
     )
     parser.add_argument("--rows", type=Path, help="re-choose from a saved --out file, no scoring")
     args = parser.parse_args()
+    llm = parse_llm(args.llm) if args.aspects == "llm" or args.answers else None
     decomposer = (
-        LLMDecomposer(parse_llm(args.llm), n=args.subquestions, style=args.decompose_style)
-        if args.aspects == "llm"
+        LLMDecomposer(llm, n=args.subquestions, style=args.decompose_style)
+        if llm is not None and args.aspects == "llm"
         else None
     )
+    sketcher = AnswerSketcher(llm, n=args.answers) if llm is not None and args.answers else None
 
     def sought(topic: Topic) -> Topic:
         """The topic with the sub-questions the estimator is asked about."""
-        if decomposer is None:
-            return topic
-        return dataclasses.replace(topic, aspects=decomposer.decompose(topic.query).aspects)
+        if decomposer is not None:
+            topic = dataclasses.replace(topic, aspects=decomposer.decompose(topic.query).aspects)
+        if sketcher is not None:
+            aspects = sketcher.sketch_aspects(topic.aspects, topic.query, failures=[])
+            topic = dataclasses.replace(topic, aspects=aspects)
+        return topic
 
     topics = [*load_dataset("argkp2021:train:questions"), *load_dataset("argkp2021:dev:questions")]
     folds = assign_folds(sorted(t.query_id for t in topics), args.folds, args.seed)

@@ -2,7 +2,7 @@
 fitted by leave-topics-out cross-validation.
 
     .venv/bin/python benchmarks/cv_threshold.py [--form statements|questions] [--coverage SPEC]
-        [--threshold 0.8] [--folds 5] [--seed 0] [--cross-topic N]
+        [--threshold 0.8] [--folds 5] [--seed 0] [--cross-topic N] [--answers N [--llm SPEC]]
 
 Every labelled (argument, key point) pair of ArgKP's 28 train + dev topics (positives, and the
 annotators' explicit negatives) is scored by the estimator, with the key points worded as
@@ -28,7 +28,9 @@ import numpy as np
 
 from covrag.coverage import parse_estimator
 from covrag.data import load_dataset
+from covrag.llm import parse_llm
 from covrag.pipeline.cv import assign_folds
+from covrag.plan.sketch import AnswerSketcher
 from covrag.train.calibrate import best_f1_threshold, f1_at
 from covrag.types import Topic
 
@@ -62,9 +64,19 @@ def main() -> None:
         help="also score N arguments of other topics against each topic's key points, as "
         "negatives (what a mixed pool holds, and all an unanswerable question gets)",
     )
+    parser.add_argument(
+        "--answers",
+        type=int,
+        default=0,
+        help="give each question-form key point N answer sketches written by the --llm",
+    )
+    parser.add_argument("--llm", default="local", help="LLM spec for --answers")
     args = parser.parse_args()
     suffix = "" if args.form == "statements" else ":questions"
     topics = [*load_dataset(f"argkp2021:train{suffix}"), *load_dataset(f"argkp2021:dev{suffix}")]
+    if args.answers:
+        sketcher = AnswerSketcher(parse_llm(args.llm), n=args.answers)
+        topics = [sketcher.apply(t) for t in topics]
     folds = assign_folds(sorted(t.query_id for t in topics), args.folds, args.seed)
     estimator = parse_estimator(args.coverage)
     pairs = {}
@@ -93,6 +105,7 @@ def main() -> None:
 
     report: dict[str, object] = {
         "form": args.form,
+        "answers": args.answers,
         "coverage": args.coverage,
         "cross_topic": args.cross_topic,
         "folds": [],

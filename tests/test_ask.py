@@ -80,10 +80,16 @@ def test_ask_runs_every_stage_and_records_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.model
-def test_ask_asks_the_llm_for_sub_questions() -> None:
+def test_ask_asks_the_llm_for_sub_questions_then_answer_sketches() -> None:
     questions = ["Do uniforms reduce bullying?", "What do uniforms cost parents?"]
-    llm = ScriptedLLM([items_reply(*questions), "Uniforms reduce bullying [1]."])
-    config = AskConfig(subquestions=2, pool=3, k=1, passes=0, writer="extractive")
+    sketches = [
+        json.dumps({"answers": ["Pupils in uniform tease each other less."]}),
+        json.dumps({"answers": ["Do uniforms cost a lot?"]}),  # a question: retried, then none
+        json.dumps({"answers": ["Why?"]}),
+        json.dumps({"answers": ["How much?"]}),
+    ]
+    llm = ScriptedLLM([items_reply(*questions), *sketches, "Uniforms reduce bullying [1]."])
+    config = AskConfig(subquestions=2, answers=1, pool=3, k=1, passes=0, writer="extractive")
     result = ask(
         "Should schools require uniforms?",
         llm,
@@ -93,7 +99,19 @@ def test_ask_asks_the_llm_for_sub_questions() -> None:
     )
     assert result.subquestions is not None and result.subquestions.texts == tuple(questions)
     assert [a.text for a in result.topic.aspects] == questions
-    assert result.costs["plan"].llm.calls == 1 and result.costs["plan"].llm.prompt_tokens == 3
+    assert [a.answers for a in result.topic.aspects] == [
+        ("Pupils in uniform tease each other less.",),
+        (),  # the sketches are help for the estimator: without them the question stands alone
+    ]
+    assert "Main question: Should schools require uniforms?" in llm.requests[1][0][-1].content
+    assert result.warnings == (
+        "no answer sketches for sq2 (sketch answers to 'What do uniforms cost parents?': "
+        "the LLM gave no valid answer in 3 attempts:)",
+    )
+    assert result.costs["plan"].llm.calls == 5 and result.costs["plan"].llm.prompt_tokens == 15
+    saved = result.run_record()["topics"][0]["aspects"]
+    assert saved[0]["answers"] == ["Pupils in uniform tease each other less."]
+    assert "answers" not in saved[1]
 
 
 def test_eval_answers_cli_compares_passes_with_the_cheap_judge(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -167,7 +185,9 @@ def test_an_outline_the_llm_cannot_plan_falls_back_to_sub_questions() -> None:
         "Should schools require uniforms?",
         llm,
         BM25Retriever().index(CORPUS),
-        AskConfig(subquestions=1, pool=3, k=1, passes=0, outline=True, writer="extractive"),
+        AskConfig(
+            subquestions=1, answers=0, pool=3, k=1, passes=0, outline=True, writer="extractive"
+        ),
         estimator=KeywordCoverage(),
     )
     assert result.plan is None and result.subquestions is not None

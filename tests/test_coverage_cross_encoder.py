@@ -250,3 +250,27 @@ def test_an_interrupted_training_run_resumes_to_the_same_model(tmp_path: Path) -
     assert expected.keys() == got.keys()
     for name in expected:
         np.testing.assert_allclose(got[name], expected[name], rtol=0, atol=1e-6, err_msg=name)
+
+
+def test_answer_sketches_are_scored_and_each_aspect_keeps_its_best(tiny_model: Path) -> None:
+    estimator = CrossEncoderCoverage(model=str(tiny_model), threshold=0.5)
+    plain = topic()
+    # each aspect also worded as the other one: its best column is the higher of the two
+    swapped = Topic(
+        plain.query_id,
+        plain.query,
+        plain.passages,
+        (
+            Aspect("a1", "pollution", answers=("economy",)),
+            Aspect("a2", "economy", answers=("pollution", "economy")),
+        ),
+    )
+    alone = estimator.estimate(plain).probs
+    matrix = estimator.estimate(swapped)
+    best = np.maximum(alone[:, 0], alone[:, 1])
+    assert np.allclose(matrix.probs, np.column_stack([best, best]))
+    assert matrix.aspect_ids == ("a1", "a2") and matrix.shape == (3, 2)
+    cosine = EmbeddingCoverage(threshold=0.0)
+    assert np.allclose(
+        cosine.estimate(swapped).probs.max(axis=1), cosine.estimate(plain).probs.max(axis=1)
+    )

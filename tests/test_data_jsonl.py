@@ -21,7 +21,11 @@ def test_reads_topic_with_labels_and_metadata(write_jsonl) -> None:  # type: ign
 
 
 def test_round_trip_keeps_everything(write_jsonl, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    topics = read_topics(write_jsonl([topic_record(), topic_record(query_id="q2")]))
+    sketched = topic_record(query_id="q2")
+    sketched["aspects"][0]["answers"] = ["Shops lose sales.", "Cafes gain seats."]
+    topics = read_topics(write_jsonl([topic_record(), sketched]))
+    assert topics[1].aspects[0].answers == ("Shops lose sales.", "Cafes gain seats.")
+    assert topics[0].aspects[0].answers == ()
     out = tmp_path / "out.jsonl"
     write_topics(out, topics)
     assert read_topics(out) == topics
@@ -39,6 +43,13 @@ def test_round_trip_keeps_everything(write_jsonl, tmp_path) -> None:  # type: ig
         (lambda r: r.update(passages={}), 2, "passages", "list"),
         (lambda r: r["passages"][0].update(score="high"), 2, "passages[0].score", "number"),
         (lambda r: r["aspects"][0].update(polarity="maybe"), 2, "aspects[0].polarity", "one of"),
+        (
+            lambda r: r["aspects"][1].update(answers=["ok", " "]),
+            2,
+            "aspects[1].answers[1]",
+            "empty",
+        ),
+        (lambda r: r["aspects"][0].update(answers="one"), 2, "aspects[0].answers", "list"),
     ],
 )
 def test_malformed_input_names_file_line_and_field(  # type: ignore[no-untyped-def]

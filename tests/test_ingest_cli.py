@@ -182,7 +182,9 @@ def test_the_ask_verb_reads_a_saved_index_folder(tmp_path: Path) -> None:
     with writer_server() as (url, requests):
         llm = OpenAIChat("writer", base_url=url, max_retries=0)
         aspects = [covrag.Aspect(f"sq{i}", text) for i, text in enumerate(ASPECTS, start=1)]
-        config = AskConfig(pool=6, k=2, passes=0, floor=0.0)  # fill k: citations are tested
+        config = AskConfig(
+            answers=0, pool=6, k=2, passes=0, floor=0.0
+        )  # fill k: citations are tested
         index = str(tmp_path / "idx")
         result = covrag.ask(QUESTION, index, llm=llm, config=config, aspects=aspects)
     assert len(requests) == 1

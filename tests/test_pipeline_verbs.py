@@ -75,7 +75,7 @@ def test_ask_from_passages_with_a_scripted_llm() -> None:
         "Should schools require uniforms?",
         corpus,
         llm=llm,
-        config=AskConfig(pool=3, k=2, passes=0, writer="extractive"),
+        config=AskConfig(answers=0, pool=3, k=2, passes=0, writer="extractive"),
         aspects=[Aspect("sq1", "Do uniforms reduce bullying?")],
     )
     assert result.selection.selector.startswith(DEFAULT_SELECTOR) and len(result.selection) <= 2

@@ -118,6 +118,20 @@ def test_select_embedding_coverage_respects_token_budget(client: Any) -> None:
             assert probs[row[step["passage_id"]]][col[aspect]] >= 0.3
 
 
+def test_aspects_may_bring_answer_sketches_that_the_estimator_also_reads(client: Any) -> None:
+    plain = client.post("/v1/select", json=body(coverage="embedding(threshold=0.3)"), headers=AUTH)
+    aspects = [dict(ASPECTS[0]), {**ASPECTS[1], "answers": ["Banning cars hurts small shops."]}]
+    request = body(aspects=aspects, coverage="embedding(threshold=0.3)")
+    sketched = client.post("/v1/select", json=request, headers=AUTH)
+    assert plain.status_code == sketched.status_code == 200, sketched.text
+    before, after = plain.json()["coverage"], sketched.json()["coverage"]
+    assert after["pairs_scored"] == 12  # 4 passages x (2 aspects + 1 sketch)
+    assert [row[0] for row in after["probs"]] == [row[0] for row in before["probs"]]
+    shops = [row[1] for row in after["probs"]]
+    unsketched = [row[1] for row in before["probs"]]
+    assert shops[1] > 0.9 and all(a >= b for a, b in zip(shops, unsketched, strict=True))
+
+
 def test_select_mmr_without_aspects_and_without_matrix(client: Any) -> None:
     request = body(aspects=[], selector="mmr(lam=0.5)", k=3)
     for passage in request["passages"]:
@@ -165,6 +179,8 @@ def test_without_aspects_the_pools_representatives_are_the_aspects(client: Any) 
         (body(k="ten"), "k", "valid integer"),
         (body(k=0), "k", "greater than or equal to 1"),
         (body(aspects=[{"id": "a1", "text": "x", "polarity": "maybe"}]), "aspects[0].polarity", ""),
+        (body(aspects=[{"id": "a1", "text": "x", "answers": [" "]}]), "aspects[0].answers[0]", ""),
+        (body(aspects=[{"id": "a1", "text": "x", "answers": "y"}]), "aspects[0].answers", "list"),
         (body(colour="red"), "colour", "extra inputs"),
         ({"passages": PASSAGES}, "query", "field required"),
         (body(selector="greedy-covrage"), "selector", "did you mean greedy-coverage"),

@@ -119,6 +119,14 @@ def test_plan_returns_sub_questions_or_names_the_failing_step(client: Any) -> No
         assert response.status_code == 200, response.text
         aspects = response.json()["aspects"]
         assert 1 <= len(aspects) <= 2 and all(a["text"].endswith("?") for a in aspects)
+        # answer sketches (3 by default; SmolLM2 may give none for an aspect): statements only
+        for aspect in aspects:
+            assert len(aspect["answers"]) <= 3
+            assert all(not t.endswith("?") and len(t.split()) <= 30 for t in aspect["answers"])
+        # the plan's aspects go on to /v1/select as they are
+        request = {"query": "Uniforms?", "passages": PASSAGES, "aspects": aspects, "k": 2}
+        selected = client.post("/v1/select", json={**request, "coverage": "embedding"})
+        assert selected.status_code == 200, selected.text
     bad = client.post("/v1/plan", json={"question": "x", "include": ["a"], "exclude": ["a"]})
     assert bad.status_code == 422 and bad.json()["field"] == "exclude"
 

@@ -83,3 +83,14 @@ def test_selection_summaries() -> None:
     assert selection.tokens_used == 22
     assert selection.covered == ("a1", "a2", "a3")
     assert len(selection) == 3
+
+
+def test_aspect_answers_are_kept_as_a_tuple_of_statements() -> None:
+    from covrag.types import Aspect
+
+    aspect = Aspect("a", "Why?", answers=["Because it rains."])  # type: ignore[arg-type]
+    assert aspect.answers == ("Because it rains.",)
+    assert aspect != Aspect("a", "Why?")  # the sketches change what the aspect is scored as
+    for bad in ("Because.", ("",), (3,)):
+        with pytest.raises(ValueError, match="Aspect.answers"):
+            Aspect("a", "Why?", answers=bad)  # type: ignore[arg-type]

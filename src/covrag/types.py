@@ -46,6 +46,9 @@ class Aspect:
         vital: Whether a complete answer must state it (DES's "vital" nuggets).
         polarity: ``include`` / ``neutral`` aspects are wanted; ``exclude`` ones must be avoided.
         metadata: Free-form extra fields from the source data (stance, cluster members, ...).
+        answers: Statements a passage covering the aspect would make (answer sketches,
+            :mod:`covrag.plan.sketch`): estimators score a passage against the text and each of
+            these and keep the highest. Empty (the default): the text alone.
     """
 
     id: str
@@ -54,10 +57,16 @@ class Aspect:
     vital: bool = False
     polarity: Polarity = "neutral"
     metadata: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+    answers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.id:
             raise ValueError("Aspect.id must be a non-empty string")
+        if isinstance(self.answers, str) or not all(
+            isinstance(a, str) and a.strip() for a in self.answers
+        ):
+            raise ValueError(f"Aspect.answers must be non-empty strings, got {self.answers!r}")
+        object.__setattr__(self, "answers", tuple(self.answers))
         if self.polarity not in POLARITIES:
             raise ValueError(f"Aspect.polarity must be one of {POLARITIES}, got {self.polarity!r}")
         if not self.weight >= 0:

@@ -277,8 +277,10 @@ def add_prepare_args(parser: argparse.ArgumentParser, multiple: bool = False) ->
         default=["gold"] if multiple else "gold",
         help="the sub-questions coverage is estimated against: gold = the dataset's aspect "
         "texts (DES's human-nugget setting); llm = sub-questions the --llm writes for each "
-        "query; pool = representative passages of each pool (facility location); measures "
-        "always use the gold labels" + ("; several are compared side by side" if multiple else ""),
+        "query; pool = representative passages of each pool (facility location); +answers = "
+        "each question also worded as --answers statements an answer would make, written by "
+        "the --llm; measures always use the gold labels"
+        + ("; several are compared side by side" if multiple else ""),
     )
     add_llm_args(parser)
     parser.add_argument(
@@ -294,6 +296,12 @@ def add_prepare_args(parser: argparse.ArgumentParser, multiple: bool = False) ->
         help="how the --llm is asked for sub-questions: factors = DES's (a factor a complete "
         "answer weighs, one sub-question about each); points = the specific claims a complete "
         "answer states, each as the narrow question a passage making it answers",
+    )
+    parser.add_argument(
+        "--answers",
+        type=int,
+        default=field_default(AspectOptions, "answers"),
+        help="answer sketches per question for the +answers aspect sources",
     )
     parser.add_argument(
         "--pool-k",
@@ -320,6 +328,7 @@ def aspect_sources(args: argparse.Namespace, names: Iterable[str]) -> dict[str, 
         pool_k=args.pool_k,
         pool_rewrite=args.pool_rewrite,
         decompose_style=args.decompose_style,
+        answers=args.answers,
     )
     return build_aspect_sources(names, options, lambda: build_llm(args.llm, args.no_llm_cache))
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
+
+import numpy as np
 
 from covrag.registry import Registry, spec_of
 from covrag.types import Answer, Aspect, CoverageMatrix, Passage, Topic
@@ -25,6 +28,46 @@ class CoverageEstimator(ABC):
 
     def __repr__(self) -> str:
         return spec_of(self, self.name)
+
+
+def expand_answers(topic: Topic) -> tuple[Topic, np.ndarray[Any, np.dtype[np.int64]]]:
+    """The topic with each aspect's answer sketches as aspects of their own, and for each of its
+    aspects the index of the aspect it stands for (:attr:`Aspect.answers`).
+
+    The expanded aspects come in order: each aspect, then its sketches. An estimator scores the
+    expanded topic and keeps each aspect's best column (:func:`best_of`).
+
+    Example:
+        >>> t = Topic("q", "", (), (Aspect("a", "Why?", answers=("Because.", "So.")),))
+        >>> expanded, owners = expand_answers(t)
+        >>> [a.text for a in expanded.aspects], owners.tolist()
+        (['Why?', 'Because.', 'So.'], [0, 0, 0])
+    """
+    aspects: list[Aspect] = []
+    owners: list[int] = []
+    for j, aspect in enumerate(topic.aspects):
+        aspects.append(aspect)
+        owners.append(j)
+        for k, text in enumerate(aspect.answers, start=1):
+            aspects.append(Aspect(f"{aspect.id}#answer{k}", text))
+            owners.append(j)
+    if len(aspects) == len(topic.aspects):
+        return topic, np.arange(len(aspects), dtype=np.int64)
+    expanded = dataclasses.replace(topic, aspects=tuple(aspects), labels={}, non_labels={})
+    return expanded, np.asarray(owners, dtype=np.int64)
+
+
+def best_of(
+    probs: np.ndarray[Any, np.dtype[np.float64]],
+    owners: np.ndarray[Any, np.dtype[np.int64]],
+    n_aspects: int,
+) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Each aspect's highest column of an expanded matrix (:func:`expand_answers`)."""
+    if probs.shape[1] == n_aspects:
+        return probs
+    best = np.zeros((probs.shape[0], n_aspects))
+    np.maximum.at(best.T, owners, probs.T)
+    return best
 
 
 ESTIMATORS: Registry[CoverageEstimator] = Registry("coverage estimator")

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from covrag.coverage.base import ESTIMATORS, CoverageEstimator
+from covrag.coverage.base import ESTIMATORS, CoverageEstimator, best_of, expand_answers
 from covrag.coverage.embedding import EmbeddingCoverage
 from covrag.coverage.onnx_model import OnnxPairScorer
 from covrag.errors import ConfigError, MissingExtraError
@@ -226,12 +226,14 @@ class CrossEncoderCoverage(CoverageEstimator):
     def estimate(self, topic: Topic) -> CoverageMatrix:
         started = time.perf_counter()
         scorer = _scorer(self.model_path(), self.batch_size, self.max_length)
-        pairs = [(p.text, a.text) for p in topic.passages for a in topic.aspects]
+        expanded, owners = expand_answers(topic)
+        pairs = [(p.text, a.text) for p in topic.passages for a in expanded.aspects]
         values, scored, truncated = scorer.score(pairs)
-        probs = values.reshape(len(topic.passages), len(topic.aspects))
+        probs = values.reshape(len(topic.passages), len(expanded.aspects))
         if self.blend > 0.0 and probs.size:
-            cosine = EmbeddingCoverage(threshold=0.0, model=self.blend_model).estimate(topic)
+            cosine = EmbeddingCoverage(threshold=0.0, model=self.blend_model).estimate(expanded)
             probs = (1.0 - self.blend) * probs + self.blend * cosine.probs
+        probs = best_of(probs, owners, len(topic.aspects))
         threshold, per_aspect = self.thresholds(topic)
         if self.resolved_assignment() == "best" and probs.size:
             below = np.nextafter(np.asarray(per_aspect or threshold, dtype=np.float64), 0.0)

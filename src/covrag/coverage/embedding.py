@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from covrag.coverage.base import ESTIMATORS, CoverageEstimator
+from covrag.coverage.base import ESTIMATORS, CoverageEstimator, best_of, expand_answers
 from covrag.embed import Encoder, default_encoder
 from covrag.types import CoverageMatrix, Topic
 
@@ -41,20 +41,23 @@ class EmbeddingCoverage(CoverageEstimator):
     def estimate(self, topic: Topic) -> CoverageMatrix:
         started = time.perf_counter()
         encoder = self.encoder()
+        expanded, owners = expand_answers(topic)
         passages = encoder.encode([p.text for p in topic.passages])
-        aspects = encoder.encode([a.text for a in topic.aspects])
+        aspects = encoder.encode([a.text for a in expanded.aspects])
         probs = (
             np.clip(passages @ aspects.T, 0.0, 1.0)
             if aspects.size
             else np.zeros((len(topic.passages), 0))
         )
+        scored = probs.size
+        probs = best_of(probs, owners, len(topic.aspects))
         return CoverageMatrix(
             passage_ids=topic.passage_ids,
             aspect_ids=topic.aspect_ids,
             probs=probs,
             threshold=self.threshold,
             source=repr(self),
-            pairs_scored=probs.size,
+            pairs_scored=scored,
             seconds=time.perf_counter() - started,
         )
 

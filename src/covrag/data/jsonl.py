@@ -8,7 +8,9 @@ One JSON object per line, one line per topic::
 
 Optional fields: ``passages[].non_aspects`` (aspect ids judged *not* supported),
 ``passages[].score`` (retriever score), ``passages[].tokens``, ``aspects[].weight``,
-``aspects[].vital``, ``aspects[].polarity``. Other fields are kept as metadata and written back.
+``aspects[].vital``, ``aspects[].polarity``, ``aspects[].answers`` (answer sketches: statements
+an answer would make, scored beside the aspect's text). Other fields are kept as metadata and
+written back.
 The rules live in :class:`covrag.schema.dataset.TopicLine`.
 
 Any malformed line raises :class:`~covrag.errors.DataError` naming the file, the line and the

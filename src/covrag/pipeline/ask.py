@@ -50,6 +50,7 @@ from covrag.llm.base import LLM
 from covrag.pipeline.config import AskConfig, PrepareConfig
 from covrag.pipeline.prepare import prepare
 from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
+from covrag.plan.sketch import AnswerSketcher
 from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
 from covrag.schema.ask import ask_plan, ask_run_record
 from covrag.select import parse_selector
@@ -230,6 +231,13 @@ def plan_aspects(
         planned = Planned(query, (*found, *query.aspects()), subquestions, plan, tuple(warnings))
     if not planned.aspects:
         raise ConfigError("no aspects: ask for sub-questions or give aspects")
+    if config.answers:
+        failures: list[str] = []
+        sketcher = AnswerSketcher(llm, n=config.answers)
+        sketched = sketcher.sketch_aspects(planned.aspects, query.base, failures)
+        planned = dataclasses.replace(
+            planned, aspects=sketched, warnings=(*planned.warnings, *failures)
+        )
     return planned
 
 

@@ -95,6 +95,14 @@ class AskConfig:
             "states, each as the narrow question a passage making it answers"
         ),
     )
+    answers: int = field(
+        default=0,
+        metadata=_help(
+            "answer sketches per sub-question: short statements an answer would make, written "
+            "by the LLM, which the estimator scores passages against beside the sub-question "
+            "(0 = none)"
+        ),
+    )
     pool: int = field(default=50, metadata=_help("candidate passages to retrieve"))
     k: int = field(default=8, metadata=_help("passages in the answer's context"))
     selector: str = field(
@@ -167,8 +175,8 @@ class AskConfig:
         for name in ("pool", "k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.subquestions < 0 or self.passes < 0 or self.pool_aspects < 0:
-            raise ConfigError("subquestions, passes and pool_aspects must be >= 0")
+        if min(self.subquestions, self.passes, self.pool_aspects, self.answers) < 0:
+            raise ConfigError("subquestions, passes, pool_aspects and answers must be >= 0")
         if not 0.0 <= self.floor <= 1.0:
             raise ConfigError(f"floor must lie in [0, 1], got {self.floor}")
 

@@ -8,6 +8,9 @@
 - ``llm+pool``: both, side by side.
 - ``query``: the query itself as the only aspect, the baseline every other label-free source has
   to beat.
+- ``gold+answers``, ``llm+answers``: the gold aspects or the LLM's sub-questions, each question
+  given ``answers`` statements an answer to it would make (:mod:`covrag.plan.sketch`), which the
+  estimators score passages against beside the question.
 
 The sources are registered in ``ASPECT_SOURCES`` by name; :func:`build_aspect_sources` builds the
 ones a command names from :class:`AspectOptions`, so a new source is added here only.
@@ -28,6 +31,7 @@ from typing import ClassVar, cast
 from covrag.llm.base import LLM
 from covrag.plan.decompose import LLMDecomposer
 from covrag.plan.pool import PoolAspectFinder
+from covrag.plan.sketch import AnswerSketcher
 from covrag.registry import Registry
 from covrag.types import Aspect, Topic
 
@@ -45,12 +49,14 @@ class AspectOptions:
         pool_rewrite: Have the LLM rewrite each representative passage as a question (``pool``).
         decompose_style: How the LLM is asked for sub-questions (``llm``;
             :data:`~covrag.plan.decompose.STYLES`).
+        answers: Answer sketches per question (``+answers`` sources).
     """
 
     subquestions: int = 10
     pool_k: int = 10
     pool_rewrite: bool = False
     decompose_style: str = "factors"
+    answers: int = 3
 
 
 @dataclass(frozen=True)
@@ -200,6 +206,45 @@ class QueryAspect(AspectSource):
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
         return (Aspect(id="query", text=topic.query),)
+
+
+class _Sketched(AspectSource):
+    """Another source's aspects, each question given answer sketches by the LLM."""
+
+    base: ClassVar[type[AspectSource]]
+
+    def __init__(self, source: AspectSource, sketcher: AnswerSketcher) -> None:
+        self.source = source
+        self.sketcher = sketcher
+
+    @classmethod
+    def needs_llm(cls, options: AspectOptions) -> bool:
+        return True
+
+    @classmethod
+    def build(cls, options: AspectOptions, llm: LLM | None) -> AspectSource:
+        if llm is None:
+            raise ValueError(f"the {cls.name} aspect source needs an LLM")
+        return cls(cls.base.build(options, llm), AnswerSketcher(llm, n=options.answers))
+
+    def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
+        own = self.source.aspects(topic)
+        wanted = tuple(
+            a for a in (topic.aspects if own is None else own) if a.polarity != "exclude"
+        )
+        return self.sketcher.sketch_aspects(wanted, topic.query)
+
+
+@ASPECT_SOURCES.register
+class GoldAspectsWithAnswers(_Sketched):
+    name = "gold+answers"
+    base = GoldAspects
+
+
+@ASPECT_SOURCES.register
+class LLMAspectsWithAnswers(_Sketched):
+    name = "llm+answers"
+    base = LLMAspects
 
 
 def source_class(name: str) -> type[AspectSource]:

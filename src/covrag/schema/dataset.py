@@ -5,7 +5,7 @@
     {"query_id", "query", "split",
      "passages": [{"id", "text", "aspects": [aspect ids it supports], "non_aspects",
                    "score", "tokens", ...}],
-     "aspects":  [{"id", "text", "weight", "vital", "polarity", ...}]}
+     "aspects":  [{"id", "text", "weight", "vital", "polarity", "answers", ...}]}
 
 Fields not named here are kept as the record's metadata and written back. Every rule of the
 format lives in these models; :mod:`covrag.data.jsonl` reads and writes files through them.
@@ -116,6 +116,7 @@ class AspectLine(BaseModel):
     weight: Annotated[float | None, BeforeValidator(_weight)] = None
     vital: Annotated[bool, BeforeValidator(_flag)] = False
     polarity: Annotated[Polarity, BeforeValidator(_polarity)] = "neutral"
+    answers: list[NonEmpty] = []
 
     def to_aspect(self) -> Aspect:
         return Aspect(
@@ -125,6 +126,7 @@ class AspectLine(BaseModel):
             vital=self.vital,
             polarity=self.polarity,
             metadata=as_mapping(self.model_extra),
+            answers=tuple(self.answers),
         )
 
     @classmethod
@@ -137,6 +139,8 @@ class AspectLine(BaseModel):
             values["vital"] = True
         if aspect.polarity != "neutral":
             values["polarity"] = aspect.polarity
+        if aspect.answers:
+            values["answers"] = list(aspect.answers)
         return cls.model_construct(set(values), **values, **_extra(aspect.metadata, values))
 
 

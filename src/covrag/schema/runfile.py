@@ -8,7 +8,7 @@ aspects, and (when a generator wrote one) the answer with its citations::
     {"covrag_run": 1, "dataset": "argkp2021:dev", "selector": "greedy-coverage",
      "coverage": "gold", "budget": "k=10",
      "topics": [{"query_id": "...", "query": "...",
-                 "aspects": [{"id", "text", "weight", "vital", "polarity"}],
+                 "aspects": [{"id", "text", "weight", "vital", "polarity", "answers"}],
                  "passages": [{"id", "text", "tokens", "score",
                                "doc_id", "title", "source", "start", "end", "page"}],
                  "coverage": {"passage_ids", "aspect_ids", "probs", "threshold", "source", ...},
@@ -96,16 +96,26 @@ class RunAspect(_Record):
     weight: float | None = 1.0
     vital: bool = False
     polarity: Polarity = "neutral"
+    answers: list[str] = Field(default=[], description="answer sketches the estimator also read")
 
     def to_aspect(self) -> Aspect:
         weight = 1.0 if self.weight is None else self.weight
-        return Aspect(self.id, self.text, weight, self.vital, self.polarity)
+        return Aspect(
+            self.id, self.text, weight, self.vital, self.polarity, answers=tuple(self.answers)
+        )
 
     @classmethod
     def of(cls, a: Aspect) -> Self:
-        return cls.model_construct(
-            id=a.id, text=a.text, weight=a.weight, vital=a.vital, polarity=a.polarity
-        )
+        values: dict[str, Any] = {
+            "id": a.id,
+            "text": a.text,
+            "weight": a.weight,
+            "vital": a.vital,
+            "polarity": a.polarity,
+        }
+        if a.answers:  # written only when there are some: earlier run files stay as they were
+            values["answers"] = list(a.answers)
+        return cls.model_construct(**values)
 
 
 #: Where a passage of a user's document comes from (``covrag index --docs``): written to the run

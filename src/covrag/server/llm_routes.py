@@ -31,6 +31,7 @@ from covrag.pipeline import AskConfig, PrepareConfig, build_generator, prepare
 from covrag.pipeline.ask import select_context
 from covrag.pipeline.config import WriterName
 from covrag.plan import C2Query, LLMDecomposer, QPlanner
+from covrag.plan.sketch import AnswerSketcher
 from covrag.schema.ask import LLMCostOut, OutlinePlanOut
 from covrag.schema.runfile import RunSentence
 from covrag.select.base import parse_selector
@@ -63,12 +64,21 @@ class PlanRequest(_Strict):
         default=_ASK.subquestions, ge=1, le=20, description="sub-questions to write"
     )
     outline: bool = Field(default=False, description="also plan a QTree and pick an outline")
+    answers: int = Field(
+        default=_ASK.answers,
+        ge=0,
+        le=10,
+        description="answer sketches per sub-question: short statements an answer would make, "
+        "which estimators score passages against beside the sub-question (pass the aspects on "
+        "to /v1/select or /v1/answer as they are); 0 = none",
+    )
 
 
 class AspectOut(BaseModel):
     id: str
     text: str
     polarity: str
+    answers: list[str] = Field(default_factory=list, description="answer sketches")
 
 
 class CostOut(LLMCostOut):
@@ -225,12 +235,17 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
         with MODEL_LOCK:  # the de-duplication encoder is shared
             subquestions = LLMDecomposer(llm, n=request.subquestions).decompose(query.base)
     aspects = (*(subquestions.aspects if subquestions else ()), *query.aspects())
+    if request.answers:
+        aspects = AnswerSketcher(llm, n=request.answers).sketch_aspects(aspects, query.base, [])
     after = llm.usage.as_dict()
     spent = {k: after[k] - before[k] for k in ("calls", "cached_calls", "prompt_tokens")}
     return PlanResponse(
         request=query.request,
         base=query.base,
-        aspects=[AspectOut(id=a.id, text=a.text, polarity=a.polarity) for a in aspects],
+        aspects=[
+            AspectOut(id=a.id, text=a.text, polarity=a.polarity, answers=list(a.answers))
+            for a in aspects
+        ],
         dropped=list(subquestions.dropped) if subquestions else [],
         outline=outline,
         llm=CostOut(

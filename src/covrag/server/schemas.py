@@ -9,7 +9,7 @@ object.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +20,8 @@ MAX_PASSAGES = 2000
 MAX_ASPECTS = 200
 MAX_TEXT = 100_000
 MAX_ID = 512
+MAX_ANSWERS = 10
+MAX_ANSWER = 2000
 MAX_TOKENS = 10_000_000
 MAX_SCORE = 1e12
 
@@ -66,9 +68,17 @@ class AspectIn(_Strict):
     polarity: Literal["include", "exclude", "neutral"] = Field(
         default="neutral", description="exclude: an aspect the context must avoid"
     )
+    answers: list[Annotated[str, Field(max_length=MAX_ANSWER, pattern=r"\S")]] = Field(
+        default_factory=list,
+        max_length=MAX_ANSWERS,
+        description="statements a passage covering the aspect would make (answer sketches): "
+        "the estimator also scores each passage against these and keeps the highest",
+    )
 
     def to_aspect(self) -> Aspect:
-        return Aspect(self.id, self.text, self.weight, self.vital, self.polarity)
+        return Aspect(
+            self.id, self.text, self.weight, self.vital, self.polarity, answers=tuple(self.answers)
+        )
 
 
 class SelectRequest(_Strict):
