@@ -232,7 +232,8 @@ class _Sketched(AspectSource):
         wanted = tuple(
             a for a in (topic.aspects if own is None else own) if a.polarity != "exclude"
         )
-        return self.sketcher.sketch_aspects(wanted, topic.query)
+        # an aspect without usable sketches is scored on its text alone (logged), as in ask
+        return self.sketcher.sketch_aspects(wanted, topic.query, failures=[])
 
 
 @ASPECT_SOURCES.register
