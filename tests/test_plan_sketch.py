@@ -87,3 +87,26 @@ def test_tiny_model_sketches_answers() -> None:
         return
     assert 1 <= len(found) <= 2
     assert all(sketch_problem(text, "Do car bans hurt shops?") is None for text in found)
+
+
+def test_the_answers_sources_sketch_the_gold_aspects_and_keep_the_excluded_ones() -> None:
+    from covrag.plan.sources import AspectOptions, build_aspect_sources
+
+    llm = ScriptedLLM(
+        [answers("Shops in the centre lose sales."), answers("Why?")] + [answers("How?")] * 2
+    )
+    sources = build_aspect_sources(["gold", "gold+answers"], AspectOptions(answers=1), lambda: llm)
+    aspects = (
+        Aspect("q", "Do car bans hurt shops?"),
+        Aspect("r", "Do car bans cut smog?"),  # no usable sketch in 3 attempts: kept without
+        Aspect("x", "Do car bans raise rents?", polarity="exclude"),
+    )
+    topic = Topic("t", "Should cities ban cars?", (), aspects)
+    assert sources["gold"].apply(topic) is topic
+    sketched = sources["gold+answers"].apply(topic)
+    assert [(a.id, a.answers) for a in sketched.aspects] == [
+        ("q", ("Shops in the centre lose sales.",)),
+        ("r", ()),
+        ("x", ()),
+    ]
+    assert sketched.aspects[2].polarity == "exclude" and not llm.replies
