@@ -110,3 +110,9 @@ def test_the_answers_sources_sketch_the_gold_aspects_and_keep_the_excluded_ones(
         ("x", ()),
     ]
     assert sketched.aspects[2].polarity == "exclude" and not llm.replies
+
+
+def test_a_sketch_that_copies_the_prompts_example_is_refused() -> None:
+    from covrag.plan.sketch import EXAMPLE
+
+    assert "copies the example" in (sketch_problem(EXAMPLE[0], "Do car bans hurt shops?") or "")

@@ -18,6 +18,7 @@ nothing about the world: it is only a wording to match passages against.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +41,12 @@ SYSTEM = (
 
 MAX_WORDS = 30
 SHORT = 15
+#: The worked example of the prompt (another topic's sketches); a reply that copies it is refused.
+EXAMPLE = (
+    "TV stations would lose money from burger adverts.",
+    "Channels would simply sell the slots to other advertisers.",
+    "Children would see fewer junk food commercials.",
+)
 
 
 class AnswersReply(Reply):
@@ -65,6 +72,8 @@ def sketch_problem(text: str, question: str) -> str | None:
         return f"{text!r} is longer than {MAX_WORDS} words"
     if normalise(text) == normalise(question):
         return f"{text!r} repeats the question"
+    if normalise(text) in {normalise(e) for e in EXAMPLE}:
+        return f"{text!r} copies the example, which is about another topic"
     return None
 
 
@@ -103,9 +112,7 @@ class AnswerSketcher:
             "effects in plain everyday words instead of repeating the sub-question's general "
             "words. As in this example about another topic, 'Should we ban fast food "
             "advertising?': for 'How would a ban affect television channels?' write "
-            '{"answers": ["TV stations would lose money from burger adverts.", "Channels '
-            'would simply sell the slots to other advertisers.", "Children would see fewer '
-            'junk food commercials."]}. Statements, not questions.\n'
+            f'{{"answers": {json.dumps(list(EXAMPLE))}}}. Statements, not questions.\n'
             f'Reply with JSON: {{"answers": [{self.n} strings]}}'
         )
 
