@@ -163,8 +163,9 @@ class CrossEncoderCoverage(CoverageEstimator):
             the aspect, so a sketch the LLM wrote beside the point is dropped (0 = every sketch
             counts). On ArgKP's question-form key points (28 topics, five-fold CV, the LLM's 3
             sketches each) expected coverage reaches alpha-nDCG@10 0.612 with the gate at
-            0.5, 0.595 at 0.8, 0.539 with every sketch, against 0.582 for the questions alone
-            (docs/BENCHMARKS.md, section 20).
+            0.5, 0.595 at 0.8, 0.539 with every sketch, against 0.582 for the questions alone;
+            but those are the shipped model's training topics, and on 14 topics a model never
+            saw the sketches lower it at any gate (docs/BENCHMARKS.md, section 20).
     """
 
     name = "cross-encoder"
