@@ -99,6 +99,9 @@ class PlanResponse(BaseModel):
     outline: OutlineOut | None
     llm: CostOut
     seconds: float
+    warnings: list[str] = Field(
+        default_factory=list, description="what did not go as asked (an aspect left unsketched)"
+    )
 
 
 class AnswerRequest(_Strict):
@@ -235,8 +238,10 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
         with MODEL_LOCK:  # the de-duplication encoder is shared
             subquestions = LLMDecomposer(llm, n=request.subquestions).decompose(query.base)
     aspects = (*(subquestions.aspects if subquestions else ()), *query.aspects())
+    warnings: list[str] = []  # an aspect the LLM gives no usable sketch keeps none
     if request.answers:
-        aspects = AnswerSketcher(llm, n=request.answers).sketch_aspects(aspects, query.base, [])
+        sketcher = AnswerSketcher(llm, n=request.answers)
+        aspects = sketcher.sketch_aspects(aspects, query.base, warnings)
     after = llm.usage.as_dict()
     spent = {k: after[k] - before[k] for k in ("calls", "cached_calls", "prompt_tokens")}
     return PlanResponse(
@@ -259,6 +264,7 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
             ),
         ),
         seconds=time.perf_counter() - started,
+        warnings=warnings,
     )
 
 
