@@ -253,7 +253,10 @@ def test_an_interrupted_training_run_resumes_to_the_same_model(tmp_path: Path) -
 
 
 def test_answer_sketches_are_scored_and_each_aspect_keeps_its_best(tiny_model: Path) -> None:
-    estimator = CrossEncoderCoverage(model=str(tiny_model), threshold=0.5, answers_gate=0.0)
+    # assignment "independent": the card's "best" would cap all but each passage's best aspect
+    estimator = CrossEncoderCoverage(
+        model=str(tiny_model), threshold=0.5, assignment="independent", answers_gate=0.0
+    )
     plain = topic()
     # each aspect also worded as the other one: its best column is the higher of the two
     swapped = Topic(
@@ -288,20 +291,28 @@ def test_a_sketch_counts_only_when_the_model_judges_it_to_answer_its_aspect(
         (Aspect("a1", "pollution", answers=(sketch,)), plain.aspects[1]),
     )
     model = str(tiny_model)
-    alone = CrossEncoderCoverage(model=model, threshold=0.5).estimate(plain).probs
+    alone = (
+        CrossEncoderCoverage(model=model, threshold=0.5, assignment="independent")
+        .estimate(plain)
+        .probs
+    )
     # the sketch read as a passage against its own aspect
-    check = CrossEncoderCoverage(model=model, threshold=0.5).estimate(
+    check = CrossEncoderCoverage(model=model, threshold=0.5, assignment="independent").estimate(
         Topic("c", "", (Passage("s", sketch),), plain.aspects[:1])
     )
     judged = float(check.probs[0, 0])
-    as_aspect = CrossEncoderCoverage(model=model, threshold=0.5).estimate(
+    as_aspect = CrossEncoderCoverage(model=model, threshold=0.5, assignment="independent").estimate(
         Topic("q", "", plain.passages, (Aspect("a1", sketch),))
     )
-    kept = CrossEncoderCoverage(model=model, threshold=0.5, answers_gate=judged - 1e-6)
+    kept = CrossEncoderCoverage(
+        model=model, threshold=0.5, assignment="independent", answers_gate=judged - 1e-6
+    )
     assert np.allclose(
         kept.estimate(sketched).probs[:, 0], np.maximum(alone[:, 0], as_aspect.probs[:, 0])
     )
-    dropped = CrossEncoderCoverage(model=model, threshold=0.5, answers_gate=judged + 1e-6)
+    dropped = CrossEncoderCoverage(
+        model=model, threshold=0.5, assignment="independent", answers_gate=judged + 1e-6
+    )
     assert np.allclose(dropped.estimate(sketched).probs, alone)  # as if there were no sketch
     assert not np.allclose(as_aspect.probs[:, 0], alone[:, 0])  # so the two cases differ
     with pytest.raises(ValueError, match="answers_gate must lie in"):

@@ -108,7 +108,15 @@ def test_bench_compares_aspect_sources_on_gold_labels() -> None:
 def test_aspect_sources_are_built_from_the_registry_with_one_llm_only_when_needed() -> None:
     from covrag.plan import ASPECT_SOURCES, AspectOptions, build_aspect_sources
 
-    assert ASPECT_SOURCES.names() == ["gold", "llm", "llm+pool", "pool", "query"]
+    assert ASPECT_SOURCES.names() == [
+        "gold",
+        "gold+answers",
+        "llm",
+        "llm+answers",
+        "llm+pool",
+        "pool",
+        "query",
+    ]
     made: list[ScriptedLLM] = []
 
     def make_llm() -> ScriptedLLM:
