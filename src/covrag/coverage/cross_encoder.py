@@ -230,6 +230,7 @@ class CrossEncoderCoverage(CoverageEstimator):
     def _gate_answers(
         self,
         scorer: PairScorer,
+        topic: Topic,
         expanded: Topic,
         owners: np.ndarray[Any, np.dtype[np.int64]],
         probs: FloatArray,
@@ -239,11 +240,7 @@ class CrossEncoderCoverage(CoverageEstimator):
         own = np.zeros(len(owners), dtype=bool)
         own[np.unique(owners, return_index=True)[1]] = True  # each aspect's own column
         sketches = np.flatnonzero(~own)
-        aspects = expanded.aspects
-        pairs = [
-            (aspects[c].text, aspects[int(np.flatnonzero(owners == owners[c])[0])].text)
-            for c in sketches
-        ]
+        pairs = [(expanded.aspects[c].text, topic.aspects[owners[c]].text) for c in sketches]
         values, scored, truncated = scorer.score(pairs)
         gated = probs.copy()
         gated[:, sketches[values < self.answers_gate]] = 0.0
@@ -266,7 +263,7 @@ class CrossEncoderCoverage(CoverageEstimator):
             cosine = EmbeddingCoverage(threshold=0.0, model=self.blend_model).estimate(expanded)
             probs = (1.0 - self.blend) * probs + self.blend * cosine.probs
         if self.answers_gate > 0.0 and len(owners) > len(topic.aspects):
-            probs, checked, cut = self._gate_answers(scorer, expanded, owners, probs)
+            probs, checked, cut = self._gate_answers(scorer, topic, expanded, owners, probs)
             scored += checked
             truncated += cut
         probs = best_of(probs, owners, len(topic.aspects))

@@ -47,6 +47,7 @@ EXAMPLE = (
     "Channels would simply sell the slots to other advertisers.",
     "Children would see fewer junk food commercials.",
 )
+_EXAMPLE_WORDS = frozenset(normalise(e) for e in EXAMPLE)
 
 
 class AnswersReply(Reply):
@@ -72,7 +73,7 @@ def sketch_problem(text: str, question: str) -> str | None:
         return f"{text!r} is longer than {MAX_WORDS} words"
     if normalise(text) == normalise(question):
         return f"{text!r} repeats the question"
-    if normalise(text) in {normalise(e) for e in EXAMPLE}:
+    if normalise(text) in _EXAMPLE_WORDS:
         return f"{text!r} copies the example, which is about another topic"
     return None
 
@@ -118,13 +119,15 @@ class AnswerSketcher:
 
         def check(value: AnswersReply) -> tuple[str, ...]:
             kept: list[str] = []
+            seen: set[str] = set()
             problems: list[str] = []
             for raw in value.answers:
                 text = " ".join(raw.split()).strip("\"'")
                 problem = sketch_problem(text, aspect)
                 if problem is not None:
                     problems.append(problem)
-                elif normalise(text) not in {normalise(k) for k in kept}:
+                elif normalise(text) not in seen:
+                    seen.add(normalise(text))
                     kept.append(text)
             if not kept:
                 raise ValueError("no usable statement: " + "; ".join(problems[:3]))
