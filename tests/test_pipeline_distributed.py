@@ -4,11 +4,11 @@ instance (2 CPUs, started once for the module); failures name the topic; Ctrl-C 
 from __future__ import annotations
 
 import json
-import os
-import signal
+import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -173,59 +173,53 @@ def test_ray_and_serial_executors_keep_the_order_of_the_items(cluster: None) -> 
     assert sorted(done) == items
 
 
-def _interrupt_the_driver(item: tuple[int, str, str]) -> str:
-    """The first item to start sends Ctrl-C to the driver, once; every item leaves a mark in
-    the folder; the others would run for ten minutes."""
-    driver, folder, label = item
-    Path(folder, label).touch()
-    try:
-        os.close(os.open(Path(folder, "interrupted"), os.O_CREAT | os.O_EXCL))
-    except FileExistsError:
-        time.sleep(600)
-        return label
-    os.kill(driver, signal.SIGINT)
-    return label
+def _interrupt(tmp_path: Path, items: int, mode: str) -> int:
+    """Interrupt a map over ``items`` items in a driver process of its own, connected to the
+    module's cluster (``tests/ctrl_c_child.py``); the number of items that started.
+
+    The map must raise ``KeyboardInterrupt`` and the cluster must get its CPUs back (an event,
+    waited for at most two minutes, not a time). A driver that dies of a signal instead (seen
+    twice in many runs, cause unknown) is reported as a warning and run once more, after the
+    cluster has shown it reclaims a dead driver's work."""
+    child = Path(__file__).with_name("ctrl_c_child.py")
+    address = ray.get_runtime_context().gcs_address
+    for attempt in range(2):
+        folder = tmp_path / f"attempt{attempt}"
+        folder.mkdir()
+        run = subprocess.run(
+            [sys.executable, str(child), address, str(folder), mode, str(items)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if run.returncode >= 0 or attempt == 1:
+            break
+        deadline = time.monotonic() + 120
+        while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert ray.available_resources().get("CPU", 0) == 2
+        warnings.warn(
+            f"the interrupted driver died of signal {-run.returncode}; "
+            f"its output: {run.stderr[-1000:]!r}",
+            stacklevel=2,
+        )
+    assert run.returncode == 0, f"the driver exited with {run.returncode}: {run.stderr[-3000:]}"
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["interrupted"], "the map did not raise KeyboardInterrupt"
+    assert result["cpus"] == 2
+    return int(result["started"])
 
 
-@pytest.fixture
-def ctrl_c_raises() -> Iterator[None]:
-    """Python's own Ctrl-C handler for the test. A test run started in the background of a
-    non-interactive shell inherits SIGINT ignored, and Python then installs no handler: the
-    interrupt the test sends would be lost and the map would wait for ten-minute items."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _interrupt(
-    tmp_path: Path, items: int, load: Callable[[], Any], task: Callable[[Any], Any]
-) -> int:
-    """Interrupt a map over ``items`` items; wait until the cluster has its CPUs back (bounded,
-    an event, not a time); the number of items that started."""
-    work = [(os.getpid(), str(tmp_path), f"q{i}") for i in range(items)]
-    with pytest.raises(KeyboardInterrupt):
-        RayExecutor(workers=2).map(work, [w[2] for w in work], load, task)
-    deadline = time.monotonic() + 120
-    while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert ray.available_resources().get("CPU", 0) == 2
-    return len([p for p in tmp_path.iterdir() if p.name.startswith("q")])
-
-
-def test_ctrl_c_stops_the_actor_pool(cluster: None, ctrl_c_raises: None, tmp_path: Path) -> None:
+def test_ctrl_c_stops_the_actor_pool(cluster: None, tmp_path: Path) -> None:
     # The workers are stopped in the middle of their items; the queued items never start (an
     # actor may have taken a second item in flight before the interrupt lands: at most 2 each).
-    assert _interrupt(tmp_path, 8, preloaded(_interrupt_the_driver), identity) <= 4
+    assert _interrupt(tmp_path, 8, "actors") <= 4
 
 
 @pytest.mark.slow
-def test_ctrl_c_cancels_the_running_tasks(
-    cluster: None, ctrl_c_raises: None, tmp_path: Path
-) -> None:
+def test_ctrl_c_cancels_the_running_tasks(cluster: None, tmp_path: Path) -> None:
     # The tasks would run for ten minutes: cancelled, they give their CPUs back at once.
-    assert _interrupt(tmp_path, 4, preloaded(identity), _interrupt_the_driver) >= 1
+    assert _interrupt(tmp_path, 4, "tasks") >= 1
 
 
 def test_a_step_that_cannot_travel_fails_before_any_work(cluster: None) -> None:
