@@ -3,13 +3,17 @@
     .venv/bin/python benchmarks/bench_cross_encoder.py --model DIR [--onnx DIR] [--quick]
 
 ``--model`` is the trained Hugging Face folder (``covrag train coverage --out``), ``--onnx`` its
-int8 ONNX export (default: the model shipped in the package). Prints markdown tables:
+int8 ONNX export (default: the model shipped in the package; give several to compare exports of
+the same model, e.g. ``--quantize row`` against ``dynamic``: the speed table has rows for each).
+Prints markdown tables:
 
 1. ROC-AUC of every (passage, aspect) pair of each dev pool against the labels, for both models.
 2. Greedy coverage on each dev set with the cross-encoder over the gold aspect texts, for a grid
    of thresholds and both assignments (the threshold is chosen here, on dev).
 3. Speed on the ArgKP dev pairs: a plain ``CrossEncoder.predict`` over the pairs as they come,
-   against the levers (length-sorted batches, deduplication, shorter max length, int8 ONNX).
+   against the levers (length-sorted batches, deduplication, shorter max length, int8 ONNX),
+   and for each ONNX export how far a pair's score moves with its batch: 200 pairs scored alone
+   against the same pairs scored in batches of 64 with the rest of the pool.
 """
 
 from __future__ import annotations
@@ -168,7 +172,7 @@ def powers(model: str, limit: int | None) -> float:
     return best[0]
 
 
-def speed(model: str, onnx: str, limit: int | None) -> None:
+def speed(model: str, exports: list[str], limit: int | None) -> None:
     from sentence_transformers import CrossEncoder
 
     pairs, _ = pool_pairs("argkp2021:dev", limit)
@@ -186,9 +190,11 @@ def speed(model: str, onnx: str, limit: int | None) -> None:
     variants = [
         ("sentence-transformers, length-sorted + dedup", model, 256),
         ("sentence-transformers, length-sorted + dedup", model, 128),
-        ("int8 ONNX Runtime, length-sorted + dedup", onnx, 256),
-        ("int8 ONNX Runtime, length-sorted + dedup", onnx, 128),
     ]
+    for onnx in exports:
+        variants += [
+            (f"int8 ONNX Runtime ({onnx}), length-sorted + dedup", onnx, n) for n in (256, 128)
+        ]
     for label, path, length in variants:
         scorer = PairScorer(path, 64, length, 2_000_000)
         started = time.perf_counter()
@@ -199,23 +205,35 @@ def speed(model: str, onnx: str, limit: int | None) -> None:
             f"| {label} (max diff {drift:.3f}) | {length} | {scored} | {seconds:.1f} | "
             f"{len(pairs) / seconds:.0f} | {base / seconds:.1f}x |"
         )
+    print("\n### A pair's score alone and in a batch of 64 (200 pairs, max length 256)\n")
+    print("| ONNX export | largest change | mean change |")
+    print("|---|---|---|")
+    sample = [pairs[i] for i in np.random.default_rng(0).permutation(len(pairs))[:200]]
+    for onnx in exports:
+        alone = PairScorer(onnx, 1, 256, 2_000_000).score(sample)[0]
+        batched = PairScorer(onnx, 64, 256, 2_000_000).score(sample + pairs[:1000])[0]
+        batched = batched[: len(sample)]
+        change = np.abs(alone - batched)
+        print(f"| {onnx} | {change.max():.4f} | {change.mean():.4f} |")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True, help="trained Hugging Face model folder")
-    parser.add_argument("--onnx", default=str(shipped_model()), help="int8 ONNX folder")
+    parser.add_argument(
+        "--onnx", nargs="+", default=[str(shipped_model())], help="int8 ONNX folder(s)"
+    )
     parser.add_argument("--quick", action="store_true", help="2 topics per dev set")
     parser.add_argument("--skip", nargs="*", default=[], choices=["quality", "thresholds", "speed"])
     args = parser.parse_args()
     limit = 2 if args.quick else None
     print("command: " + " ".join(["python", *sys.argv]))
     if "thresholds" not in args.skip:
-        _, threshold = thresholds(args.onnx, limit)
-        powers(args.onnx, limit)
-        fp32_selection(args.model, args.onnx, threshold, limit)
+        _, threshold = thresholds(args.onnx[0], limit)
+        powers(args.onnx[0], limit)
+        fp32_selection(args.model, args.onnx[0], threshold, limit)
     if "quality" not in args.skip:
-        quality(args.model, args.onnx, limit)
+        quality(args.model, args.onnx[0], limit)
     if "speed" not in args.skip:
         speed(args.model, args.onnx, limit)
     return 0

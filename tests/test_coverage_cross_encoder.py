@@ -191,26 +191,57 @@ def test_int8_onnx_export_scores_like_the_torch_model(tiny_model: Path, tmp_path
     assert _scorer(str(folder), 64, 32).backend == "onnxruntime"
 
 
-def test_static_int8_scores_a_pair_the_same_in_any_batch(tiny_model: Path, tmp_path: Path) -> None:
+def test_per_row_and_static_int8_score_a_pair_the_same_in_any_batch(
+    tiny_model: Path, tmp_path: Path
+) -> None:
     pytest.importorskip("onnx")
-    from covrag.coverage.onnx_model import OnnxPairScorer, export_onnx
+    from covrag.coverage.onnx_model import ONNX_FILE, OnnxPairScorer, export_onnx
 
     pair = ("Cars pollute the air in cities.", "pollution")
     longer = ("Car bans hurt local shops. " + "They lose customers every day. " * 6, "economy")
     calibration = [pair, longer, ("Car bans hurt local shops.", "pollution")] * 4
     found = {}
-    for kind, pairs in (("dynamic", None), ("static", calibration)):
-        export_onnx(tiny_model, tmp_path / kind, calibration=pairs)
+    for kind, pairs, per_row in (
+        ("row", None, True),
+        ("dynamic", None, False),
+        ("static", calibration, True),
+    ):
+        export_onnx(tiny_model, tmp_path / kind, calibration=pairs, per_row=per_row)
         scorer = OnnxPairScorer(tmp_path / kind, batch_size=8, threads=1)
         alone = scorer.predict([pair])[0]
+        # the same pair padded beside longer ones, and in a batch of its own
         batched = scorer.predict([pair, longer, longer])[0]
         found[kind] = (alone, abs(alone - batched))
     # (independent: an earlier test stores assignment "best" in the module's model card)
     torch_estimator = CrossEncoderCoverage(model=str(tiny_model), assignment="independent")
     torch_score = torch_estimator.estimate(topic()).probs[0, 0]
-    assert found["static"][1] < 1e-5  # fixed activation scales: the batch makes no difference
-    assert abs(found["static"][0] - torch_score) < 0.05
-    assert abs(found["dynamic"][0] - torch_score) < 0.05
+    for kind in ("row", "static"):  # the batch and its padding make no difference
+        assert found[kind][1] < 1e-6, kind
+    for kind in found:
+        assert abs(found[kind][0] - torch_score) < 0.05, kind
+    import onnx
+
+    ops = {n.op_type for n in onnx.load(str(tmp_path / "row" / ONNX_FILE)).graph.node}
+    assert "DynamicQuantizeLinear" not in ops and "MatMulIntegerToFloat" in ops
+    ops = {n.op_type for n in onnx.load(str(tmp_path / "dynamic" / ONNX_FILE)).graph.node}
+    assert "DynamicQuantizeLinear" in ops
+
+
+def test_per_row_scales_refuse_a_graph_they_do_not_know(tiny_model: Path, tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    import onnx
+
+    from covrag.coverage.onnx_model import ONNX_FILE, export_onnx, per_row_activations
+    from covrag.errors import ConfigError
+
+    export_onnx(tiny_model, tmp_path, per_row=False)
+    model = onnx.load(str(tmp_path / ONNX_FILE))
+    products = {n.output[0] for n in model.graph.node if n.op_type == "MatMulInteger"}
+    cast = next(n for n in model.graph.node if n.op_type == "Cast" and n.input[0] in products)
+    cast.op_type = "Identity"  # an int8 product whose result is not cast to float
+    del cast.attribute[:]
+    with pytest.raises(ConfigError, match="quantize_dynamic"):
+        per_row_activations(model)
 
 
 def _weights(folder: Path) -> dict[str, np.ndarray]:

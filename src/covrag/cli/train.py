@@ -137,10 +137,11 @@ def _add_train_coverage(train: Subparsers) -> None:
     )
     p.add_argument(
         "--quantize",
-        choices=("dynamic", "static"),
-        default="dynamic",
-        help="int8 activation scales of the ONNX copy: dynamic (per batch) or static (fixed from "
-        "256 training pairs, so a pair's score does not depend on its batch)",
+        choices=("row", "dynamic", "static"),
+        default="row",
+        help="int8 activation scales of the ONNX copy: row (one per token row at run time, so a "
+        "pair's score does not depend on its batch; what covrag ships), dynamic (one per batch) "
+        "or static (fixed from 256 training pairs)",
     )
     p.add_argument("--seed", type=int, default=field_default(TrainConfig, "seed"))
     p.set_defaults(run_command=run_train_coverage)

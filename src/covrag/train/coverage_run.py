@@ -61,12 +61,13 @@ def train_coverage(
     config: TrainConfig,
     *,
     onnx_out: Path | None = None,
-    quantize: str = "dynamic",
+    quantize: str = "row",
     progress: Progress | None = None,
 ) -> CoverageRun:
     """Fine-tune on ``train``, calibrate the threshold on ``dev``, save the card in ``out`` and
-    export the int8 ONNX model to ``onnx_out`` when given (``quantize="static"``: activation
-    scales fixed from 256 training pairs drawn with the training seed)."""
+    export the int8 ONNX model to ``onnx_out`` when given. ``quantize`` picks its activation
+    scales: ``"row"`` (one per token row, computed at run time), ``"dynamic"`` (one per batch
+    tensor) or ``"static"`` (fixed from 256 training pairs drawn with the training seed)."""
     card = train_cross_encoder(train, out, config, progress=progress)
     calibration = calibrate_pairs(out, dev, max_length=config.max_length)
     card.dev = calibration.per_dataset
@@ -81,5 +82,5 @@ def train_coverage(
         if quantize == "static":
             pairs = shuffled([p for source in train.values() for p in source], config.seed)
             scales = [(p.passage, p.aspect) for p in pairs[:CALIBRATION_PAIRS]]
-        exported = export_onnx(out, onnx_out, calibration=scales)
+        exported = export_onnx(out, onnx_out, calibration=scales, per_row=quantize == "row")
     return CoverageRun(card, calibration, exported)
