@@ -178,4 +178,4 @@ def test_a_passage_that_answers_the_question_itself_clears_the_floor() -> None:
     assert (
         len(select_context(selector, candidates, estimator, k=3, floor=0.0, question=question)) == 3
     )
-    assert AskConfig().floor_question and AskConfig().floor == 0.8
+    assert AskConfig().floor_question and AskConfig().floor == 0.9

@@ -163,20 +163,22 @@ def per_row_activations(model: Any) -> int:
 
     def quantise(x: str, quantised: str) -> tuple[str, list[Any]]:
         n = f"{k}/{x}"
-        reduce = helper.make_node("ReduceMax", [f"{n}/abs"], [f"{n}/max"], axes=[-1], keepdims=1)
-        if opset >= 18:
-            reduce = helper.make_node(
-                "ReduceMax", [f"{n}/abs", f"{k}/rows"], [f"{n}/max"], keepdims=1
-            )
+
+        def reduce(op: str, out: str) -> Any:  # over the last axis, kept
+            if opset >= 18:
+                return helper.make_node(op, [f"{n}/x", f"{k}/rows"], [out], keepdims=1)
+            return helper.make_node(op, [f"{n}/x"], [out], axes=[-1], keepdims=1)
+
         return f"{n}/scale", [
             helper.make_node("Shape", [x], [f"{n}/shape"]),
             helper.make_node("Shape", [x], [f"{n}/width"], start=-1),
             helper.make_node("Shape", [x], [f"{n}/leading"], end=-1),
             helper.make_node("Concat", [f"{k}/rows", f"{n}/width"], [f"{n}/flat"], axis=0),
             helper.make_node("Reshape", [x, f"{n}/flat"], [f"{n}/x"]),
-            helper.make_node("Abs", [f"{n}/x"], [f"{n}/abs"]),
-            reduce,
-            helper.make_node("Max", [f"{n}/max", f"{k}/tiny"], [f"{n}/max_"]),
+            reduce("ReduceMax", f"{n}/max"),  # max |x| = max(max x, -min x), with no |x| tensor
+            reduce("ReduceMin", f"{n}/min"),
+            helper.make_node("Neg", [f"{n}/min"], [f"{n}/-min"]),
+            helper.make_node("Max", [f"{n}/max", f"{n}/-min", f"{k}/tiny"], [f"{n}/max_"]),
             helper.make_node("Div", [f"{n}/max_", f"{k}/127"], [f"{n}/column"]),
             helper.make_node("Reshape", [f"{n}/column", f"{k}/rows"], [f"{n}/vector"]),
             helper.make_node("Mul", [f"{n}/vector", f"{k}/0"], [f"{n}/zeros"]),
