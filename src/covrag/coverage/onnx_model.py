@@ -105,8 +105,11 @@ def rescale_per_row(source: Path, target: Path) -> int:
     count = per_row_activations(model)
     onnx.checker.check_model(model)
     partial = target.with_name(target.name + ".partial")
-    onnx.save(model, str(partial))
-    partial.replace(target)
+    try:
+        onnx.save(model, str(partial))
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
     return count
 
 
