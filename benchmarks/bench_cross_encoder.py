@@ -173,43 +173,53 @@ def powers(model: str, limit: int | None) -> float:
     return best[0]
 
 
-def speed(model: str, exports: list[str], limit: int | None) -> None:
+def speed(model: str, exports: list[str], limit: int | None, repeats: int = 1) -> None:
     from sentence_transformers import CrossEncoder
 
     pairs, _ = pool_pairs("argkp2021:dev", limit)
     print(f"\n### Speed on the {len(pairs)} ArgKP dev pool pairs (2 CPU threads)\n")
+    if repeats > 1:
+        print(
+            f"Each scorer timed {repeats} times, the rounds interleaved; the median, and in "
+            "brackets the fastest and slowest run.\n"
+        )
     print("| scorer | max length | pairs scored | seconds | pairs/s | speed-up |")
     print("|---|---|---|---|---|---|")
     # Each scorer first scores other pairs (ArgKP train), so that no row pays for a first call's
-    # set-up (thread pool, memory arena) and none of the timed pairs comes from a cache.
+    # set-up (thread pool, memory arena); each timed run gets a fresh pair cache.
     warm, _ = pool_pairs("argkp2021:train", 1)
     warm = warm[:256]
     plain = CrossEncoder(model, device="cpu", max_length=256)
     plain.predict(warm, batch_size=32, show_progress_bar=False)
-    started = time.perf_counter()
-    reference = plain.predict(pairs, batch_size=32, show_progress_bar=False)
-    base = time.perf_counter() - started
-    print(
-        f"| CrossEncoder.predict (fp32, as given) | 256 | {len(pairs)} | {base:.1f} | "
-        f"{len(pairs) / base:.0f} | 1.0x |"
-    )
-    variants = [
-        ("sentence-transformers, length-sorted + dedup", model, 256),
-        ("sentence-transformers, length-sorted + dedup", model, 128),
+    variants: list[tuple[str, str | None, int]] = [
+        ("CrossEncoder.predict (fp32, as given)", None, 256)
     ]
+    variants += [("sentence-transformers, length-sorted + dedup", model, n) for n in (256, 128)]
     for onnx in exports:
         variants += [
             (f"int8 ONNX Runtime ({onnx}), length-sorted + dedup", onnx, n) for n in (256, 128)
         ]
-    for label, path, length in variants:
-        scorer = PairScorer(path, 64, length, 2_000_000)
-        scorer.score(warm)
-        started = time.perf_counter()
-        values, scored, _ = scorer.score(pairs)
-        seconds = time.perf_counter() - started
-        drift = float(np.abs(values - np.asarray(reference)).max())
+    times: list[list[float]] = [[] for _ in variants]
+    values: list[np.ndarray] = [np.zeros(0) for _ in variants]
+    scored = [len(pairs)] * len(variants)
+    for _ in range(repeats):
+        for i, (_, path, length) in enumerate(variants):
+            if path is None:
+                started = time.perf_counter()
+                values[i] = np.asarray(plain.predict(pairs, batch_size=32, show_progress_bar=False))
+            else:
+                scorer = PairScorer(path, 64, length, 2_000_000)
+                scorer.score(warm)
+                started = time.perf_counter()
+                values[i], scored[i], _ = scorer.score(pairs)
+            times[i].append(time.perf_counter() - started)
+    base = float(np.median(times[0]))
+    for i, (label, path, length) in enumerate(variants):
+        seconds = float(np.median(times[i]))
+        spread = f" [{min(times[i]):.1f}-{max(times[i]):.1f}]" if repeats > 1 else ""
+        drift = "" if path is None else f" (max diff {np.abs(values[i] - values[0]).max():.3f})"
         print(
-            f"| {label} (max diff {drift:.3f}) | {length} | {scored} | {seconds:.1f} | "
+            f"| {label}{drift} | {length} | {scored[i]} | {seconds:.1f}{spread} | "
             f"{len(pairs) / seconds:.0f} | {base / seconds:.1f}x |"
         )
     print("\n### A pair's score alone and in a batch of 64 (200 pairs, max length 256)\n")
@@ -231,6 +241,7 @@ def main() -> int:
         "--onnx", nargs="+", default=[str(shipped_model())], help="int8 ONNX folder(s)"
     )
     parser.add_argument("--quick", action="store_true", help="2 topics per dev set")
+    parser.add_argument("--repeats", type=int, default=1, help="time each scorer N times")
     parser.add_argument("--skip", nargs="*", default=[], choices=["quality", "thresholds", "speed"])
     args = parser.parse_args()
     limit = 2 if args.quick else None
@@ -242,7 +253,7 @@ def main() -> int:
     if "quality" not in args.skip:
         quality(args.model, args.onnx[0], limit)
     if "speed" not in args.skip:
-        speed(args.model, args.onnx, limit)
+        speed(args.model, args.onnx, limit, args.repeats)
     return 0
 
 
