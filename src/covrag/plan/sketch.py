@@ -126,8 +126,8 @@ class AnswerSketcher:
                 problem = sketch_problem(text, aspect)
                 if problem is not None:
                     problems.append(problem)
-                elif normalise(text) not in seen:
-                    seen.add(normalise(text))
+                elif (key := normalise(text)) not in seen:
+                    seen.add(key)
                     kept.append(text)
             if not kept:
                 raise ValueError("no usable statement: " + "; ".join(problems[:3]))
