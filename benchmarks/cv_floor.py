@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import random
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,7 @@ from covrag.retrieve import BM25Retriever
 from covrag.select import parse_selector
 from covrag.select.base import Candidates
 from covrag.train.cv_coverage import fold_models
-from covrag.types import Topic
+from covrag.types import Selection, Topic
 
 
 def _candidates(topic: Topic, corpus: list, estimator: CoverageEstimator) -> Candidates:
@@ -72,6 +73,9 @@ def as_question(motion: str) -> str:
     text = motion.strip().rstrip(".")
     if text.lower().startswith("we should "):
         return "Should we " + text[len("we should ") :] + "?"
+    subject, should, rest = text.partition(" should ")
+    if should and subject:  # "Homeschooling should be banned" -> "Should homeschooling be banned?"
+        return f"Should {subject[0].lower()}{subject[1:]} {rest}?"
     return text if text.endswith("?") else text + "?"
 
 
@@ -86,7 +90,9 @@ def main() -> None:
     parser.add_argument("--coverage", default="cross-encoder", help="estimator spec")
     parser.add_argument("--fold-models", type=Path, help="covrag cv's --train-cache")
     parser.add_argument("--fold-forms", default="statements+questions")
-    parser.add_argument("--aspects", choices=["questions", "llm"], default="questions")
+    parser.add_argument(
+        "--aspects", choices=["questions", "statements", "llm"], default="questions"
+    )
     parser.add_argument("--llm", default="local", help="LLM spec for --aspects llm")
     parser.add_argument("--subquestions", type=int, default=8)
     parser.add_argument(
@@ -117,6 +123,24 @@ def main() -> None:
         help="a passage also clears the floor when it answers the question itself (the "
         "motion as a question: 'We should X' -> 'Should we X?')",
     )
+    parser.add_argument(
+        "--gates",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        help="topic gates to try beside each floor: a passage must also have at least this "
+        "MiniLM cosine to the question (ask's --gate)",
+    )
+    parser.add_argument(
+        "--dataset",
+        choices=["argkp2021", "perspectrum-evidence", "perspectrum"],
+        default="argkp2021",
+        help="train + dev topics of this bundled dataset (Perspectrum: statement aspects, the "
+        "claim as the question)",
+    )
+    parser.add_argument(
+        "--topics", type=int, help="a seeded sample of this many topics (default: all)"
+    )
     parser.add_argument("--rows", type=Path, help="re-choose from a saved --out file, no scoring")
     args = parser.parse_args()
     llm = parse_llm(args.llm) if args.aspects == "llm" or args.answers else None
@@ -136,8 +160,16 @@ def main() -> None:
             topic = dataclasses.replace(topic, aspects=aspects)
         return topic
 
-    topics = [*load_dataset("argkp2021:train:questions"), *load_dataset("argkp2021:dev:questions")]
+    form = ":questions" if args.dataset == "argkp2021" and args.aspects == "questions" else ""
+    topics = [
+        *load_dataset(f"{args.dataset}:train{form}"),
+        *load_dataset(f"{args.dataset}:dev{form}"),
+    ]
+    corpus_topics = topics
+    if args.topics is not None and args.topics < len(topics):
+        topics = random.Random(args.seed).sample(topics, args.topics)
     folds = assign_folds(sorted(t.query_id for t in topics), args.folds, args.seed)
+    grid = [(floor, gate) for floor in args.floors for gate in args.gates]
     forms = args.fold_forms.split("+")
     models = fold_models(args.fold_models, forms) if args.fold_models else {}
 
@@ -152,12 +184,15 @@ def main() -> None:
     shared = parse_estimator(args.coverage)
     selector = parse_selector(args.selector)
     pool = args.pool_aspects
-    everything = {p.id: p for t in topics for p in t.passages}
+    everything = {p.id: p for t in corpus_topics for p in t.passages}
     rows: dict[str, dict[str, list[float]]] = {}
     if args.rows:
         saved = json.loads(args.rows.read_text())
-        if saved["floors"] != args.floors:
-            raise SystemExit(f"{args.rows} has floors {saved['floors']}: pass the same --floors")
+        if saved["floors"] != args.floors or saved.get("gates", [0.0]) != args.gates:
+            raise SystemExit(
+                f"{args.rows} has floors {saved['floors']} and gates {saved.get('gates', [0.0])}: "
+                "pass the same --floors and --gates"
+            )
         rows = saved["rows"]
     for n, topic in enumerate([] if args.rows else topics, start=1):
         own = set(topic.passage_ids)
@@ -169,33 +204,41 @@ def main() -> None:
         wanted = {a.id for a in topic.aspects}
         values: dict[str, list[float]] = {"strecall": [], "filled": [], "empty_off": []}
         question = as_question(topic.query) if args.floor_question else None
-        for floor in args.floors:
-            chosen = select_context(selector, answerable, estimator, args.k, floor, pool, question)
+
+        def strecall(chosen: Selection, topic: Topic = topic, wanted: set[str] = wanted) -> float:
             made = {a for p in chosen.passage_ids for a in topic.labels.get(p, ())} & wanted
-            values["strecall"].append(len(made) / len(wanted))
+            return len(made) / len(wanted)
+
+        for floor, gate in grid:
+            chosen = select_context(
+                selector, answerable, estimator, args.k, floor, pool, question, gate
+            )
+            values["strecall"].append(strecall(chosen))
             values["filled"].append(len(chosen) / args.k)
             padded = select_context(
-                selector, unanswerable, estimator, args.k, floor, pool, question
+                selector, unanswerable, estimator, args.k, floor, pool, question, gate
             )
             values["empty_off"].append(1 - len(padded) / args.k)
+        plain = select_context(selector, answerable, estimator, args.k, 0.0, pool)
+        values["unfloored"] = [strecall(plain)]
         rows[topic.query_id] = values
         print(f"{n}/{len(topics)} {topic.query_id}: {values}", flush=True)
 
     ids = sorted(rows)
 
-    def answerable(q: str) -> np.ndarray:
+    def kept_share(q: str) -> np.ndarray:
         strecall = np.array(rows[q]["strecall"])
         if args.objective == "raw":
             return strecall
-        unfloored = strecall[args.floors.index(0)]
+        unfloored = rows[q]["unfloored"][0]
         return strecall / unfloored if unfloored > 0 else np.ones_like(strecall)
 
-    objective = {q: 0.5 * answerable(q) + 0.5 * np.array(rows[q]["empty_off"]) for q in ids}
+    objective = {q: 0.5 * kept_share(q) + 0.5 * np.array(rows[q]["empty_off"]) for q in ids}
     held: dict[str, int] = {}
     for fold in range(args.folds):
         train = [q for q in ids if folds[q] != fold]
         best = int(np.argmax(np.mean([objective[q] for q in train], axis=0)))
-        print(f"fold {fold}: chose floor {args.floors[best]}", flush=True)
+        print(f"fold {fold}: chose floor {grid[best][0]:g}, gate {grid[best][1]:g}", flush=True)
         for q in ids:
             if folds[q] == fold:
                 held[q] = best
@@ -203,26 +246,27 @@ def main() -> None:
     def mean(measure: str, pick: dict[str, int]) -> float:
         return float(np.mean([rows[q][measure][pick[q]] for q in ids]))
 
-    lines = ["| floor | objective | StRecall@8 | slots filled | unanswerable: slots empty |"]
-    lines.append("|---|---|---|---|---|")
+    head = "| floor | gate | objective | StRecall@8 | slots filled | unanswerable: slots empty |"
+    lines = [head, "|---|---|---|---|---|---|"]
     cv_objective = float(np.mean([objective[q][held[q]] for q in ids]))
     lines.append(
-        f"| **CV choice** | **{cv_objective:.3f}** | {mean('strecall', held):.3f} | "
+        f"| **CV choice** | | **{cv_objective:.3f}** | {mean('strecall', held):.3f} | "
         f"{mean('filled', held):.3f} | {mean('empty_off', held):.3f} |"
     )
-    for i, floor in enumerate(args.floors):
+    for i, (floor, gate) in enumerate(grid):
         fixed = dict.fromkeys(ids, i)
         value = float(np.mean([objective[q][i] for q in ids]))
         lines.append(
-            f"| {floor:g} | {value:.3f} | {mean('strecall', fixed):.3f} | "
+            f"| {floor:g} | {gate:g} | {value:.3f} | {mean('strecall', fixed):.3f} | "
             f"{mean('filled', fixed):.3f} | {mean('empty_off', fixed):.3f} |"
         )
+    unfloored = float(np.mean([rows[q]["unfloored"][0] for q in ids]))
+    print(f"no floor, no gate: StRecall@8 {unfloored:.3f}")
     print("\n".join(lines))
     if args.rows:
         return
-    args.out.write_text(
-        json.dumps({"floors": args.floors, "rows": rows, "held_out_choice": held}, indent=2)
-    )
+    saved_rows = {"floors": args.floors, "gates": args.gates, "rows": rows, "held_out_choice": held}
+    args.out.write_text(json.dumps(saved_rows, indent=2))
 
 
 if __name__ == "__main__":

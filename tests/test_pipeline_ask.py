@@ -179,3 +179,34 @@ def test_a_passage_that_answers_the_question_itself_clears_the_floor() -> None:
         len(select_context(selector, candidates, estimator, k=3, floor=0.0, question=question)) == 3
     )
     assert AskConfig().floor_question and AskConfig().floor == 0.9
+
+
+@pytest.mark.model
+def test_the_gate_drops_a_passage_from_another_subject_that_answers_a_broad_sub_question() -> (
+    None
+):
+    from covrag.pipeline import prepare
+    from covrag.pipeline.ask import select_context
+    from covrag.pipeline.config import PrepareConfig
+    from covrag.select import parse_selector, question_similarity
+    from covrag.types import Topic
+
+    passages = (
+        Passage("p1", "School uniforms: bullying falls when pupils wear the same clothes"),
+        Passage("p2", "The cost of a school uniform is a burden for poor families"),
+        Passage("p7", "Bullying at the office: the cost of a toxic workplace culture"),
+    )
+    question = "Should schools require uniforms?"
+    topic = Topic("t", question, passages, ASPECTS)
+    estimator = KeywordCoverage()
+    candidates = prepare(topic, estimator, PrepareConfig(relevance="order")).candidates
+    # the real packaged MiniLM: the office passage is far from the question, the others close
+    similarity = question_similarity(candidates)
+    assert similarity[2] < 0.3 < min(similarity[0], similarity[1])
+    selector = parse_selector("expected-coverage")
+    open_gate = select_context(selector, candidates, estimator, k=3, floor=0.5)
+    assert "p7" in open_gate.passage_ids  # it answers sq1 (bullying) by its words
+    gated = select_context(selector, candidates, estimator, k=3, floor=0.5, gate=0.3)
+    assert set(gated.passage_ids) == {"p1", "p2"}
+    with pytest.raises(ConfigError, match="gate"):
+        AskConfig(gate=2.0)

@@ -12,6 +12,7 @@ from covrag.select import (
     above_floor,
     parse_selector,
     passage_support,
+    question_similarity,
     select_above_floor,
 )
 from covrag.select.base import Candidates
@@ -60,6 +61,29 @@ def test_floor_keeps_only_passages_that_answer_something() -> None:
     assert above_floor(pool(), 0.0) is not None and len(above_floor(pool(), 0.0)) == 5
     with pytest.raises(ConfigError, match=r"\[0, 1\]"):
         above_floor(pool(), 1.5)
+
+
+def test_the_gate_keeps_only_passages_close_enough_to_the_question() -> None:
+    similarity = np.array([0.7, 0.2, 0.9, 0.8, 0.6])
+    kept = above_floor(pool(), 0.25, gate=0.5, similarity=similarity)
+    assert [p.id for p in kept.passages] == ["p0", "p4"]  # p1 answers b but is off the subject
+    gated = above_floor(pool(), 0.0, gate=0.65, similarity=similarity)  # the gate alone
+    assert [p.id for p in gated.passages] == ["p0", "p2", "p3"]
+    assert kept.coverage is not None and kept.coverage.passage_ids == ("p0", "p4")
+    with pytest.raises(ValueError, match="one similarity per candidate"):
+        above_floor(pool(), 0.25, gate=0.5)
+    with pytest.raises(ValueError, match="one similarity per candidate"):
+        above_floor(pool(), 0.25, gate=0.5, similarity=similarity[:3])
+    with pytest.raises(ConfigError, match=r"\[-1, 1\]"):
+        above_floor(pool(), 0.25, gate=1.5, similarity=similarity)
+
+
+def test_question_similarity_reuses_the_embeddings_made_for_the_query() -> None:
+    candidates = pool()
+    assert candidates.embeddings is not None and candidates.query_embedding is not None
+    expected = candidates.embeddings @ candidates.query_embedding
+    assert np.allclose(question_similarity(candidates), expected)
+    assert question_similarity(candidates)[0] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("name", sorted(SELECTORS.names()))

@@ -55,7 +55,7 @@ from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
 from covrag.schema.ask import ask_plan, ask_run_record
 from covrag.select import parse_selector
 from covrag.select.base import Candidates, Selector
-from covrag.select.floor import above_floor
+from covrag.select.floor import above_floor, question_similarity
 from covrag.types import Aspect, Budget, CoverageMatrix, Selection, Topic
 
 logger = logging.getLogger(__name__)
@@ -319,6 +319,7 @@ def select_context(
     floor: float,
     pool_aspects: int = 0,
     question: str | None = None,
+    gate: float = 0.0,
 ) -> Selection:
     """``ask``'s selection: at most ``k`` of the candidates that clear the coverage ``floor``.
 
@@ -328,13 +329,16 @@ def select_context(
     The floor reads the sub-questions only (a pool of padding has representatives too), and the
     selection reports coverage of the sub-questions only. With ``question`` a passage also
     clears the floor when the estimator says it answers the question itself (the question is
-    not an aspect to cover).
+    not an aspect to cover). With a ``gate`` above 0 a passage must also be about the question's
+    subject: its embedding's cosine to the candidates' query reaches ``gate``
+    (:func:`~covrag.select.floor.above_floor`).
     """
     also = None
     if question is not None and floor > 0.0 and candidates.passages:
         asked = Topic(candidates.query_id, question, candidates.passages, (Aspect("q", question),))
         also = estimator.estimate(asked).probs[:, 0]
-    kept = above_floor(candidates, floor, also)
+    similarity = question_similarity(candidates) if gate > 0.0 else None
+    kept = above_floor(candidates, floor, also, gate=gate, similarity=similarity)
     if not pool_aspects or not kept.passages:
         return selector.select(kept, Budget(max_passages=k))
     selection = selector.select(
@@ -439,6 +443,7 @@ def ask(
         config.floor,
         config.pool_aspects,
         query.base if config.floor_question else None,
+        config.gate,
     )
     clock.stop("select")
 

@@ -32,6 +32,10 @@ DEFAULT_COVERAGE = "cross-encoder"
 #: cross-validation on ArgKP train + dev with the LLM's sub-questions, for the shipped model as it
 #: scores since its int8 activation scales are per row (BENCHMARKS.md, sections 13 and 20).
 DEFAULT_FLOOR = 0.9
+#: The topic gate of ``ask``: a passage enters the context only when its MiniLM cosine to the
+#: question reaches this (``covrag.select.floor``). Chosen with the floor by the same
+#: cross-validation (BENCHMARKS.md, section 20); it holds for the packaged MiniLM only.
+DEFAULT_GATE = 0.0
 
 
 def _help(text: str, **extra: object) -> dict[str, object]:
@@ -129,6 +133,14 @@ class AskConfig:
             "question they come from)"
         ),
     )
+    gate: float = field(
+        default=DEFAULT_GATE,
+        metadata=_help(
+            "topic gate: only passages whose embedding (the packaged MiniLM) has at least this "
+            "cosine similarity to the question are selected: a passage from another subject "
+            "can answer a broad sub-question (0 = no gate)"
+        ),
+    )
     pool_aspects: int = field(
         default=0,
         metadata=_help(
@@ -179,6 +191,8 @@ class AskConfig:
             raise ConfigError("subquestions, passes, pool_aspects and answers must be >= 0")
         if not 0.0 <= self.floor <= 1.0:
             raise ConfigError(f"floor must lie in [0, 1], got {self.floor}")
+        if not -1.0 <= self.gate <= 1.0:
+            raise ConfigError(f"gate is a cosine and must lie in [-1, 1], got {self.gate}")
 
 
 @dataclass(frozen=True)

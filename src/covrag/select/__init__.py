@@ -11,7 +11,12 @@ from covrag.select.exact import (
 )
 from covrag.select.expected import ExpectedCoverageSelector
 from covrag.select.facility import FacilityLocationSelector
-from covrag.select.floor import above_floor, passage_support, select_above_floor
+from covrag.select.floor import (
+    above_floor,
+    passage_support,
+    question_similarity,
+    select_above_floor,
+)
 from covrag.select.greedy import GreedyCoverageSelector
 from covrag.select.lmvu import LMVUSelector
 from covrag.select.mmkp import MMKPSelector
@@ -39,6 +44,7 @@ __all__ = [
     "optimum_coverage",
     "parse_selector",
     "passage_support",
+    "question_similarity",
     "select_above_floor",
     "solve_exact",
 ]

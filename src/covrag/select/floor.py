@@ -8,6 +8,14 @@ reaches ``floor``:
 
     support(p) = max_{a wanted} P[p, a]        keep p  iff  support(p) >= floor
 
+A second, optional test reads the question rather than the sub-questions: the **topic gate**
+keeps a passage only when its dense similarity to the question (cosine of the packaged MiniLM
+embeddings) reaches ``gate``. Sub-questions are often generic ("What is the impact on morale?"),
+so a passage from another subject can answer one with a high probability; the gate asks that
+the passage is about the question's subject at all:
+
+    keep p  iff  support(p) >= floor  and  cos(p, question) >= gate
+
 The selector then chooses among what is left and returns fewer than ``k`` passages (possibly
 none) when fewer clear the floor. The coverage probability is the relevance signal here: a
 passage's retriever score says how well it matches the words of the question, the estimator how
@@ -79,26 +87,64 @@ def subset(candidates: Candidates, keep: IntArray) -> Candidates:
     )
 
 
-def above_floor(candidates: Candidates, floor: float, also: FloatArray | None = None) -> Candidates:
-    """The candidates whose :func:`passage_support` reaches ``floor`` (all of them at 0).
+def above_floor(
+    candidates: Candidates,
+    floor: float,
+    also: FloatArray | None = None,
+    *,
+    gate: float = 0.0,
+    similarity: FloatArray | None = None,
+) -> Candidates:
+    """The candidates whose :func:`passage_support` reaches ``floor`` (all of them at 0) and,
+    with a ``gate`` above 0, whose ``similarity`` to the question reaches ``gate``.
 
-    ``also`` gives each candidate a second chance: its probability of answering the question
-    itself (one value per candidate, in pool order); a passage then stays when either reaches
-    ``floor``.
+    ``also`` gives each candidate a second chance at the floor: its probability of answering
+    the question itself (one value per candidate, in pool order); a passage then clears the
+    floor when either reaches it. ``similarity`` holds one value per candidate, in pool order
+    (:func:`question_similarity`).
     """
     if not 0.0 <= floor <= 1.0:
         raise ConfigError(f"the coverage floor must lie in [0, 1], got {floor}")
-    if floor == 0.0:
+    if not -1.0 <= gate <= 1.0:
+        raise ConfigError(f"the topic gate is a cosine and must lie in [-1, 1], got {gate}")
+    n = len(candidates)
+    keep = np.ones(n, dtype=bool)
+    if floor > 0.0:
+        if candidates.coverage is None:
+            raise ConfigError("a coverage floor needs a coverage matrix (choose --coverage)")
+        support = passage_support(candidates)
+        if also is not None:
+            if len(also) != n:
+                raise ValueError(f"also has {len(also)} values for {n} candidates")
+            support = np.maximum(support, np.asarray(also, dtype=np.float64))
+        keep &= support >= floor
+    if gate > 0.0:
+        if similarity is None or len(similarity) != n:
+            got = "none" if similarity is None else len(similarity)
+            raise ValueError(f"a topic gate needs one similarity per candidate ({n}), got {got}")
+        keep &= np.asarray(similarity, dtype=np.float64) >= gate
+    if keep.all():
         return candidates
-    if candidates.coverage is None:
-        raise ConfigError("a coverage floor needs a coverage matrix (choose --coverage)")
-    support = passage_support(candidates)
-    if also is not None:
-        if len(also) != len(support):
-            raise ValueError(f"also has {len(also)} values for {len(support)} candidates")
-        support = np.maximum(support, np.asarray(also, dtype=np.float64))
-    keep = np.flatnonzero(support >= floor)
-    return subset(candidates, keep)
+    return subset(candidates, np.flatnonzero(keep))
+
+
+def question_similarity(candidates: Candidates, question: str | None = None) -> FloatArray:
+    """Each candidate's cosine similarity to ``question`` (default: the candidates' query).
+
+    Uses the candidates' embeddings when they were computed for that query
+    (``PrepareConfig(embeddings=True)``), and the packaged MiniLM otherwise.
+    """
+    from covrag.embed import default_encoder
+
+    question = candidates.query if question is None else question
+    if not candidates.passages:
+        return np.zeros(0)
+    if candidates.embeddings is not None and candidates.query_embedding is not None:
+        if question == candidates.query:
+            return np.asarray(candidates.embeddings @ candidates.query_embedding, np.float64)
+    encoder = default_encoder()
+    passages = encoder.encode([p.text for p in candidates.passages])
+    return np.asarray(passages @ encoder.encode([question])[0], dtype=np.float64)
 
 
 def select_above_floor(

@@ -133,6 +133,13 @@ class AnswerRequest(_Strict):
         description="with k: a passage also clears the floor when it answers the question "
         "itself, not only an aspect",
     )
+    gate: float = Field(
+        default=_ASK.gate,
+        ge=-1.0,
+        le=1.0,
+        description="with k: only passages whose MiniLM cosine similarity to the question "
+        "reaches this enter the context (0: off)",
+    )
     writer: WriterName = Field(
         default=_ASK.writer,
         description="extractive (cited sentences close to the passages) or synthesis (one "
@@ -315,6 +322,7 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
                 request.k,
                 request.floor,
                 question=request.question if request.floor_question else None,
+                gate=request.gate,
             )
             by_id = {p.id: p for p in candidates.passages}
             context = [by_id[p] for p in selection.passage_ids]
