@@ -141,7 +141,13 @@ def main() -> None:
     parser.add_argument(
         "--topics", type=int, help="a seeded sample of this many topics (default: all)"
     )
-    parser.add_argument("--rows", type=Path, help="re-choose from a saved --out file, no scoring")
+    parser.add_argument(
+        "--rows",
+        type=Path,
+        nargs="+",
+        help="re-choose from saved --out files, no scoring; with several (e.g. ArgKP and "
+        "Perspectrum) one setting is chosen for the topics of all of them together",
+    )
     args = parser.parse_args()
     llm = parse_llm(args.llm) if args.aspects == "llm" or args.answers else None
     decomposer = (
@@ -160,7 +166,7 @@ def main() -> None:
             topic = dataclasses.replace(topic, aspects=aspects)
         return topic
 
-    form = ":questions" if args.dataset == "argkp2021" and args.aspects == "questions" else ""
+    form = ":questions" if args.dataset == "argkp2021" and args.aspects != "statements" else ""
     topics = [
         *load_dataset(f"{args.dataset}:train{form}"),
         *load_dataset(f"{args.dataset}:dev{form}"),
@@ -186,14 +192,16 @@ def main() -> None:
     pool = args.pool_aspects
     everything = {p.id: p for t in corpus_topics for p in t.passages}
     rows: dict[str, dict[str, list[float]]] = {}
-    if args.rows:
-        saved = json.loads(args.rows.read_text())
+    source: dict[str, str] = {}  # topic -> the --rows file it came from
+    for path in args.rows or []:
+        saved = json.loads(path.read_text())
         if saved["floors"] != args.floors or saved.get("gates", [0.0]) != args.gates:
             raise SystemExit(
-                f"{args.rows} has floors {saved['floors']} and gates {saved.get('gates', [0.0])}: "
+                f"{path} has floors {saved['floors']} and gates {saved.get('gates', [0.0])}: "
                 "pass the same --floors and --gates"
             )
-        rows = saved["rows"]
+        rows.update(saved["rows"])
+        source.update(dict.fromkeys(saved["rows"], path.name))
     for n, topic in enumerate([] if args.rows else topics, start=1):
         own = set(topic.passage_ids)
         estimator = estimator_for(topic)
@@ -225,6 +233,7 @@ def main() -> None:
         print(f"{n}/{len(topics)} {topic.query_id}: {values}", flush=True)
 
     ids = sorted(rows)
+    folds = assign_folds(ids, args.folds, args.seed)  # over every topic of every --rows file
 
     def kept_share(q: str) -> np.ndarray:
         strecall = np.array(rows[q]["strecall"])
@@ -263,6 +272,15 @@ def main() -> None:
     unfloored = float(np.mean([rows[q]["unfloored"][0] for q in ids]))
     print(f"no floor, no gate: StRecall@8 {unfloored:.3f}")
     print("\n".join(lines))
+    for name in sorted(set(source.values())) if len(set(source.values())) > 1 else []:
+        mine = [q for q in ids if source[q] == name]
+        value = float(np.mean([objective[q][held[q]] for q in mine]))
+        kept = float(np.mean([rows[q]["strecall"][held[q]] for q in mine]))
+        empty = float(np.mean([rows[q]["empty_off"][held[q]] for q in mine]))
+        print(
+            f"{name}: {len(mine)} topics, CV objective {value:.3f}, StRecall@8 {kept:.3f}, "
+            f"unanswerable slots empty {empty:.3f}"
+        )
     if args.rows:
         return
     saved_rows = {"floors": args.floors, "gates": args.gates, "rows": rows, "held_out_choice": held}

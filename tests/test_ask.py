@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -213,8 +214,14 @@ def test_a_question_the_corpus_cannot_answer_gets_no_padding_and_says_so() -> No
     assert '"sugar in school drinks"' in sentence.text
     record = result.run_record()["topics"][0]
     assert record["answer"]["sentences"][0]["framing"] is True
-    # Without the floor the selector pads k with whatever the pool holds.
-    padded = AskConfig(pool=5, k=3, passes=0, floor=0.0, writer="extractive")
+    # Without the floor the topic gate alone keeps the uniform passages out (the real MiniLM);
+    # without both the selector pads k with whatever the pool holds.
+    gated = AskConfig(pool=5, k=3, passes=0, floor=0.0, writer="extractive")
+    result = ask(
+        question, ScriptedLLM([]), retriever, gated, aspects=SUGAR, estimator=KeywordCoverage()
+    )
+    assert result.selection.passage_ids == ()
+    padded = dataclasses.replace(gated, gate=0.0)
     llm = ScriptedLLM(["Uniforms cut bullying [1]."])
     result = ask(question, llm, retriever, padded, aspects=SUGAR, estimator=KeywordCoverage())
     assert len(result.selection) == 3 and result.selection.covered == ()
@@ -225,8 +232,8 @@ def test_a_partly_answerable_question_names_what_the_corpus_does_not_answer() ->
     llm = ScriptedLLM([json.dumps(reply)], supports_schema=True)
     aspects = (Aspect("sq1", "bullying at school"), SUGAR[1])
     # The floor reads the sub-questions only here (KeywordCoverage would say every passage
-    # with "uniforms" answers the question itself).
-    config = AskConfig(pool=5, k=3, passes=0, writer="synthesis", floor_question=False)
+    # with "uniforms" answers the question itself), and no gate reads the two-word question.
+    config = AskConfig(pool=5, k=3, passes=0, writer="synthesis", floor_question=False, gate=0.0)
     retriever = BM25Retriever().index(CORPUS)
     result = ask(
         "Uniforms and soda?", llm, retriever, config, aspects=aspects, estimator=KeywordCoverage()

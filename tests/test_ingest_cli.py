@@ -72,7 +72,8 @@ def test_index_a_folder_of_documents_then_ask_it(
 
     out = tmp_path / "ask.json"
     args = ["ask", QUESTION, "--index", str(index), "--k", "3", "--pool", "8", "--out", str(out)]
-    args += ["--floor", "0"]  # fill k (the floor is tested in test_ask): citations are tested
+    # fill k (the floor and gate are tested in test_ask): citations are tested
+    args += ["--floor", "0", "--gate", "0"]
     code = main([*args, *llm_args])
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -182,9 +183,8 @@ def test_the_ask_verb_reads_a_saved_index_folder(tmp_path: Path) -> None:
     with writer_server() as (url, requests):
         llm = OpenAIChat("writer", base_url=url, max_retries=0)
         aspects = [covrag.Aspect(f"sq{i}", text) for i, text in enumerate(ASPECTS, start=1)]
-        config = AskConfig(
-            answers=0, pool=6, k=2, passes=0, floor=0.0
-        )  # fill k: citations are tested
+        # fill k (no floor, no gate): citations are tested
+        config = AskConfig(answers=0, pool=6, k=2, passes=0, floor=0.0, gate=0.0)
         index = str(tmp_path / "idx")
         result = covrag.ask(QUESTION, index, llm=llm, config=config, aspects=aspects)
     assert len(requests) == 1

@@ -178,13 +178,11 @@ def test_a_passage_that_answers_the_question_itself_clears_the_floor() -> None:
     assert (
         len(select_context(selector, candidates, estimator, k=3, floor=0.0, question=question)) == 3
     )
-    assert AskConfig().floor_question and AskConfig().floor == 0.9
+    assert AskConfig().floor_question and AskConfig().floor == 0.5 and AskConfig().gate == 0.5
 
 
 @pytest.mark.model
-def test_the_gate_drops_a_passage_from_another_subject_that_answers_a_broad_sub_question() -> (
-    None
-):
+def test_the_gate_drops_a_passage_from_another_subject_that_answers_a_broad_sub_question() -> None:
     from covrag.pipeline import prepare
     from covrag.pipeline.ask import select_context
     from covrag.pipeline.config import PrepareConfig

@@ -105,8 +105,8 @@ def test_ask_plans_writes_and_critiques_through_a_served_model(
     args = ["ask", "Should schools require uniforms?", "--corpus", str(corpus)]
     args += ["--llm", _spec(served), "--subquestions", "2", "--pool", "4", "--k", "2"]
     args += ["--passes", "1", "--sentences", "2", "--rewrite-sentences", "2"]
-    # --floor 0: the tiny corpus need not clear the coverage floor; the point is the model calls.
-    args += ["--max-tokens", "64", "--floor", "0", "--out", str(out)]
+    # --floor 0 --gate 0: the tiny corpus need not clear the floor; the point is the model calls.
+    args += ["--max-tokens", "64", "--floor", "0", "--gate", "0", "--out", str(out)]
     code = main(args)
     captured = capsys.readouterr()
     assert code == 0, captured.err

@@ -97,6 +97,7 @@ def test_answer_never_pads_and_says_what_the_passages_do_not_answer(client: Any)
         ({"passages": []}, "passages"),
         ({"feedback": "oracle-nuggets"}, "feedback"),
         ({"floor": 1.5}, "floor"),
+        ({"gate": -2}, "gate"),
         ({"writer": "poet"}, "writer"),
         ({"surprise": 1}, "surprise"),
     ],

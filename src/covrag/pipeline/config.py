@@ -28,14 +28,14 @@ DEFAULT_SELECTOR = "expected-coverage"
 #: The coverage estimator used wherever a caller names none: the shipped cross-encoder.
 DEFAULT_COVERAGE = "cross-encoder"
 #: The coverage floor of ``ask``: a passage enters the context only when the estimator gives it
-#: at least this probability of answering one wanted aspect. Chosen by leave-topics-out
-#: cross-validation on ArgKP train + dev with the LLM's sub-questions, for the shipped model as it
-#: scores since its int8 activation scales are per row (BENCHMARKS.md, sections 13 and 20).
-DEFAULT_FLOOR = 0.9
+#: at least this probability of answering one wanted aspect (or the question itself).
+DEFAULT_FLOOR = 0.5
 #: The topic gate of ``ask``: a passage enters the context only when its MiniLM cosine to the
-#: question reaches this (``covrag.select.floor``). Chosen with the floor by the same
-#: cross-validation (BENCHMARKS.md, section 20); it holds for the packaged MiniLM only.
-DEFAULT_GATE = 0.0
+#: question reaches this (``covrag.select.floor``); it holds for the packaged MiniLM only.
+#: Floor and gate were chosen together by leave-topics-out cross-validation over 28 ArgKP
+#: train + dev topics (the LLM's sub-questions) and 40 Perspectrum-evidence train + dev topics
+#: (BENCHMARKS.md, section 20, "A topic gate").
+DEFAULT_GATE = 0.5
 
 
 def _help(text: str, **extra: object) -> dict[str, object]:
@@ -122,7 +122,7 @@ class AskConfig:
         metadata=_help(
             "coverage floor: only passages with at least this estimated probability of "
             "answering a sub-question (or the question, see floor_question) are selected, so "
-            "the context may hold fewer than k (0 = always fill k)"
+            "the context may hold fewer than k (0, with gate 0, always fills k)"
         ),
     )
     floor_question: bool = field(
