@@ -9,7 +9,7 @@ import pytest
 from covrag.cli import main
 from covrag.data.question_forms import read_question_forms
 from covrag.errors import StructuredOutputError
-from covrag.train.question_form import CHUNK, question_forms, write_question_forms
+from covrag.train.question_form import alignment, question_forms, write_question_forms
 from covrag.types import Aspect, Passage, Topic
 from llm_support import ScriptedLLM
 
@@ -26,12 +26,15 @@ def reply(n: int, start: int = 0) -> str:
     return json.dumps({"questions": items})
 
 
+CHUNK = 8
+
+
 def test_rewrites_in_chunks_once_per_aspect_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "q.jsonl"
     big = topic("t1", CHUNK + 2)
     shared = dataclasses.replace(topic("t2", 3, first=CHUNK), query_id="t2")  # k8, k9 seen in t1
     llm = ScriptedLLM([reply(CHUNK), reply(2, CHUNK), reply(1, 99)])
-    assert write_question_forms([big, shared], llm, out) == CHUNK + 3
+    assert write_question_forms([big, shared], llm, out, chunk_size=CHUNK) == CHUNK + 3
     forms = read_question_forms(out)
     assert forms["k0"].question == "How do car bans affect thing 0?"
     assert forms["k10"].topic_id == "t2" and forms["k9"].topic_id == "t1"
@@ -44,7 +47,8 @@ def test_a_failed_run_leaves_only_the_partial_file_and_resumes_from_it(tmp_path:
     first, second = topic("t1", 2), topic("t2", 1, first=5)
     bad = json.dumps({"questions": [{"n": 1, "question": "No"}]})
     with pytest.raises(StructuredOutputError):
-        write_question_forms([first, second], ScriptedLLM([reply(2), bad, bad, bad, bad]), out)
+        llm = ScriptedLLM([reply(1), reply(1, 1), bad, bad, bad, bad])  # one aspect a request
+        write_question_forms([first, second], llm, out)
     assert not out.exists() and len(read_question_forms(tmp_path / "q.jsonl.partial")) == 2
     llm = ScriptedLLM([reply(1, 5)])  # t1 is not asked again
     assert write_question_forms([first, second], llm, out) == 3
@@ -59,6 +63,37 @@ def test_checks_reject_unnumbered_or_copied_questions() -> None:
     assert only.question == "How do car bans affect thing 0?"
     feedback = [request[0][-1].content for request in llm.requests[1:]]
     assert "repeats its statement" in feedback[0] and "number the questions 1 to 1" in feedback[1]
+
+
+CAR_POINTS = (
+    "Car bans cut air pollution in the city centre",
+    "Car bans hurt the sales of shops in the centre",
+    "Car bans make streets safer for children walking to school",
+)
+CAR_QUESTIONS = (
+    "How do car bans affect air quality in city centres??",
+    "How do car bans affect shops in city centres?",
+    "How do car bans affect the safety of children on the streets?",
+)
+
+
+@pytest.mark.model
+def test_one_statement_per_request_and_alignment_sees_shifted_questions() -> None:
+    aspects = tuple(Aspect(f"k{i}", text) for i, text in enumerate(CAR_POINTS))
+    cars = Topic("t1", "Should cities ban cars?", (Passage("p", "text"),), aspects)
+    replies = [json.dumps({"questions": [{"n": 1, "question": q}]}) for q in CAR_QUESTIONS]
+    llm = ScriptedLLM(replies)
+    forms = question_forms(cars, llm)
+    assert len(llm.requests) == 3  # one statement per request by default
+    assert "1. Car bans hurt the sales" in llm.requests[1][0][-1].content
+    assert forms[0].question == "How do car bans affect air quality in city centres?"
+    assert alignment(forms) == (3, 3)  # the real MiniLM: each point is nearest its own question
+    shifted = [  # each question moved onto the next statement, as 8 per request often did
+        f.model_copy(update={"question": forms[(i + 1) % 3].question}) for i, f in enumerate(forms)
+    ]
+    assert alignment(shifted) == (0, 3)
+    with pytest.raises(ValueError, match="chunk_size"):
+        question_forms(cars, ScriptedLLM([]), chunk_size=0)
 
 
 @pytest.mark.slow
@@ -82,3 +117,4 @@ def test_cli_rewrites_with_the_tiny_model(tmp_path: Path, capsys) -> None:  # ty
     assert code == 0, captured.err
     (line,) = read_question_forms(out).values()
     assert line.aspect_id == "k1" and line.question.endswith("?")
+    assert "alignment: 1 of 1 statements" in " ".join(captured.out.split())

@@ -8,9 +8,13 @@ is one answer ("Car bans hurt shops in the centre" -> "How do car bans affect sh
 centres?"). Aspect ids stay the same, so the human labels carry over unchanged.
 
 The rewrites are checked (one question per statement, in order, a real question of 4-30 words
-that is not the statement itself) and written as JSONL (:mod:`covrag.data.question_forms` reads
-them); ``covrag train question-forms`` runs it, and the bundled ``questions.jsonl`` files were
-made with it.
+that is not the statement itself) and written as JSONL. One statement goes in each request by
+default: with eight per request the embedded 1.5B model kept the numbering but often shifted the
+questions onto neighbouring statements, which no form check sees ("Cannabis is financially
+beneficial" -> "What is the safety and health of legal cannabis?"); :func:`alignment` measures
+it (the share of statements whose own question is the nearest of their topic's questions).
+:mod:`covrag.data.question_forms` reads the JSONL; ``covrag train question-forms`` runs it, and
+the bundled ``questions.jsonl`` files were made with it.
 """
 
 from __future__ import annotations
@@ -51,8 +55,10 @@ Statements:
 Reply with JSON: {{"questions": [{{"n": 1, "question": "..."}}, ...]}}, one entry per statement,
 in the same order."""
 
-# Statements per request: small enough for a 1.5B model to keep the numbering straight.
-CHUNK = 8
+# Statements per request. With 8, Qwen2.5-1.5B numbered its questions right but shifted them onto
+# neighbouring statements: on ArgKP's cannabis topic 4 of 11 key points were nearest to their own
+# question (MiniLM), 9 of 11 with one per request (docs/BENCHMARKS.md, section 20).
+CHUNK = 1
 PARAMS = ChatParams(temperature=0.0, max_tokens=900, seed=0)
 
 
@@ -79,6 +85,7 @@ def check_questions(statements: Sequence[str]) -> Callable[[QuestionsReply], lis
         questions = []
         for item, statement in zip(items, statements, strict=True):
             question = " ".join(item.question.split())
+            question = question.rstrip("?").rstrip() + "?" if question.endswith("?") else question
             words = question.split()
             if not question.endswith("?") or not 4 <= len(words) <= 30:
                 raise ValueError(f"question {item.n} must be a question of 4 to 30 words")
@@ -95,10 +102,15 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-def question_forms(topic: Topic, llm: LLM, retries: int = 3) -> list[QuestionFormLine]:
-    """Every aspect of ``topic`` rewritten as a question (one LLM request per chunk)."""
+def question_forms(
+    topic: Topic, llm: LLM, retries: int = 3, chunk_size: int = CHUNK
+) -> list[QuestionFormLine]:
+    """Every aspect of ``topic`` rewritten as a question (one LLM request per ``chunk_size``
+    aspects)."""
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     forms: list[QuestionFormLine] = []
-    for chunk in _chunks(topic.aspects, CHUNK):
+    for chunk in _chunks(topic.aspects, chunk_size):
         statements = [a.text for a in chunk]
         listing = "\n".join(f"{i}. {s}" for i, s in enumerate(statements, 1))
         messages = [system(SYSTEM), user(PROMPT.format(topic=topic.query, statements=listing))]
@@ -118,11 +130,38 @@ def question_forms(topic: Topic, llm: LLM, retries: int = 3) -> list[QuestionFor
     return forms
 
 
+def alignment(forms: Iterable[QuestionFormLine], encoder: Any = None) -> tuple[int, int]:
+    """How many statements have their own question as the nearest (MiniLM cosine) among the
+    questions of their topic, and how many statements there are.
+
+    A question shifted onto a neighbouring statement is usually nearer to that statement than
+    to its own; a generic question ("What are the benefits of X?") may lose to a sibling that is
+    as generic, so the count is a screen to read, not a verdict on each line.
+    """
+    import numpy as np
+
+    from covrag.embed import default_encoder
+
+    encoder = encoder or default_encoder()
+    by_topic: dict[str, list[QuestionFormLine]] = {}
+    for form in forms:
+        by_topic.setdefault(form.topic_id, []).append(form)
+    nearest = total = 0
+    for lines in by_topic.values():
+        statements = encoder.encode([f.statement for f in lines])
+        questions = encoder.encode([f.question for f in lines])
+        similarity = statements @ questions.T
+        nearest += int(np.sum(similarity.argmax(axis=1) == np.arange(len(lines))))
+        total += len(lines)
+    return nearest, total
+
+
 def write_question_forms(
     topics: Iterable[Topic],
     llm: LLM,
     out: Path,
     progress: Callable[[Topic], None] | None = None,
+    chunk_size: int = CHUNK,
 ) -> int:
     """Rewrite every aspect of ``topics`` once (aspects shared by topics are rewritten with the
     first) and write them to ``out``.
@@ -137,7 +176,9 @@ def write_question_forms(
         for topic in topics:
             todo = tuple(a for a in topic.aspects if a.id not in done)
             if todo:
-                forms = question_forms(dataclasses.replace(topic, aspects=todo), llm)
+                forms = question_forms(
+                    dataclasses.replace(topic, aspects=todo), llm, chunk_size=chunk_size
+                )
                 handle.write("".join(f.model_dump_json() + "\n" for f in forms))
                 handle.flush()
                 done.update((f.aspect_id, f) for f in forms)
