@@ -9,7 +9,7 @@ import pytest
 from covrag.cli import main
 from covrag.data.question_forms import read_question_forms
 from covrag.errors import StructuredOutputError
-from covrag.train.question_form import alignment, question_forms, write_question_forms
+from covrag.train.question_form import CHUNK, alignment, question_forms, write_question_forms
 from covrag.types import Aspect, Passage, Topic
 from llm_support import ScriptedLLM
 
@@ -26,15 +26,12 @@ def reply(n: int, start: int = 0) -> str:
     return json.dumps({"questions": items})
 
 
-CHUNK = 8
-
-
 def test_rewrites_in_chunks_once_per_aspect_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "q.jsonl"
     big = topic("t1", CHUNK + 2)
     shared = dataclasses.replace(topic("t2", 3, first=CHUNK), query_id="t2")  # k8, k9 seen in t1
     llm = ScriptedLLM([reply(CHUNK), reply(2, CHUNK), reply(1, 99)])
-    assert write_question_forms([big, shared], llm, out, chunk_size=CHUNK) == CHUNK + 3
+    assert write_question_forms([big, shared], llm, out) == CHUNK + 3
     forms = read_question_forms(out)
     assert forms["k0"].question == "How do car bans affect thing 0?"
     assert forms["k10"].topic_id == "t2" and forms["k9"].topic_id == "t1"
@@ -47,8 +44,7 @@ def test_a_failed_run_leaves_only_the_partial_file_and_resumes_from_it(tmp_path:
     first, second = topic("t1", 2), topic("t2", 1, first=5)
     bad = json.dumps({"questions": [{"n": 1, "question": "No"}]})
     with pytest.raises(StructuredOutputError):
-        llm = ScriptedLLM([reply(1), reply(1, 1), bad, bad, bad, bad])  # one aspect a request
-        write_question_forms([first, second], llm, out)
+        write_question_forms([first, second], ScriptedLLM([reply(2), bad, bad, bad, bad]), out)
     assert not out.exists() and len(read_question_forms(tmp_path / "q.jsonl.partial")) == 2
     llm = ScriptedLLM([reply(1, 5)])  # t1 is not asked again
     assert write_question_forms([first, second], llm, out) == 3
@@ -78,13 +74,13 @@ CAR_QUESTIONS = (
 
 
 @pytest.mark.model
-def test_one_statement_per_request_and_alignment_sees_shifted_questions() -> None:
+def test_one_statement_per_request_on_demand_and_alignment_sees_shifted_questions() -> None:
     aspects = tuple(Aspect(f"k{i}", text) for i, text in enumerate(CAR_POINTS))
     cars = Topic("t1", "Should cities ban cars?", (Passage("p", "text"),), aspects)
     replies = [json.dumps({"questions": [{"n": 1, "question": q}]}) for q in CAR_QUESTIONS]
     llm = ScriptedLLM(replies)
-    forms = question_forms(cars, llm)
-    assert len(llm.requests) == 3  # one statement per request by default
+    forms = question_forms(cars, llm, chunk_size=1)
+    assert len(llm.requests) == 3  # one statement per request
     assert "1. Car bans hurt the sales" in llm.requests[1][0][-1].content
     assert forms[0].question == "How do car bans affect air quality in city centres?"
     assert alignment(forms) == (3, 3)  # the real MiniLM: each point is nearest its own question

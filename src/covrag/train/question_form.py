@@ -8,11 +8,13 @@ is one answer ("Car bans hurt shops in the centre" -> "How do car bans affect sh
 centres?"). Aspect ids stay the same, so the human labels carry over unchanged.
 
 The rewrites are checked (one question per statement, in order, a real question of 4-30 words
-that is not the statement itself) and written as JSONL. One statement goes in each request by
-default: with eight per request the embedded 1.5B model kept the numbering but often shifted the
-questions onto neighbouring statements, which no form check sees ("Cannabis is financially
-beneficial" -> "What is the safety and health of legal cannabis?"); :func:`alignment` measures
-it (the share of statements whose own question is the nearest of their topic's questions).
+that is not the statement itself) and written as JSONL. With eight statements per request (the
+default, as the bundled files were made) the embedded 1.5B model keeps the numbering but at
+times shifts questions onto neighbouring statements, which no form check sees ("Cannabis is
+financially beneficial" -> "What is the safety and health of legal cannabis?"); one per request
+(``chunk_size=1``) removes the shifts, but its questions come out more generic and more often
+take a side (docs/BENCHMARKS.md, section 20). :func:`alignment` screens for shifts: the share of
+statements whose own question is the nearest of their topic's questions.
 :mod:`covrag.data.question_forms` reads the JSONL; ``covrag train question-forms`` runs it, and
 the bundled ``questions.jsonl`` files were made with it.
 """
@@ -55,10 +57,11 @@ Statements:
 Reply with JSON: {{"questions": [{{"n": 1, "question": "..."}}, ...]}}, one entry per statement,
 in the same order."""
 
-# Statements per request. With 8, Qwen2.5-1.5B numbered its questions right but shifted them onto
-# neighbouring statements: on ArgKP's cannabis topic 4 of 11 key points were nearest to their own
-# question (MiniLM), 9 of 11 with one per request (docs/BENCHMARKS.md, section 20).
-CHUNK = 1
+# Statements per request: small enough for a 1.5B model to keep the numbering straight. It still
+# shifts some questions onto neighbouring statements (ArgKP: 163 of 243 key points nearest to
+# their own question, 171 with one per request, which writes more generic, more partial
+# questions instead; docs/BENCHMARKS.md, section 20).
+CHUNK = 8
 PARAMS = ChatParams(temperature=0.0, max_tokens=900, seed=0)
 
 
