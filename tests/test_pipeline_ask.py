@@ -207,4 +207,4 @@ def test_the_gate_drops_a_passage_from_another_subject_that_answers_a_broad_sub_
     gated = select_context(selector, candidates, estimator, k=3, floor=0.5, gate=0.3)
     assert set(gated.passage_ids) == {"p1", "p2"}
     with pytest.raises(ConfigError, match="gate"):
-        AskConfig(gate=2.0)
+        AskConfig(gate=-0.2)

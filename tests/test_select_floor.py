@@ -74,8 +74,8 @@ def test_the_gate_keeps_only_passages_close_enough_to_the_question() -> None:
         above_floor(pool(), 0.25, gate=0.5)
     with pytest.raises(ValueError, match="one similarity per candidate"):
         above_floor(pool(), 0.25, gate=0.5, similarity=similarity[:3])
-    with pytest.raises(ConfigError, match=r"\[-1, 1\]"):
-        above_floor(pool(), 0.25, gate=1.5, similarity=similarity)
+    with pytest.raises(ConfigError, match=r"\[0, 1\]"):
+        above_floor(pool(), 0.25, gate=-0.5, similarity=similarity)
 
 
 def test_question_similarity_reuses_the_embeddings_made_for_the_query() -> None:

@@ -191,8 +191,8 @@ class AskConfig:
             raise ConfigError("subquestions, passes, pool_aspects and answers must be >= 0")
         if not 0.0 <= self.floor <= 1.0:
             raise ConfigError(f"floor must lie in [0, 1], got {self.floor}")
-        if not -1.0 <= self.gate <= 1.0:
-            raise ConfigError(f"gate is a cosine and must lie in [-1, 1], got {self.gate}")
+        if not 0.0 <= self.gate <= 1.0:
+            raise ConfigError(f"gate must lie in [0, 1] (0: no gate), got {self.gate}")
 
 
 @dataclass(frozen=True)

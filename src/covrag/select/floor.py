@@ -105,8 +105,8 @@ def above_floor(
     """
     if not 0.0 <= floor <= 1.0:
         raise ConfigError(f"the coverage floor must lie in [0, 1], got {floor}")
-    if not -1.0 <= gate <= 1.0:
-        raise ConfigError(f"the topic gate is a cosine and must lie in [-1, 1], got {gate}")
+    if not 0.0 <= gate <= 1.0:
+        raise ConfigError(f"the topic gate must lie in [0, 1] (0: no gate), got {gate}")
     n = len(candidates)
     keep = np.ones(n, dtype=bool)
     if floor > 0.0:

@@ -135,7 +135,7 @@ class AnswerRequest(_Strict):
     )
     gate: float = Field(
         default=_ASK.gate,
-        ge=-1.0,
+        ge=0.0,
         le=1.0,
         description="with k: only passages whose MiniLM cosine similarity to the question "
         "reaches this enter the context (0: off)",
