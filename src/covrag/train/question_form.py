@@ -26,7 +26,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from covrag.data.question_forms import read_question_forms
 from covrag.llm.base import LLM, ChatParams, system, user
@@ -34,6 +34,9 @@ from covrag.llm.structured import chat_json
 from covrag.schema.llm import Reply, sized, with_fields
 from covrag.schema.question_form import QuestionFormLine
 from covrag.types import Topic
+
+if TYPE_CHECKING:
+    from covrag.embed import Encoder
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +136,7 @@ def question_forms(
     return forms
 
 
-def alignment(forms: Iterable[QuestionFormLine], encoder: Any = None) -> tuple[int, int]:
+def alignment(forms: Iterable[QuestionFormLine], encoder: Encoder | None = None) -> tuple[int, int]:
     """How many statements have their own question as the nearest (MiniLM cosine) among the
     questions of their topic, and how many statements there are.
 
