@@ -26,6 +26,7 @@ def test_fit_and_train_options_default_to_the_configs() -> None:
         config.seed,
     )
     assert train.base_model == config.base_model
+    assert train.precision == config.precision == "fp32"
 
 
 def test_every_command_is_registered_once() -> None:

@@ -10,9 +10,9 @@ import pytest
 
 from covrag.cli import main
 from covrag.coverage import CrossEncoderCoverage, EmbeddingCoverage
-from covrag.errors import DataError
+from covrag.errors import ConfigError, DataError
 from covrag.train.calibrate import best_f1_threshold, roc_auc
-from covrag.train.coverage import TrainConfig, train_cross_encoder
+from covrag.train.coverage import TrainConfig, shaping_settings, train_cross_encoder
 from covrag.train.pairs import Pair, dataset_pairs, topic_pairs
 from covrag.types import Aspect, Passage, Topic
 
@@ -281,6 +281,28 @@ def test_an_interrupted_training_run_resumes_to_the_same_model(tmp_path: Path) -
     assert expected.keys() == got.keys()
     for name in expected:
         np.testing.assert_allclose(got[name], expected[name], rtol=0, atol=1e-6, err_msg=name)
+
+
+def test_bf16_training_learns_the_same_task_and_is_a_setting_of_its_own(tmp_path: Path) -> None:
+    pairs = [
+        Pair("Cars pollute the air in cities.", "pollution", 1, "q"),
+        Pair("Car bans hurt local shops.", "pollution", 0, "q"),
+        Pair("Car bans hurt local shops.", "economy", 1, "q"),
+        Pair("Cars pollute the air in cities.", "economy", 0, "q"),
+    ] * 8
+    config = TrainConfig(batch_size=8, epochs=3.0, precision="bf16", checkpoint_every=0)
+    card = train_cross_encoder({"inline": pairs}, tmp_path / "bf16", config)
+    assert card.config["precision"] == "bf16"
+    estimator = CrossEncoderCoverage(model=str(tmp_path / "bf16"), threshold=0.5)
+    probs = estimator.estimate(topic()).probs
+    # rows: pollution passage, shops passage, pollution passage again; columns: pollution, economy
+    assert probs[0, 0] > probs[1, 0] and probs[1, 1] > probs[0, 1]
+    # bf16 is part of what shapes a run (its checkpoints and fold caches are its own); fp32 is
+    # left out so that those made before the setting existed still match
+    assert shaping_settings(config)["precision"] == "bf16"
+    assert "precision" not in shaping_settings(TrainConfig())
+    with pytest.raises(ConfigError, match="precision must be one of fp32, bf16, not 'fp16'"):
+        TrainConfig(precision="fp16")
 
 
 def test_answer_sketches_are_scored_and_each_aspect_keeps_its_best(tiny_model: Path) -> None:

@@ -81,7 +81,7 @@ def register(sub: Subparsers) -> None:
 
 
 def _add_train_options(p: argparse.ArgumentParser) -> None:
-    from covrag.train.coverage import TrainConfig
+    from covrag.train.coverage import PRECISIONS, TrainConfig
 
     g = p.add_argument_group(
         "estimators trained per fold",
@@ -101,6 +101,12 @@ def _add_train_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--train-lr", type=float, default=field_default(TrainConfig, "learning_rate"))
     g.add_argument("--train-epochs", type=float, default=field_default(TrainConfig, "epochs"))
     g.add_argument("--train-neg-ratio", type=float, default=4.0, help="negatives per positive")
+    g.add_argument(
+        "--train-precision",
+        choices=PRECISIONS,
+        default=field_default(TrainConfig, "precision"),
+        help="bf16: bfloat16 autocast, about 2x faster on a CPU with AVX512-BF16 or AMX",
+    )
 
 
 def trained_settings(args: argparse.Namespace) -> list[Setting]:
@@ -131,7 +137,10 @@ def trained_settings(args: argparse.Namespace) -> list[Setting]:
         for form in wanted
     }
     config = TrainConfig(
-        base_model=args.train_base, learning_rate=args.train_lr, epochs=args.train_epochs
+        base_model=args.train_base,
+        learning_rate=args.train_lr,
+        epochs=args.train_epochs,
+        precision=args.train_precision,
     )
     methods = [
         m

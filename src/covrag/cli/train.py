@@ -92,7 +92,7 @@ def _add_fit_lmvu(fit: Subparsers) -> None:
 
 
 def _add_train_coverage(train: Subparsers) -> None:
-    from covrag.train.coverage import TrainConfig
+    from covrag.train.coverage import PRECISIONS, TrainConfig
 
     p = train.add_parser("coverage", help="fine-tune a coverage cross-encoder from MiniLM")
     p.add_argument(
@@ -117,6 +117,13 @@ def _add_train_coverage(train: Subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=field_default(TrainConfig, "batch_size"))
     p.add_argument("--lr", type=float, default=field_default(TrainConfig, "learning_rate"))
     p.add_argument("--max-length", type=int, default=field_default(TrainConfig, "max_length"))
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default=field_default(TrainConfig, "precision"),
+        help="bf16: bfloat16 autocast of the forward pass, about 2x faster on a CPU with "
+        "AVX512-BF16 or AMX (weights and optimiser state stay fp32)",
+    )
     p.add_argument(
         "--neg-ratio",
         type=float,
@@ -389,6 +396,7 @@ def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
         learning_rate=args.lr,
         max_length=args.max_length,
         seed=args.seed,
+        precision=args.precision,
     )
     for name, pairs in train.items():
         console.print(f"train {name}: {len(pairs)} pairs, {sum(p.label for p in pairs)} positive")

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from covrag.errors import DataError, MissingExtraError
+from covrag.errors import ConfigError, DataError, MissingExtraError
 from covrag.packaged import resolve_model
 from covrag.tokens import default_model_path
 from covrag.train.pairs import Pair, shuffled
@@ -47,6 +47,9 @@ class TrainConfig:
         threads: CPU threads for torch.
         checkpoint_every: Optimiser steps between checkpoints (0 = none). A run that stops
             resumes from its last checkpoint when started again with the same settings.
+        precision: "fp32", or "bf16" for bfloat16 autocast of the forward pass (weights,
+            gradients and optimiser state stay float32). On a CPU with AVX512-BF16 or AMX it
+            trains about twice as fast; on one without, torch emulates it slowly.
     """
 
     base_model: str | None = None
@@ -58,6 +61,16 @@ class TrainConfig:
     seed: int = 0
     threads: int = 2
     checkpoint_every: int = 200
+    precision: str = "fp32"
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}"
+            )
+
+
+PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass
@@ -196,7 +209,9 @@ class _Run:
         )
         self.truncated += int((encoded["attention_mask"].sum(dim=1) >= config.max_length).sum())
         labels = torch.tensor([float(p.label) for p in chosen])
-        loss = self.loss_fn(self.model(**encoded).logits.squeeze(-1), labels)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.precision == "bf16"):
+            logits = self.model(**encoded).logits.squeeze(-1)
+        loss = self.loss_fn(logits.float(), labels)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
         self.optimizer.step()
@@ -267,8 +282,15 @@ class Checkpoint:
 
 
 def shaping_settings(config: TrainConfig) -> dict[str, Any]:
-    """The settings that change the trained model (not the thread count or checkpoint interval)."""
-    return {k: v for k, v in asdict(config).items() if k not in ("threads", "checkpoint_every")}
+    """The settings that change the trained model (not the thread count or checkpoint interval).
+
+    fp32, the precision every run had before ``precision`` existed, is left out, so checkpoints
+    and fold caches made then still match.
+    """
+    settings = asdict(config)
+    if settings["precision"] == "fp32":
+        del settings["precision"]
+    return {k: v for k, v in settings.items() if k not in ("threads", "checkpoint_every")}
 
 
 def _fingerprint(pairs: Sequence[Pair], config: TrainConfig) -> str:
