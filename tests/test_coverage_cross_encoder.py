@@ -227,6 +227,60 @@ def test_per_row_and_static_int8_score_a_pair_the_same_in_any_batch(
     assert "DynamicQuantizeLinear" in ops
 
 
+@pytest.fixture(scope="module")
+def tiny_mpnet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small randomly initialised MPNet cross-encoder: an architecture whose forward takes no
+    token types, with position ids as its third argument, and whose tokenizer gives none."""
+    import torch
+    from transformers import MPNetConfig, MPNetForSequenceClassification, MPNetTokenizerFast
+
+    from covrag.tokens import default_model_path
+
+    folder = tmp_path_factory.mktemp("mpnet")
+    special = {"bos": "[CLS]", "cls": "[CLS]", "eos": "[SEP]", "sep": "[SEP]", "unk": "[UNK]"}
+    lines = (default_model_path() / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    tokenizer = MPNetTokenizerFast(
+        vocab={token: i for i, token in enumerate(lines)},
+        pad_token="[PAD]",
+        mask_token="[MASK]",
+        **{f"{k}_token": v for k, v in special.items()},
+    )
+    torch.manual_seed(0)
+    config = MPNetConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+    )
+    MPNetForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_an_mpnet_cross_encoder_exports_with_its_own_inputs(
+    tiny_mpnet: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("onnx")
+    import onnx
+
+    from covrag.coverage.onnx_model import ONNX_FILE, OnnxPairScorer, export_onnx
+
+    torch_probs = CrossEncoderCoverage(model=str(tiny_mpnet), assignment="independent")
+    expected = torch_probs.estimate(topic()).probs
+    for kind, quantize in (("fp32", False), ("int8", True)):
+        model_file = export_onnx(tiny_mpnet, tmp_path / kind, quantize=quantize)
+        inputs = [i.name for i in onnx.load(str(model_file)).graph.input]
+        assert inputs == ["input_ids", "attention_mask"], kind
+        if not quantize:  # the scorer reads the first *.onnx file: keep the fp32 one alone
+            assert model_file.name != ONNX_FILE
+        scorer = OnnxPairScorer(tmp_path / kind, batch_size=8, threads=1)
+        got = scorer.predict([(p.text, a.text) for p in topic().passages for a in topic().aspects])
+        atol = 1e-5 if kind == "fp32" else 0.02
+        np.testing.assert_allclose(got.reshape(expected.shape), expected, atol=atol, err_msg=kind)
+
+
 def test_per_row_scales_refuse_a_graph_they_do_not_know(tiny_model: Path, tmp_path: Path) -> None:
     pytest.importorskip("onnx")
     import onnx

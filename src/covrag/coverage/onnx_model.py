@@ -60,15 +60,17 @@ def export_onnx(
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     out.mkdir(parents=True, exist_ok=True)
     sample = tokenizer(["a passage"], ["an aspect"], return_tensors="pt")
+    # BERT-like models read token types; MPNet, RoBERTa-style and others have no such input
+    names = [n for n in model_inputs(model) if n in sample]
     full = out / "model.onnx"
-    axes = {name: {0: "batch", 1: "length"} for name in INPUT_NAMES}
+    axes = {name: {0: "batch", 1: "length"} for name in names}
     axes["logits"] = {0: "batch"}
     with torch.no_grad():
         torch.onnx.export(
-            model,
-            tuple(sample[n] for n in INPUT_NAMES),
+            _logits_module(model, names),
+            tuple(sample[n] for n in names),
             str(full),
-            input_names=list(INPUT_NAMES),
+            input_names=names,
             output_names=["logits"],
             dynamic_axes=axes,
             opset_version=opset,
@@ -78,7 +80,7 @@ def export_onnx(
     if quantize:
         result = out / ONNX_FILE
         if calibration:
-            _quantize_static(full, result, tokenizer, calibration)
+            _quantize_static(full, result, tokenizer, calibration, names)
         else:
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -94,6 +96,30 @@ def export_onnx(
 
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def model_inputs(model: Any) -> list[str]:
+    """The names of :data:`INPUT_NAMES` that ``model``'s forward takes, in that order."""
+    import inspect
+
+    taken = inspect.signature(model.forward).parameters
+    return [name for name in INPUT_NAMES if name in taken]
+
+
+def _logits_module(model: Any, names: Sequence[str]) -> Any:
+    """``model`` as a module that takes ``names`` positionally and returns the logits alone,
+    so that each input is passed by name whatever the order of the model's own arguments."""
+    import torch
+
+    class Logits(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *inputs: Any) -> Any:
+            return self.model(**dict(zip(names, inputs, strict=True))).logits
+
+    return Logits()
 
 
 def rescale_per_row(source: Path, target: Path) -> int:
@@ -253,7 +279,11 @@ def per_row_activations(model: Any) -> int:
 
 
 def _quantize_static(
-    full: Path, out: Path, tokenizer: Any, calibration: Sequence[tuple[str, str]]
+    full: Path,
+    out: Path,
+    tokenizer: Any,
+    calibration: Sequence[tuple[str, str]],
+    names: Sequence[str],
 ) -> None:
     """Static int8 (QDQ, per-channel weights) of the matrix products, scales from min/max of
     the calibration pairs' activations; layer norms and softmax stay in float."""
@@ -274,7 +304,7 @@ def _quantize_static(
             if pair is None:
                 return None
             encoded = tokenizer([pair[0]], [pair[1]], truncation="only_first", max_length=256)
-            return {n: np.asarray(encoded[n], dtype=np.int64) for n in INPUT_NAMES}
+            return {n: np.asarray(encoded[n], dtype=np.int64) for n in names}
 
     quantize_static(
         str(full),
