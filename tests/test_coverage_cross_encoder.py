@@ -18,15 +18,18 @@ from covrag.types import Aspect, Passage, Topic
 
 pytestmark = pytest.mark.model
 
+# two passages, each covering one of two aspects: a task a few steps of training learn
+CAR_PAIRS = [
+    Pair("Cars pollute the air in cities.", "pollution", 1, "q"),
+    Pair("Car bans hurt local shops.", "pollution", 0, "q"),
+    Pair("Car bans hurt local shops.", "economy", 1, "q"),
+    Pair("Cars pollute the air in cities.", "economy", 0, "q"),
+]
+
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pairs = [
-        Pair("Cars pollute the air in cities.", "pollution", 1, "q"),
-        Pair("Car bans hurt local shops.", "pollution", 0, "q"),
-        Pair("Car bans hurt local shops.", "economy", 1, "q"),
-        Pair("Cars pollute the air in cities.", "economy", 0, "q"),
-    ] * 8
+    pairs = CAR_PAIRS * 8
     out = tmp_path_factory.mktemp("ce")
     card = train_cross_encoder({"inline": pairs}, out, TrainConfig(batch_size=8, epochs=1.0))
     assert card.steps == 4 and card.train_pairs == {"inline": 32}
@@ -305,12 +308,7 @@ def _weights(folder: Path) -> dict[str, np.ndarray]:
 
 
 def test_an_interrupted_training_run_resumes_to_the_same_model(tmp_path: Path) -> None:
-    pairs = [
-        Pair("Cars pollute the air in cities.", "pollution", 1, "q"),
-        Pair("Car bans hurt local shops.", "pollution", 0, "q"),
-        Pair("Car bans hurt local shops.", "economy", 1, "q"),
-        Pair("Cars pollute the air in cities.", "economy", 0, "q"),
-    ] * 6
+    pairs = CAR_PAIRS * 6
     config = TrainConfig(batch_size=4, epochs=1.0, checkpoint_every=2)
     whole = train_cross_encoder({"inline": pairs}, tmp_path / "whole", config)
 
@@ -338,12 +336,7 @@ def test_an_interrupted_training_run_resumes_to_the_same_model(tmp_path: Path) -
 
 
 def test_bf16_training_learns_the_same_task_and_is_a_setting_of_its_own(tmp_path: Path) -> None:
-    pairs = [
-        Pair("Cars pollute the air in cities.", "pollution", 1, "q"),
-        Pair("Car bans hurt local shops.", "pollution", 0, "q"),
-        Pair("Car bans hurt local shops.", "economy", 1, "q"),
-        Pair("Cars pollute the air in cities.", "economy", 0, "q"),
-    ] * 8
+    pairs = CAR_PAIRS * 8
     config = TrainConfig(batch_size=8, epochs=3.0, precision="bf16", checkpoint_every=0)
     card = train_cross_encoder({"inline": pairs}, tmp_path / "bf16", config)
     assert card.config["precision"] == "bf16"
