@@ -9,6 +9,7 @@ import pytest
 from covrag.cli import main
 from covrag.data.question_forms import read_question_forms
 from covrag.errors import StructuredOutputError
+from covrag.schema.question_form import QuestionFormLine
 from covrag.train.question_form import CHUNK, alignment, question_forms, write_question_forms
 from covrag.types import Aspect, Passage, Topic
 from llm_support import ScriptedLLM
@@ -114,3 +115,66 @@ def test_cli_rewrites_with_the_tiny_model(tmp_path: Path, capsys) -> None:  # ty
     (line,) = read_question_forms(out).values()
     assert line.aspect_id == "k1" and line.question.endswith("?")
     assert "alignment: 1 of 1 statements" in " ".join(captured.out.split())
+
+
+def one(question: str) -> str:
+    return json.dumps({"questions": [{"n": 1, "question": question}]})
+
+
+def test_contrast_asks_one_statement_at_a_time_and_refuses_repeats_and_meta_questions() -> None:
+    aspects = tuple(Aspect(f"k{i}", text) for i, text in enumerate(CAR_POINTS[:2]))
+    cars = Topic("t1", "Should cities ban cars?", (Passage("p", "text"),), aspects)
+    llm = ScriptedLLM(
+        [
+            one("How do car bans affect air quality in city centres?"),
+            one("How do car bans affect air quality in city centres?"),  # k0's question again
+            one("What does the point 'Car bans hurt the sales' address?"),
+            one("How do car bans change the sales of shops in city centres?"),
+        ]
+    )
+    forms = question_forms(cars, llm, style="contrast")  # no encoder: no nearness gate
+    assert [f.question for f in forms] == [
+        "How do car bans affect air quality in city centres?",
+        "How do car bans change the sales of shops in city centres?",
+    ]
+    first = llm.requests[0][0][-1].content
+    assert "Statement: Car bans cut air pollution" in first and f"- {CAR_POINTS[1]}" in first
+    feedback = [request[0][-1].content for request in llm.requests[2:]]
+    assert "already has this question" in feedback[0] and "do not mention" in feedback[1]
+    with pytest.raises(ValueError, match="style"):
+        question_forms(cars, ScriptedLLM([]), style="specific")
+
+
+@pytest.mark.model
+def test_the_contrast_gate_refuses_a_question_nearer_another_statement(caplog) -> None:  # type: ignore[no-untyped-def]
+    from covrag.embed import default_encoder
+
+    aspects = tuple(Aspect(f"k{i}", text) for i, text in enumerate(CAR_POINTS))
+    cars = Topic("t1", "Should cities ban cars?", (Passage("p", "text"),), aspects)
+    shops = CAR_QUESTIONS[1]
+    air = "How do car bans change the air people breathe in city centres?"
+    replies = [one(shops), one(CAR_QUESTIONS[0]), one(shops)]  # k0 first gets k1's question
+    llm = ScriptedLLM(replies + [one(air)] * 5)  # k2 only ever gets an air-quality question
+    encoder = default_encoder()
+    forms = question_forms(cars, llm, style="contrast", encoder=encoder, retries=3)
+    assert forms[0].question == CAR_QUESTIONS[0].replace("??", "?")
+    assert 'fits the other point "Car bans hurt the sales' in llm.requests[1][0][-1].content
+    assert forms[1].question == shops
+    # k2: every try fits the air-quality statement better, so after the retries the question
+    # is kept without the nearness gate (it is no repeat), and the log says so.
+    assert len(llm.requests) == 8 and forms[2].question == air
+    assert "no question passed the nearness gate" in caplog.text
+
+
+def test_contrast_resumes_a_topic_with_its_written_questions_taken(tmp_path: Path) -> None:
+    out = tmp_path / "q.jsonl"
+    aspects = tuple(Aspect(f"k{i}", text) for i, text in enumerate(CAR_POINTS[:2]))
+    cars = Topic("t1", "Should cities ban cars?", (Passage("p", "text"),), aspects)
+    first = QuestionFormLine(
+        aspect_id="k0", topic_id="t1", statement=CAR_POINTS[0], question=CAR_QUESTIONS[1]
+    )
+    (tmp_path / "q.jsonl.partial").write_text(first.model_dump_json() + "\n")
+    llm = ScriptedLLM([one(CAR_QUESTIONS[1]), one("How do car bans change the sales of shops?")])
+    assert write_question_forms([cars], llm, out, style="contrast") == 2
+    assert len(llm.requests) == 2  # only k1 is asked; its first try repeats k0's question
+    assert read_question_forms(out)["k1"].question == "How do car bans change the sales of shops?"

@@ -175,6 +175,16 @@ def _add_train_question_forms(train: Subparsers) -> None:
         "model then shifts some questions onto neighbouring statements, which 1 avoids at the "
         "price of more generic questions)",
     )
+    p.add_argument(
+        "--style",
+        choices=("neutral", "contrast"),
+        default="neutral",
+        help="neutral: the question each statement answers, --chunk statements per request (as "
+        "the bundled files were made); contrast: one statement per request with its topic's "
+        "other statements shown as what the question must not fit, and a gate (not a question "
+        "the topic already has; nearer, by MiniLM cosine, to its own statement than to any "
+        "other) with retries",
+    )
     add_llm_args(p)
     p.set_defaults(run_command=run_train_question_forms)
 
@@ -275,6 +285,11 @@ def run_train_question_forms(args: argparse.Namespace, console: Console) -> int:
     check_outputs([("--datasets", d) for d in args.datasets], [("--out", args.out)])
     topics = [t for spec in args.datasets for t in load_dataset(spec)]
     llm = build_llm(args.llm, args.no_llm_cache)
+    encoder = None
+    if args.style == "contrast":
+        from covrag.embed import default_encoder
+
+        encoder = default_encoder()  # the gate needs it: a missing extra stops the run here
     with progress_bar(console) as progress:
         task = progress.add_task("rewording aspects", total=len(topics))
         written = write_question_forms(
@@ -283,6 +298,8 @@ def run_train_question_forms(args: argparse.Namespace, console: Console) -> int:
             args.out,
             progress=lambda _: progress.advance(task),
             chunk_size=args.chunk,
+            style=args.style,
+            encoder=encoder,
         )
     console.print(f"{written} aspects of {len(topics)} topics written to {args.out}")
     try:

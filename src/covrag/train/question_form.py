@@ -15,6 +15,14 @@ financially beneficial" -> "What is the safety and health of legal cannabis?"); 
 (``chunk_size=1``) removes the shifts, but its questions come out more generic and more often
 take a side (docs/BENCHMARKS.md, section 20). :func:`alignment` screens for shifts: the share of
 statements whose own question is the nearest of their topic's questions.
+
+Both ways write many questions that several key points of a topic answer alike: 32 pairs of
+ArgKP key points share the very same bundled question ("What are the benefits of private
+military companies?" for "Private military companies are not professional" and for "... main
+interest is profit"), and an estimator that reads the question alone cannot tell them apart.
+``style="contrast"`` asks for one key point at a time with the topic's other key points shown
+as what the question must not fit, and gates each question: not one already written for the
+topic, and nearer (MiniLM cosine) to its own key point than to any other of the topic's.
 :mod:`covrag.data.question_forms` reads the JSONL; ``covrag train question-forms`` runs it, and
 the bundled ``questions.jsonl`` files were made with it.
 """
@@ -24,11 +32,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from covrag.data.question_forms import read_question_forms
+from covrag.errors import StructuredOutputError
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
 from covrag.schema.llm import Reply, sized, with_fields
@@ -59,6 +69,44 @@ Statements:
 
 Reply with JSON: {{"questions": [{{"n": 1, "question": "..."}}, ...]}}, one entry per statement,
 in the same order."""
+
+CONTRAST_SYSTEM = "You write the question a debater's statement is a direct answer to."
+
+CONTRAST_PROMPT = """Debate topic: {topic}
+
+Statement: {statement}
+
+Other statements made on this topic, which must NOT answer your question:
+{others}
+
+Write the question that the statement is a direct answer to. The question must
+- ask about the specific matter of this statement (for example its cost, its effect on a named
+  group, a named risk), not a broad "What are the benefits of ...?" or "What is the impact of
+  ...?" that the other statements answer too,
+- ask about the matter itself: never mention "the statement", "the point" or "the argument",
+  and never quote it,
+- not state the statement's conclusion, so that someone who disagrees could answer it too,
+- be short (at most 15 words) and end with "?".
+
+Reply with JSON: {{"questions": [{{"n": 1, "question": "..."}}]}}"""
+
+
+_STOP = frozenset(
+    "a an the of to in on for and or is are be can do does how what why which who whom whose "
+    "when where will would should could has have it its this that these those with by as at "
+    "from their they them than more most not no".split()
+)
+
+
+def _words(text: str) -> set[str]:
+    """Content words, cut to their first five letters (a crude stem: "costs" ~ "costly")."""
+    return {w[:5] for w in re.findall(r"[a-z]+", text.lower()) if w not in _STOP and len(w) > 2}
+
+
+# Words of a question about the statement rather than about its matter.
+_META = re.compile(r"\b(statement|point|argument|claim)s?\b|\"|(^|\s)'", re.IGNORECASE)
+
+STYLES = ("neutral", "contrast")
 
 # Statements per request: small enough for a 1.5B model to keep the numbering straight. It still
 # shifts some questions onto neighbouring statements (ArgKP: 163 of 243 key points nearest to
@@ -103,16 +151,113 @@ def check_questions(statements: Sequence[str]) -> Callable[[QuestionsReply], lis
     return check
 
 
+def check_contrast(
+    statements: Sequence[str], index: int, taken: set[str], encoder: Encoder | None
+) -> Callable[[QuestionsReply], list[str]]:
+    """The check of one contrast reply (the question of ``statements[index]``): the form checks,
+    a question not yet written for the topic and, with an ``encoder``, nearer to its own
+    statement than to any other of the topic's."""
+    form = check_questions([statements[index]])
+
+    def check(value: QuestionsReply) -> list[str]:
+        (question,) = form(value)
+        if _META.search(question):
+            raise ValueError(
+                "ask about the matter itself: do not mention the statement or quote it"
+            )
+        if not _words(question) & _words(statements[index]):
+            raise ValueError("ask about this statement's own matter, in its words")
+        if question.lower() in taken:
+            raise ValueError(
+                "another point already has this question; ask about what only this point says"
+            )
+        if encoder is not None and len(statements) > 1:
+            similarity = encoder.encode(statements) @ encoder.encode([question])[0]
+            nearest = int(similarity.argmax())
+            if nearest != index:
+                raise ValueError(
+                    f'the question fits the other point "{statements[nearest]}" better than '
+                    "this one; ask about what only this point says"
+                )
+        return [question]
+
+    return check
+
+
+def _contrast_forms(
+    topic: Topic, llm: LLM, retries: int, encoder: Encoder | None, known: Mapping[str, str]
+) -> list[QuestionFormLine]:
+    statements = [a.text for a in topic.aspects]
+    taken = {question.lower() for question in known.values()}
+    forms: list[QuestionFormLine] = []
+    for index, aspect in enumerate(topic.aspects):
+        if aspect.id in known:
+            continue
+        others = "\n".join(f"- {s}" for i, s in enumerate(statements) if i != index) or "(none)"
+        prompt = CONTRAST_PROMPT.format(topic=topic.query, statement=aspect.text, others=others)
+        messages = [system(CONTRAST_SYSTEM), user(prompt)]
+        task = f"question form of {aspect.id} ({topic.query_id})"
+        try:
+            reply = chat_json(
+                llm,
+                messages,
+                _reply_model(1),
+                task=task,
+                check=check_contrast(statements, index, taken, encoder),
+                retries=retries,
+                params=PARAMS,
+            )
+        except StructuredOutputError:
+            # Nearness is a preference, not a rule: after the retries keep a question that passes
+            # the other checks, and say so (the alignment screen counts it afterwards).
+            logger.warning("%s: no question passed the nearness gate; kept one without it", task)
+            reply = chat_json(
+                llm,
+                messages,
+                _reply_model(1),
+                task=task,
+                check=check_contrast(statements, index, taken, None),
+                retries=retries,
+                params=PARAMS,
+            )
+        (question,) = reply.value
+        taken.add(question.lower())
+        forms.append(
+            QuestionFormLine(
+                aspect_id=aspect.id,
+                topic_id=topic.query_id,
+                statement=aspect.text,
+                question=question,
+            )
+        )
+    return forms
+
+
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
 
 def question_forms(
-    topic: Topic, llm: LLM, retries: int = 3, chunk_size: int = CHUNK
+    topic: Topic,
+    llm: LLM,
+    retries: int = 3,
+    chunk_size: int = CHUNK,
+    style: str = "neutral",
+    encoder: Encoder | None = None,
+    known: Mapping[str, str] | None = None,
 ) -> list[QuestionFormLine]:
-    """Every aspect of ``topic`` rewritten as a question (one LLM request per ``chunk_size``
-    aspects)."""
+    """Every aspect of ``topic`` rewritten as a question.
+
+    ``neutral``: one LLM request per ``chunk_size`` aspects. ``contrast``: one request per
+    aspect, with the topic's other aspects shown as what the question must not fit; the gate
+    reads ``encoder`` (None = form and repeat checks only); aspects in ``known`` (id ->
+    question written before) are not asked again, and their questions are taken.
+    """
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+    if style == "contrast":
+        return _contrast_forms(topic, llm, retries, encoder, known or {})
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     forms: list[QuestionFormLine] = []
@@ -168,6 +313,8 @@ def write_question_forms(
     out: Path,
     progress: Callable[[Topic], None] | None = None,
     chunk_size: int = CHUNK,
+    style: str = "neutral",
+    encoder: Encoder | None = None,
 ) -> int:
     """Rewrite every aspect of ``topics`` once (aspects shared by topics are rewritten with the
     first) and write them to ``out``.
@@ -182,9 +329,12 @@ def write_question_forms(
         for topic in topics:
             todo = tuple(a for a in topic.aspects if a.id not in done)
             if todo:
-                forms = question_forms(
-                    dataclasses.replace(topic, aspects=todo), llm, chunk_size=chunk_size
-                )
+                if style == "contrast":  # shows every aspect of the topic, written ones too
+                    known = {a.id: done[a.id].question for a in topic.aspects if a.id in done}
+                    forms = question_forms(topic, llm, style=style, encoder=encoder, known=known)
+                else:
+                    remaining = dataclasses.replace(topic, aspects=todo)
+                    forms = question_forms(remaining, llm, chunk_size=chunk_size)
                 handle.write("".join(f.model_dump_json() + "\n" for f in forms))
                 handle.flush()
                 done.update((f.aspect_id, f) for f in forms)
