@@ -129,6 +129,7 @@ def test_contrast_asks_one_statement_at_a_time_and_refuses_repeats_and_meta_ques
             one("How do car bans affect air quality in city centres?"),
             one("How do car bans affect air quality in city centres?"),  # k0's question again
             one("What does the point 'Car bans hurt the sales' address?"),
+            one("How do city parks affect wildlife?"),  # another matter (a copied example)
             one("How do car bans change the sales of shops in city centres?"),
         ]
     )
@@ -141,6 +142,11 @@ def test_contrast_asks_one_statement_at_a_time_and_refuses_repeats_and_meta_ques
     assert "Statement: Car bans cut air pollution" in first and f"- {CAR_POINTS[1]}" in first
     feedback = [request[0][-1].content for request in llm.requests[2:]]
     assert "already has this question" in feedback[0] and "do not mention" in feedback[1]
+    assert "this statement's own matter" in feedback[2]
+    never = ScriptedLLM([one("How do parks affect wildlife?")] * 4)
+    with pytest.raises(StructuredOutputError):  # without a nearness gate there is no fallback
+        question_forms(dataclasses.replace(cars, aspects=aspects[:1]), never, style="contrast")
+    assert len(never.requests) == 4
     with pytest.raises(ValueError, match="style"):
         question_forms(cars, ScriptedLLM([]), style="specific")
 
@@ -158,7 +164,7 @@ def test_the_contrast_gate_refuses_a_question_nearer_another_statement(caplog) -
     encoder = default_encoder()
     forms = question_forms(cars, llm, style="contrast", encoder=encoder, retries=3)
     assert forms[0].question == CAR_QUESTIONS[0].replace("??", "?")
-    assert 'fits the other point "Car bans hurt the sales' in llm.requests[1][0][-1].content
+    assert 'fits the other statement "Car bans hurt the sales' in llm.requests[1][0][-1].content
     assert forms[1].question == shops
     # k2: every try fits the air-quality statement better, so after the retries the question
     # is kept without the nearness gate (it is no repeat), and the log says so.

@@ -169,15 +169,16 @@ def check_contrast(
             raise ValueError("ask about this statement's own matter, in its words")
         if question.lower() in taken:
             raise ValueError(
-                "another point already has this question; ask about what only this point says"
+                "another statement already has this question; ask about what only this "
+                "statement says"
             )
         if encoder is not None and len(statements) > 1:
             similarity = encoder.encode(statements) @ encoder.encode([question])[0]
             nearest = int(similarity.argmax())
             if nearest != index:
                 raise ValueError(
-                    f'the question fits the other point "{statements[nearest]}" better than '
-                    "this one; ask about what only this point says"
+                    f'the question fits the other statement "{statements[nearest]}" better '
+                    "than this one; ask about what only this statement says"
                 )
         return [question]
 
@@ -208,6 +209,8 @@ def _contrast_forms(
                 params=PARAMS,
             )
         except StructuredOutputError:
+            if encoder is None:  # no gate to drop: the other checks failed
+                raise
             # Nearness is a preference, not a rule: after the retries keep a question that passes
             # the other checks, and say so (the alignment screen counts it afterwards).
             logger.warning("%s: no question passed the nearness gate; kept one without it", task)
