@@ -30,6 +30,7 @@ the bundled ``questions.jsonl`` files were made with it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import re
@@ -198,32 +199,19 @@ def _contrast_forms(
         prompt = CONTRAST_PROMPT.format(topic=topic.query, statement=aspect.text, others=others)
         messages = [system(CONTRAST_SYSTEM), user(prompt)]
         task = f"question form of {aspect.id} ({topic.query_id})"
+
+        ask = functools.partial(
+            chat_json, llm, messages, _reply_model(1), task=task, retries=retries, params=PARAMS
+        )
         try:
-            reply = chat_json(
-                llm,
-                messages,
-                _reply_model(1),
-                task=task,
-                check=check_contrast(statements, index, taken, encoder),
-                retries=retries,
-                params=PARAMS,
-            )
+            (question,) = ask(check=check_contrast(statements, index, taken, encoder)).value
         except StructuredOutputError:
             if encoder is None:  # no gate to drop: the other checks failed
                 raise
             # Nearness is a preference, not a rule: after the retries keep a question that passes
             # the other checks, and say so (the alignment screen counts it afterwards).
             logger.warning("%s: no question passed the nearness gate; kept one without it", task)
-            reply = chat_json(
-                llm,
-                messages,
-                _reply_model(1),
-                task=task,
-                check=check_contrast(statements, index, taken, None),
-                retries=retries,
-                params=PARAMS,
-            )
-        (question,) = reply.value
+            (question,) = ask(check=check_contrast(statements, index, taken, None)).value
         taken.add(question.lower())
         forms.append(
             QuestionFormLine(
