@@ -21,8 +21,10 @@ ArgKP key points share the very same bundled question ("What are the benefits of
 military companies?" for "Private military companies are not professional" and for "... main
 interest is profit"), and an estimator that reads the question alone cannot tell them apart.
 ``style="contrast"`` asks for one key point at a time with the topic's other key points shown
-as what the question must not fit, and gates each question: not one already written for the
-topic, and nearer (MiniLM cosine) to its own key point than to any other of the topic's.
+as what the question must not fit, and gates each question: about the matter itself (it does not
+mention or quote its statement, and shares a content word with it), not one already written for
+the topic, and, as a preference dropped after the retries, nearer (MiniLM cosine) to its own key
+point than to any other of the topic's.
 :mod:`covrag.data.question_forms` reads the JSONL; ``covrag train question-forms`` runs it, and
 the bundled ``questions.jsonl`` files were made with it.
 """
