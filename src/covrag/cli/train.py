@@ -155,6 +155,8 @@ def _add_train_coverage(train: Subparsers) -> None:
 
 
 def _add_train_question_forms(train: Subparsers) -> None:
+    from covrag.train.question_form import STYLES
+
     p = train.add_parser(
         "question-forms",
         help="reword every aspect of labelled data as the neutral question it answers (LLM)",
@@ -177,7 +179,7 @@ def _add_train_question_forms(train: Subparsers) -> None:
     )
     p.add_argument(
         "--style",
-        choices=("neutral", "contrast"),
+        choices=STYLES,
         default="neutral",
         help="neutral: the question each statement answers, --chunk statements per request (as "
         "the bundled files were made); contrast: one statement per request with its topic's "

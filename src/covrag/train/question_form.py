@@ -46,6 +46,7 @@ from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
 from covrag.schema.llm import Reply, sized, with_fields
 from covrag.schema.question_form import QuestionFormLine
+from covrag.text import content_words
 from covrag.types import Topic
 
 if TYPE_CHECKING:
@@ -94,16 +95,9 @@ Write the question that the statement is a direct answer to. The question must
 Reply with JSON: {{"questions": [{{"n": 1, "question": "..."}}]}}"""
 
 
-_STOP = frozenset(
-    "a an the of to in on for and or is are be can do does how what why which who whom whose "
-    "when where will would should could has have it its this that these those with by as at "
-    "from their they them than more most not no".split()
-)
-
-
-def _words(text: str) -> set[str]:
-    """Content words, cut to their first five letters (a crude stem: "costs" ~ "costly")."""
-    return {w[:5] for w in re.findall(r"[a-z]+", text.lower()) if w not in _STOP and len(w) > 2}
+def _stems(text: str) -> set[str]:
+    """Content words cut to their first five letters (a crude stem: "costs" ~ "costly")."""
+    return {w[:5] for w in content_words(text)}
 
 
 # Words of a question about the statement rather than about its matter.
@@ -168,7 +162,7 @@ def check_contrast(
             raise ValueError(
                 "ask about the matter itself: do not mention the statement or quote it"
             )
-        if not _words(question) & _words(statements[index]):
+        if not _stems(question) & _stems(statements[index]):
             raise ValueError("ask about this statement's own matter, in its words")
         if question.lower() in taken:
             raise ValueError(
