@@ -27,6 +27,7 @@ def test_fit_and_train_options_default_to_the_configs() -> None:
     )
     assert train.base_model == config.base_model
     assert train.precision == config.precision == "fp32"
+    assert train.min_train_auc == config.min_train_auc == 0.55
 
 
 def test_every_command_is_registered_once() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,8 @@ import pytest
 
 from covrag.cli import main
 from covrag.coverage import CrossEncoderCoverage, EmbeddingCoverage
-from covrag.errors import ConfigError, DataError
+from covrag.errors import ConfigError, DataError, TrainingError
+from covrag.train import coverage as coverage_training
 from covrag.train.calibrate import best_f1_threshold, roc_auc
 from covrag.train.coverage import TrainConfig, shaping_settings, train_cross_encoder
 from covrag.train.pairs import Pair, dataset_pairs, topic_pairs
@@ -33,6 +35,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ce")
     card = train_cross_encoder({"inline": pairs}, out, TrainConfig(batch_size=8, epochs=1.0))
     assert card.steps == 4 and card.train_pairs == {"inline": 32}
+    assert card.train_roc_auc is not None  # recorded; too few steps for the check to judge
     return out
 
 
@@ -333,6 +336,35 @@ def test_an_interrupted_training_run_resumes_to_the_same_model(tmp_path: Path) -
     assert expected.keys() == got.keys()
     for name in expected:
         np.testing.assert_allclose(got[name], expected[name], rtol=0, atol=1e-6, err_msg=name)
+
+
+def test_a_collapsed_run_writes_nothing_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # At a learning rate of 1 the model ends scoring every pair alike (ROC-AUC 0.5 on its own
+    # training pairs): a run that looks finished but learned nothing.
+    monkeypatch.setattr(coverage_training, "CHECKED_STEPS", 20)
+    pairs = CAR_PAIRS * 20  # 20 steps of 4
+    config = TrainConfig(batch_size=4, learning_rate=1.0, checkpoint_every=5)
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "config.json").write_text("{}")  # an earlier model there is kept
+    with pytest.raises(TrainingError, match=r"after 20 steps .* ROC-AUC 0\.500 .* >= 0\.55"):
+        train_cross_encoder({"inline": pairs}, out, config)
+    assert [p.name for p in out.iterdir()] == ["config.json"]
+    assert (out / "config.json").read_text() == "{}"
+    assert not (tmp_path / "model.checkpoint").exists()  # resuming it would end the same
+    # With the check off, the same run is written and its card shows what the check saw.
+    unchecked = replace(config, min_train_auc=0)
+    card = train_cross_encoder({"inline": pairs}, tmp_path / "off", unchecked)
+    assert card.train_roc_auc is not None and card.train_roc_auc < 0.55
+    # The check is no part of what shapes a run: checkpoints and fold caches still match.
+    assert shaping_settings(unchecked) == shaping_settings(config)
+    # A run shorter than the checked length is not judged.
+    monkeypatch.setattr(coverage_training, "CHECKED_STEPS", 21)
+    assert train_cross_encoder({"inline": pairs}, tmp_path / "short", config).steps == 20
+    with pytest.raises(ConfigError, match="min_train_auc must lie in"):
+        TrainConfig(min_train_auc=1.5)
 
 
 def test_bf16_training_learns_the_same_task_and_is_a_setting_of_its_own(tmp_path: Path) -> None:

@@ -125,6 +125,13 @@ def _add_train_coverage(train: Subparsers) -> None:
         "AVX512-BF16 or AMX (weights and optimiser state stay fp32)",
     )
     p.add_argument(
+        "--min-train-auc",
+        type=float,
+        default=field_default(TrainConfig, "min_train_auc"),
+        help="refuse to write a model whose ROC-AUC on a sample of its own training pairs is "
+        "below this after 100+ steps (a collapsed run: 0.5 is chance); 0 turns the check off",
+    )
+    p.add_argument(
         "--neg-ratio",
         type=float,
         default=3.0,
@@ -416,6 +423,7 @@ def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
         max_length=args.max_length,
         seed=args.seed,
         precision=args.precision,
+        min_train_auc=args.min_train_auc,
     )
     for name, pairs in train.items():
         console.print(f"train {name}: {len(pairs)} pairs, {sum(p.label for p in pairs)} positive")

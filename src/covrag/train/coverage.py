@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from covrag.errors import ConfigError, DataError, MissingExtraError
+from covrag.errors import ConfigError, DataError, MissingExtraError, TrainingError
 from covrag.packaged import resolve_model
 from covrag.tokens import default_model_path
+from covrag.train.calibrate import roc_auc
 from covrag.train.pairs import Pair, shuffled
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,10 @@ class TrainConfig:
         precision: "fp32", or "bf16" for bfloat16 autocast of the forward pass (weights,
             gradients and optimiser state stay float32). On a CPU with AVX512-BF16 or AMX it
             trains about twice as fast; on one without, torch emulates it slowly.
+        min_train_auc: The collapse check. After a run of at least ``CHECKED_STEPS`` steps, the
+            model scores a sample of its own training pairs; when their ROC-AUC is below this
+            (a model that scores every pair alike sits at 0.5), nothing is written and
+            :class:`~covrag.errors.TrainingError` is raised. 0 turns the check off.
     """
 
     base_model: str | None = None
@@ -62,15 +67,24 @@ class TrainConfig:
     threads: int = 2
     checkpoint_every: int = 200
     precision: str = "fp32"
+    min_train_auc: float = 0.55
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}"
             )
+        if not 0.0 <= self.min_train_auc <= 1.0:
+            raise ConfigError(f"min_train_auc must lie in [0, 1], not {self.min_train_auc}")
 
 
 PRECISIONS = ("fp32", "bf16")
+# The collapse check: runs this long are expected to separate their own training pairs, judged
+# on a sample of this many of them.
+CHECKED_STEPS = 100
+CHECKED_PAIRS = 512
+# Settings that do not change the trained model: left out of checkpoint and fold-cache keys.
+_NOT_SHAPING = ("threads", "checkpoint_every", "min_train_auc")
 
 
 @dataclass
@@ -80,6 +94,7 @@ class TrainingCard:
     steps: int
     seconds: float
     truncated_pairs: int
+    train_roc_auc: float | None = None
     dev: dict[str, dict[str, float]] = field(default_factory=dict)
     threshold: float | None = None
     notes: list[str] = field(default_factory=list)
@@ -131,6 +146,10 @@ def train_cross_encoder(
         out: Folder to write (created; an existing model there is replaced only on success).
         config: Hyperparameters.
         progress: Called as ``progress(step, total_steps, running_loss)``.
+
+    Raises:
+        TrainingError: The run collapsed (see ``TrainConfig.min_train_auc``). Nothing is
+            written to ``out`` and the checkpoint is removed, since resuming it would end the same.
     """
     config = config or TrainConfig()
     torch = _torch()
@@ -162,6 +181,16 @@ def train_cross_encoder(
         if config.checkpoint_every and (step + 1) % config.checkpoint_every == 0:
             checkpoint.save(state)
     model.eval()
+    separation = _separation(torch, model, tokenizer, pairs, config)
+    if len(plan) >= CHECKED_STEPS and not separation >= config.min_train_auc:
+        checkpoint.clear()
+        raise TrainingError(
+            f"training collapsed: after {len(plan)} steps the model ranks its own training pairs "
+            f"with ROC-AUC {separation:.3f} (chance is 0.5; the check wants "
+            f">= {config.min_train_auc}), so it was not written to {out}. Its last running loss "
+            f"was {state.running:.3f}. Try a lower learning rate (this run: "
+            f"{config.learning_rate:g}); --min-train-auc 0 turns the check off"
+        )
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
@@ -171,6 +200,7 @@ def train_cross_encoder(
         steps=len(plan),
         seconds=round(state.seconds_before + state.elapsed(), 1),
         truncated_pairs=state.truncated,
+        train_roc_auc=round(separation, 4) if math.isfinite(separation) else None,
     )
     if state.resumed_at:
         card.notes.append(f"resumed from the checkpoint at step {state.resumed_at}")
@@ -282,7 +312,8 @@ class Checkpoint:
 
 
 def shaping_settings(config: TrainConfig) -> dict[str, Any]:
-    """The settings that change the trained model (not the thread count or checkpoint interval).
+    """The settings that change the trained model (not the thread count, the checkpoint interval
+    or the collapse check).
 
     fp32, the precision every run had before ``precision`` existed, is left out, so checkpoints
     and fold caches made then still match.
@@ -290,7 +321,7 @@ def shaping_settings(config: TrainConfig) -> dict[str, Any]:
     settings = asdict(config)
     if settings["precision"] == "fp32":
         del settings["precision"]
-    return {k: v for k, v in settings.items() if k not in ("threads", "checkpoint_every")}
+    return {k: v for k, v in settings.items() if k not in _NOT_SHAPING}
 
 
 def _fingerprint(pairs: Sequence[Pair], config: TrainConfig) -> str:
@@ -301,6 +332,31 @@ def _fingerprint(pairs: Sequence[Pair], config: TrainConfig) -> str:
     for pair in pairs:
         digest.update(f"{pair.passage}\x1f{pair.aspect}\x1f{pair.label}\x1e".encode())
     return digest.hexdigest()
+
+
+def _separation(
+    torch: Any, model: Any, tokenizer: Any, pairs: Sequence[Pair], config: TrainConfig
+) -> float:
+    """ROC-AUC of the model's scores on a seeded sample of its training pairs (NaN when a score
+    is not finite, or the sample holds one label only)."""
+    chosen = shuffled(list(pairs), config.seed + 1)[:CHECKED_PAIRS]
+    scores: list[float] = []
+    with torch.no_grad():
+        for start in range(0, len(chosen), 64):
+            batch = chosen[start : start + 64]
+            encoded = tokenizer(
+                [p.passage for p in batch],
+                [p.aspect for p in batch],
+                padding=True,
+                truncation="only_first",
+                max_length=config.max_length,
+                return_tensors="pt",
+            )
+            scores.extend(model(**encoded).logits.squeeze(-1).float().tolist())
+    values = np.asarray(scores, dtype=float)
+    if not np.isfinite(values).all():
+        return float("nan")
+    return roc_auc([p.label for p in chosen], values)
 
 
 def _batch_plan(pairs: Sequence[Pair], tokenizer: Any, config: TrainConfig) -> list[list[int]]:
