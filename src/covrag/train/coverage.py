@@ -228,15 +228,7 @@ class _Run:
 
     def step_on(self, chosen: Sequence[Pair], tokenizer: Any, config: TrainConfig) -> None:
         torch = self.torch
-        encoded = tokenizer(
-            [p.passage for p in chosen],
-            [p.aspect for p in chosen],
-            padding=True,
-            truncation="only_first",
-            max_length=config.max_length,
-            return_tensors="pt",
-            return_overflowing_tokens=False,
-        )
+        encoded = _encode(tokenizer, chosen, config)
         self.truncated += int((encoded["attention_mask"].sum(dim=1) >= config.max_length).sum())
         labels = torch.tensor([float(p.label) for p in chosen])
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.precision == "bf16"):
@@ -334,24 +326,31 @@ def _fingerprint(pairs: Sequence[Pair], config: TrainConfig) -> str:
     return digest.hexdigest()
 
 
+def _encode(tokenizer: Any, chosen: Sequence[Pair], config: TrainConfig) -> Any:
+    """A batch of (passage, aspect) pairs as the model reads them: passages cut first."""
+    return tokenizer(
+        [p.passage for p in chosen],
+        [p.aspect for p in chosen],
+        padding=True,
+        truncation="only_first",
+        max_length=config.max_length,
+        return_tensors="pt",
+        return_overflowing_tokens=False,
+    )
+
+
 def _separation(
     torch: Any, model: Any, tokenizer: Any, pairs: Sequence[Pair], config: TrainConfig
 ) -> float:
-    """ROC-AUC of the model's scores on a seeded sample of its training pairs (NaN when a score
-    is not finite, or the sample holds one label only)."""
-    chosen = shuffled(list(pairs), config.seed + 1)[:CHECKED_PAIRS]
+    """ROC-AUC of the model's scores on a seeded sample of its training pairs, up to half of
+    them positive (NaN when a score is not finite)."""
+    mixed = shuffled(list(pairs), config.seed + 1)
+    chosen = [p for p in mixed if p.label][: CHECKED_PAIRS // 2]
+    chosen += [p for p in mixed if not p.label][: CHECKED_PAIRS - len(chosen)]
     scores: list[float] = []
     with torch.no_grad():
         for start in range(0, len(chosen), 64):
-            batch = chosen[start : start + 64]
-            encoded = tokenizer(
-                [p.passage for p in batch],
-                [p.aspect for p in batch],
-                padding=True,
-                truncation="only_first",
-                max_length=config.max_length,
-                return_tensors="pt",
-            )
+            encoded = _encode(tokenizer, chosen[start : start + 64], config)
             scores.extend(model(**encoded).logits.squeeze(-1).float().tolist())
     values = np.asarray(scores, dtype=float)
     if not np.isfinite(values).all():
