@@ -110,7 +110,7 @@ def main() -> None:
         from covrag.coverage.cross_encoder import default_model_path
 
         args.model = Path(default_model_path())
-    model_file = next(iter(sorted(args.model.glob("*.onnx"))))
+    model_file = sorted(args.model.glob("*.onnx"))[0]
     beyond, total = weight_share_beyond(model_file)
     share = beyond / max(total, 1)
     print(f"{model_file}: {beyond:,} of {total:,} int8 weights ({share:.1%}) beyond +-64")
