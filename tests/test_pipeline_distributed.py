@@ -21,7 +21,7 @@ from ray import cloudpickle
 from covrag.cli import main
 from covrag.embed import default_encoder
 from covrag.errors import ConfigError
-from covrag.pipeline.distributed import RayExecutor, WorkerError
+from covrag.pipeline.distributed import RayExecutor, WorkerError, _unfinished
 from covrag.pipeline.executor import SerialExecutor, identity, preloaded
 from covrag.retrieve.dense import embedding_chunks, gather_embeddings
 
@@ -173,14 +173,35 @@ def test_ray_and_serial_executors_keep_the_order_of_the_items(cluster: None) -> 
     assert sorted(done) == items
 
 
+def _upper(item: str) -> str:
+    return item.upper()
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def test_ctrl_c_cancels_only_the_tasks_not_finished(cluster: None) -> None:
+    # Force-cancelling a task whose reply is arriving can crash the driver inside Ray; a finished
+    # task is left alone.
+    done = ray.remote(num_cpus=1)(_upper).remote("q1")
+    running = ray.remote(num_cpus=1)(_sleep).remote(600)
+    assert ray.get(done) == "Q1"
+    assert _unfinished(ray, [done, running]) == [running]
+    ray.cancel(running, force=True)
+    assert _unfinished(ray, []) == []
+
+
 def _interrupt(tmp_path: Path, items: int, mode: str) -> int:
     """Interrupt a map over ``items`` items in a driver process of its own, connected to the
     module's cluster (``tests/ctrl_c_child.py``); the number of items that started.
 
     The map must raise ``KeyboardInterrupt`` and the cluster must get its CPUs back (an event,
     waited for at most two minutes, not a time). A driver that dies of a signal instead (seen
-    twice in many runs, cause unknown) is reported as a warning and run once more, after the
-    cluster has shown it reclaims a dead driver's work."""
+    twice in many runs, cause unknown) or of a failed check inside Ray (seen once: "Tried to
+    complete task that was not pending", Ray's race between a cancel and a task's reply) is
+    reported as a warning and run once more, after the cluster has shown it reclaims a dead
+    driver's work."""
     child = Path(__file__).with_name("ctrl_c_child.py")
     address = ray.get_runtime_context().gcs_address
     for attempt in range(2):
@@ -192,14 +213,15 @@ def _interrupt(tmp_path: Path, items: int, mode: str) -> int:
             text=True,
             timeout=600,
         )
-        if run.returncode >= 0 or attempt == 1:
+        ray_bug = run.returncode != 0 and "An unexpected system state has occurred" in run.stderr
+        if (run.returncode >= 0 and not ray_bug) or attempt == 1:
             break
         deadline = time.monotonic() + 120
         while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert ray.available_resources().get("CPU", 0) == 2
         warnings.warn(
-            f"the interrupted driver died of signal {-run.returncode}; "
+            f"the interrupted driver ended with {run.returncode}; "
             f"its output: {run.stderr[-1000:]!r}",
             stacklevel=2,
         )

@@ -29,7 +29,7 @@ import signal
 import threading
 import traceback
 import uuid
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -119,6 +119,20 @@ def _interrupt_after() -> Iterator[None]:
         previous(signal.SIGINT, None)
     elif received and previous == signal.SIG_DFL:
         raise KeyboardInterrupt
+
+
+def _unfinished(ray: Any, refs: Iterable[Any]) -> list[Any]:
+    """The tasks of ``refs`` not finished yet: the ones to cancel.
+
+    Force-cancelling a task whose reply is arriving can crash the driver inside Ray ("Tried to
+    complete task that was not pending", a race between cancellation and the task's reply in Ray's
+    core worker); a finished task has nothing to cancel, so it is left out."""
+    refs = list(refs)
+    if not refs:
+        return []
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0, fetch_local=False)
+    finished = set(ready)
+    return [ref for ref in refs if ref not in finished]
 
 
 def _kill_actors(ray: Any, pool: str) -> None:
@@ -233,7 +247,7 @@ class RayExecutor:
                     pending[remote_task.remote(task_ref, value)] = index
             return self._gather(ray, pending, labels, progress, what)
         except BaseException:
-            for ref in pending:
+            for ref in _unfinished(ray, pending):
                 ray.cancel(ref, force=True)
             _kill_actors(ray, pool)
             raise
