@@ -27,6 +27,7 @@ from covrag.data import load_dataset
 from covrag.pipeline import Method
 from covrag.pipeline.cv import CVConfig, run_cv
 from covrag.select import parse_selector
+from covrag.train.cv_coverage import EXPORT
 from covrag.types import Budget, CoverageMatrix, FloatArray, Topic
 
 CV_NOTE = "cross-validation on topics: "
@@ -37,11 +38,11 @@ def fold_models(root: Path, topics: set[str]) -> dict[str, str]:
     model_of: dict[str, str] = {}
     for folder in sorted(root.iterdir()):
         card = folder / "model" / "training_card.json"
-        if not card.is_file() or not (folder / "onnx").is_dir():
+        if not card.is_file() or not (folder / EXPORT).is_dir():
             continue
         notes = [n for n in json.loads(card.read_text())["notes"] if CV_NOTE in n]
         train = set(notes[-1].split(CV_NOTE, 1)[1].split(", "))
-        model_of.update(dict.fromkeys(topics - train, str(folder / "onnx")))
+        model_of.update(dict.fromkeys(topics - train, str(folder / EXPORT)))
     if missing := topics - set(model_of):
         raise SystemExit(f"no fold model held out {sorted(missing)}")
     return model_of

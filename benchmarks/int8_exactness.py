@@ -11,8 +11,9 @@ machines.
 
 Prints the CPU's VNNI flags; for one product of 384 inputs and 64 outputs, the largest
 difference between ONNX Runtime and the exact integer product with weights drawn in +-63, +-64,
-+-65 and +-127 and activations drawn at random, all 255 and alternating 255/1; and the share of
-the model's int8 weights beyond +-64.
++-65 and +-127 (stored as int8, and +-127 once more stored as uint8 as covrag now writes them,
+``unsigned_weights``) and activations drawn at random, all 255 and alternating 255/1; and the
+share of the model's int8 weights beyond +-64.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ def cpu_flags() -> set[str]:
     return set(line.split(":", 1)[-1].split())
 
 
-def product_session(weights: np.ndarray[Any, Any]) -> Any:
+def product_session(weights: np.ndarray[Any, Any], unsigned: bool = False) -> Any:
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
+
+    from covrag.coverage.onnx_model import unsigned_weights
 
     k, n = weights.shape
     inits = [
@@ -60,21 +63,30 @@ def product_session(weights: np.ndarray[Any, Any]) -> Any:
     )
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
     model = helper.make_model(graph, opset_imports=opsets)
+    if unsigned:
+        unsigned_weights(model)
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
 
 
-def weight_share_beyond(model_file: Path, limit: int = 64) -> tuple[int, int]:
+def weight_share_beyond(model_file: Path, limit: int = 64) -> tuple[int, int, int]:
+    """Of the weights of the model's integer products: how many are int8 beyond +-``limit``, how
+    many are int8, and how many are stored as uint8 (exact on every CPU)."""
     import onnx
     from onnx import numpy_helper
 
     model = onnx.load(str(model_file))
-    beyond = total = 0
-    for init in model.graph.initializer:
-        if init.data_type == onnx.TensorProto.INT8 and len(init.dims) == 2:
+    initializers = {i.name: i for i in model.graph.initializer}
+    products = ("MatMulInteger", "MatMulIntegerToFloat")
+    weights = {n.input[1] for n in model.graph.node if n.op_type in products}
+    beyond = total = unsigned = 0
+    for init in (initializers[name] for name in weights if name in initializers):
+        if init.data_type == onnx.TensorProto.INT8:
             values = numpy_helper.to_array(init)
             beyond += int((np.abs(values.astype(np.int16)) > limit).sum())
             total += values.size
-    return beyond, total
+        elif init.data_type == onnx.TensorProto.UINT8:
+            unsigned += int(np.prod(init.dims))
+    return beyond, total, unsigned
 
 
 def main() -> None:
@@ -95,25 +107,27 @@ def main() -> None:
     }
     print("| weights in | " + " | ".join(inputs) + " |")
     print("|---|" + "---|" * len(inputs))
-    for limit in (63, 64, 65, 127):
+    for limit, unsigned in ((63, False), (64, False), (65, False), (127, False), (127, True)):
         weights = rng.integers(-limit, limit + 1, size=(k, n)).astype(np.int8)
         weights[:, 0] = limit
-        session = product_session(weights)
+        session = product_session(weights, unsigned)
         cells = []
         for a in inputs.values():
             a8 = a.astype(np.uint8)
             exact = (a8.astype(np.int64) - 128) @ weights.astype(np.int64)
             (got,) = session.run(None, {"a": a8})
             cells.append(f"{float(np.abs(got - exact).max()):.0f}")
-        print(f"| +-{limit} | " + " | ".join(cells) + " |")
+        stored = "uint8 (w + 128)" if unsigned else "int8"
+        print(f"| +-{limit}, stored as {stored} | " + " | ".join(cells) + " |")
     if args.model is None:
         from covrag.coverage.cross_encoder import default_model_path
 
         args.model = Path(default_model_path())
     model_file = sorted(args.model.glob("*.onnx"))[0]
-    beyond, total = weight_share_beyond(model_file)
+    beyond, total, unsigned = weight_share_beyond(model_file)
     share = beyond / max(total, 1)
-    print(f"{model_file}: {beyond:,} of {total:,} int8 weights ({share:.1%}) beyond +-64")
+    print(f"{model_file}: {beyond:,} of {total:,} int8 weights ({share:.1%}) beyond +-64; ", end="")
+    print(f"{unsigned:,} weights stored as uint8")
 
 
 if __name__ == "__main__":

@@ -231,6 +231,67 @@ def test_per_row_and_static_int8_score_a_pair_the_same_in_any_batch(
     assert "DynamicQuantizeLinear" not in ops and "MatMulIntegerToFloat" in ops
     ops = {n.op_type for n in onnx.load(str(tmp_path / "dynamic" / ONNX_FILE)).graph.node}
     assert "DynamicQuantizeLinear" in ops
+    for kind in ("row", "dynamic"):  # weights stored as uint8: exact on every x86 CPU
+        assert _product_weight_types(tmp_path / kind / ONNX_FILE) == {"UINT8"}, kind
+
+
+def _product_weight_types(model_file: Path) -> set[str]:
+    """The element types of the weights of a model's integer matrix products."""
+    import onnx
+
+    model = onnx.load(str(model_file))
+    types = {i.name: onnx.TensorProto.DataType.Name(i.data_type) for i in model.graph.initializer}
+    products = ("MatMulInteger", "MatMulIntegerToFloat")
+    return {types[n.input[1]] for n in model.graph.node if n.op_type in products}
+
+
+def test_the_shipped_model_multiplies_uint8_weights() -> None:
+    pytest.importorskip("onnx")
+    from covrag.coverage.cross_encoder import default_model_path
+    from covrag.coverage.onnx_model import ONNX_FILE
+
+    assert _product_weight_types(Path(default_model_path()) / ONNX_FILE) == {"UINT8"}
+
+
+def test_uint8_weights_make_an_int8_product_exact_on_any_cpu() -> None:
+    # On x86 CPUs without VNNI, ONNX Runtime's uint8 x int8 product saturates for weights beyond
+    # +-64 (benchmarks/int8_exactness.py); stored as uint8, the same weights give the exact
+    # integer product on every CPU.
+    pytest.importorskip("onnx")
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from covrag.coverage.onnx_model import unsigned_weights
+
+    rng = np.random.default_rng(0)
+    weights = rng.integers(-127, 128, size=(64, 8)).astype(np.int8)
+    weights[:, 0] = 127
+    scales = rng.uniform(0.5, 2.0, size=8).astype(np.float32)
+    inits = [
+        numpy_helper.from_array(weights, "w"),
+        numpy_helper.from_array(np.array(1.0, np.float32), "a_scale"),
+        numpy_helper.from_array(scales, "w_scale"),
+        numpy_helper.from_array(np.array(128, np.uint8), "a_zero"),
+        numpy_helper.from_array(np.zeros(8, np.int8), "w_zero"),
+    ]
+    inputs = ["a", "w", "a_scale", "w_scale", "a_zero", "w_zero"]
+    node = helper.make_node("MatMulIntegerToFloat", inputs, ["y"], domain="com.microsoft")
+    graph = helper.make_graph(
+        [node],
+        "product",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [None, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 8])],
+        inits,
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    assert unsigned_weights(model) == 1
+    assert unsigned_weights(model) == 0  # already uint8
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for a in (np.full((4, 64), 255), rng.integers(0, 256, size=(4, 64))):
+        exact = (a - 128) @ weights.astype(np.int64) * scales
+        (got,) = session.run(None, {"a": a.astype(np.uint8)})
+        np.testing.assert_allclose(got, exact, rtol=1e-6)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from covrag.pipeline import Method, PrepareConfig
 from covrag.pipeline.cv import CVConfig, run_cv
 from covrag.select import parse_selector
 from covrag.train.coverage import TrainConfig
-from covrag.train.cv_coverage import TrainedCoverage, fold_models
+from covrag.train.cv_coverage import EXPORT, TrainedCoverage, fold_models
 from covrag.types import Budget, Topic
 
 pytestmark = pytest.mark.model
@@ -57,19 +57,26 @@ def test_each_fold_trains_its_own_model_on_its_training_topics_only(
         card = json.loads((folder / "model" / "training_card.json").read_text())
         assert card["notes"][-1].endswith(", ".join(train))
         assert set(card["train_pairs"]) == {"statements", "questions"}
-        assert str(folder / "onnx") in fold.method
+        assert str(folder / EXPORT) in fold.method
     assert len(set(result.settings[0].fitted_methods)) == 3
     found = fold_models(tmp_path, ["statements", "questions"])
     assert found == {
         frozenset(set(result.fold_of) - set(f.test_topics)): tmp_path
         / setting.key(sorted(set(result.fold_of) - set(f.test_topics)))
-        / "onnx"
+        / EXPORT
         for f in result.fold_results
     }
     assert fold_models(tmp_path, ["statements"]) == {}
-    stamps = {p: (p / "onnx").stat().st_mtime_ns for p in folders}
+    stamps = {p: (p / EXPORT).stat().st_mtime_ns for p in folders}
     run_cv("t", topics, [setting], k5, cv, config=order)
-    assert {p: (p / "onnx").stat().st_mtime_ns for p in folders} == stamps  # reused, not retrained
+    assert {p: (p / EXPORT).stat().st_mtime_ns for p in folders} == stamps  # reused, not retrained
+    # a fold cached before the weights were stored as uint8 is exported again, not retrained
+    old = folders[0]
+    (old / EXPORT).rename(old / "onnx")
+    models = {p: (p / "model" / "model.safetensors").stat().st_mtime_ns for p in folders}
+    run_cv("t", topics, [setting], k5, cv, config=order)
+    assert (old / EXPORT / "model.int8.onnx").is_file()
+    assert {p: (p / "model" / "model.safetensors").stat().st_mtime_ns for p in folders} == models
 
 
 def test_the_pairs_come_from_each_training_form(forms: dict[str, dict[str, Topic]]) -> None:

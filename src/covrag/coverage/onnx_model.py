@@ -4,9 +4,11 @@
 length), quantises its weights to int8 per channel (``model.int8.onnx``, about a quarter of the
 size) and copies the tokenizer and training card. Activations are quantised at run time with one
 scale per token row (:func:`per_row_activations`), so a pair's score never depends on the other
-pairs of its batch or on their padding. :class:`OnnxPairScorer` scores pairs with it:
-the Rust tokenizer encodes, pairs are sorted by length so each batch carries little padding, and
-the logits go through a sigmoid. ``benchmarks/bench_cross_encoder.py`` measures speed and quality.
+pairs of its batch or on their padding, and the weights are stored as uint8
+(:func:`unsigned_weights`), so the products are exact and the score the same on every x86 CPU.
+:class:`OnnxPairScorer` scores pairs with it: the Rust tokenizer encodes, pairs are sorted by
+length so each batch carries little padding, and the logits go through a sigmoid.
+``benchmarks/bench_cross_encoder.py`` measures speed and quality.
 """
 
 from __future__ import annotations
@@ -85,8 +87,7 @@ def export_onnx(
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
             quantize_dynamic(str(full), str(result), weight_type=QuantType.QInt8, per_channel=True)
-            if per_row:
-                rescale_per_row(result, result)
+            rewrite_products(result, per_row=per_row)
         full.unlink()
     tokenizer.backend_tokenizer.save(str(out / "tokenizer.json"))
     for name in ("training_card.json",):
@@ -122,20 +123,64 @@ def _logits_module(model: Any, names: Sequence[str]) -> Any:
     return Logits()
 
 
-def rescale_per_row(source: Path, target: Path) -> int:
-    """Rewrite a dynamically quantised ONNX model (``quantize_dynamic``) to per-row activation
-    scales; ``target`` may be ``source``. Returns how many matrix products were rewritten."""
+def rewrite_products(
+    source: Path, target: Path | None = None, *, per_row: bool = True, unsigned: bool = True
+) -> int:
+    """Rewrite the int8 products of a dynamically quantised ONNX model (``quantize_dynamic``):
+    per-row activation scales (:func:`per_row_activations`) and uint8 weights
+    (:func:`unsigned_weights`); ``target`` defaults to ``source``. Returns how many matrix
+    products were rewritten."""
     import onnx
 
     model = onnx.load(str(source))
-    count = per_row_activations(model)
+    count = per_row_activations(model) if per_row else 0
+    if unsigned:
+        count = max(count, unsigned_weights(model))
     onnx.checker.check_model(model)
+    target = source if target is None else target
     partial = target.with_name(target.name + ".partial")
     try:
         onnx.save(model, str(partial))
         partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)
+    return count
+
+
+def unsigned_weights(model: Any) -> int:
+    """Store the int8 weights of ``model``'s integer products as uint8 (w + 128, zero point + 128):
+    the same numbers, computed exactly on every x86 CPU; returns how many products changed.
+
+    ONNX Runtime multiplies uint8 activations by int8 weights, on x86 CPUs without VNNI, by adding
+    two adjacent byte products in a signed 16-bit lane, which saturates once 2 x 255 x |w| passes
+    32,767 (weights beyond +-64; ``benchmarks/int8_exactness.py``), so the same model scored the
+    same pair differently on two machines. Its uint8 x uint8 product widens to 16 bits first and
+    is exact everywhere, at about 1.3 times the time of the product alone.
+    """
+    from onnx import TensorProto, numpy_helper
+
+    initializers = {i.name: i for i in model.graph.initializer}
+    done: set[str] = set()
+    count = 0
+    for node in model.graph.node:
+        if node.op_type not in ("MatMulInteger", "MatMulIntegerToFloat"):
+            continue
+        weight = node.input[1]
+        point = node.input[3] if node.op_type == "MatMulInteger" else node.input[5]
+        if node.input[0] == weight or weight not in initializers or point not in initializers:
+            continue
+        if initializers[weight].data_type == TensorProto.UINT8:
+            continue
+        for name in (weight, point):
+            if name in done:
+                continue
+            init = initializers[name]
+            if init.data_type != TensorProto.INT8:
+                raise ConfigError(f"{name}: expected int8 weights or zero points")
+            values = numpy_helper.to_array(init).astype(np.int16) + 128
+            init.CopyFrom(numpy_helper.from_array(values.astype(np.uint8), name))
+            done.add(name)
+        count += 1
     return count
 
 

@@ -40,6 +40,9 @@ Forms = Mapping[str, Mapping[str, Topic]]
 
 #: The note a fold model's training card starts its list of training topics with.
 CV_NOTE = "trained for cross-validation on topics: "
+# A fold's int8 export; "onnx", the folder of exports before the weights were stored as uint8
+# (inexact on CPUs without VNNI), is not read: the kept model is exported again.
+EXPORT = "onnx-uint8"
 
 
 def fold_models(cache: Path, forms: Sequence[str]) -> dict[frozenset[str], Path]:
@@ -48,12 +51,22 @@ def fold_models(cache: Path, forms: Sequence[str]) -> dict[frozenset[str], Path]
     the model trained without it, e.g. in ``benchmarks/cv_floor.py``)."""
     found: dict[frozenset[str], Path] = {}
     for card_file in sorted(cache.glob("*/model/training_card.json")):
-        onnx = card_file.parent.parent / "onnx"
+        onnx = card_file.parent.parent / EXPORT
+        topics = _fold_topics(card_file.parent)
         card = json.loads(card_file.read_text(encoding="utf-8"))
-        topics = [n[len(CV_NOTE) :] for n in card.get("notes", []) if n.startswith(CV_NOTE)]
         if topics and tuple(card.get("train_pairs", ())) == tuple(forms) and onnx.is_dir():
-            found[frozenset(topics[-1].split(", "))] = onnx
+            found[frozenset(topics)] = onnx
     return found
+
+
+def _fold_topics(model: Path) -> list[str]:
+    """The training topics a finished fold model's card names (none: no finished model)."""
+    card_file = model / "training_card.json"
+    if not card_file.is_file():
+        return []
+    card = json.loads(card_file.read_text(encoding="utf-8"))
+    topics = [n[len(CV_NOTE) :] for n in card.get("notes", []) if n.startswith(CV_NOTE)]
+    return topics[-1].split(", ") if topics else []
 
 
 @dataclass(frozen=True)
@@ -102,15 +115,16 @@ class TrainedCoverage:
         """The int8 ONNX folder of the model trained on ``train`` (trained on first use)."""
         key = self.key(train)
         folder = self.cache / key
-        onnx = folder / "onnx"
+        onnx = folder / EXPORT
         if (onnx / ONNX_FILE).is_file():
             return onnx
-        pairs = self.pairs(train)
-        logger.info("training fold model %s on %d topics", key, len(train))
-        card = train_cross_encoder(pairs, folder / "model", self.config)
-        card.notes.append(CV_NOTE + ", ".join(sorted(train)))
-        card.save(folder / "model")
-        staged = folder / "onnx.partial"
+        if _fold_topics(folder / "model") != sorted(train):
+            pairs = self.pairs(train)
+            logger.info("training fold model %s on %d topics", key, len(train))
+            card = train_cross_encoder(pairs, folder / "model", self.config)
+            card.notes.append(CV_NOTE + ", ".join(sorted(train)))
+            card.save(folder / "model")
+        staged = folder / f"{EXPORT}.partial"
         if staged.exists():
             shutil.rmtree(staged)
         export_onnx(folder / "model", staged)
