@@ -5,8 +5,8 @@ argument's and key point's stance.
         [--factors 1 0.5 0.2 0] [--folds 5] [--seed 0]
 
 ``DIR`` is ``covrag cv --train-cache``'s folder of per-fold cross-encoders (each ``KEY/model``
-with its training card naming its training topics, ``KEY/onnx`` the int8 model). Each of ArgKP's
-28 train + dev topics is scored by the fold model that never saw it; then every pair whose
+with its training card naming its training topics, ``KEY/onnx-uint8`` the int8 model). Each of
+ArgKP's 28 train + dev topics is scored by the fold model that never saw it; then every pair whose
 argument and key point have different stances (ArgKP labels both) is multiplied by a factor (1:
 the model as it is; 0: the oracle mask) and expected coverage (power 4) selects k = 10. Prints
 alpha-nDCG@10 over the 28 topics for each factor and the paired difference from factor 1.
@@ -15,7 +15,6 @@ alpha-nDCG@10 over the 28 topics for each factor and the paired difference from 
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,22 +26,15 @@ from covrag.data import load_dataset
 from covrag.pipeline import Method
 from covrag.pipeline.cv import CVConfig, run_cv
 from covrag.select import parse_selector
-from covrag.train.cv_coverage import EXPORT
+from covrag.train import cv_coverage
 from covrag.types import Budget, CoverageMatrix, FloatArray, Topic
-
-CV_NOTE = "cross-validation on topics: "
 
 
 def fold_models(root: Path, topics: set[str]) -> dict[str, str]:
     """Query id -> the int8 model folder of the fold that held it out."""
     model_of: dict[str, str] = {}
-    for folder in sorted(root.iterdir()):
-        card = folder / "model" / "training_card.json"
-        if not card.is_file() or not (folder / EXPORT).is_dir():
-            continue
-        notes = [n for n in json.loads(card.read_text())["notes"] if CV_NOTE in n]
-        train = set(notes[-1].split(CV_NOTE, 1)[1].split(", "))
-        model_of.update(dict.fromkeys(topics - train, str(folder / EXPORT)))
+    for train, onnx in cv_coverage.fold_models(root).items():
+        model_of.update(dict.fromkeys(topics - train, str(onnx)))
     if missing := topics - set(model_of):
         raise SystemExit(f"no fold model held out {sorted(missing)}")
     return model_of

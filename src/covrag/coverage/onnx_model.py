@@ -167,7 +167,7 @@ def unsigned_weights(model: Any) -> int:
             continue
         weight = node.input[1]
         point = node.input[3] if node.op_type == "MatMulInteger" else node.input[5]
-        if node.input[0] == weight or weight not in initializers or point not in initializers:
+        if weight not in initializers or point not in initializers:
             continue
         if initializers[weight].data_type == TensorProto.UINT8:
             continue

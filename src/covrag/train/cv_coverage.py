@@ -23,6 +23,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from covrag.coverage.cross_encoder import CrossEncoderCoverage
 from covrag.coverage.onnx_model import ONNX_FILE, export_onnx
@@ -45,26 +46,31 @@ CV_NOTE = "trained for cross-validation on topics: "
 EXPORT = "onnx-uint8"
 
 
-def fold_models(cache: Path, forms: Sequence[str]) -> dict[frozenset[str], Path]:
+def fold_models(cache: Path, forms: Sequence[str] | None = None) -> dict[frozenset[str], Path]:
     """The fold models a :class:`TrainedCoverage` kept in ``cache`` that were trained on
-    ``forms``: their training topics -> their int8 ONNX folder (for scoring each topic with
-    the model trained without it, e.g. in ``benchmarks/cv_floor.py``)."""
+    ``forms`` (None: on any): their training topics -> their int8 ONNX folder (for scoring each
+    topic with the model trained without it, e.g. in ``benchmarks/cv_floor.py``)."""
     found: dict[frozenset[str], Path] = {}
-    for card_file in sorted(cache.glob("*/model/training_card.json")):
-        onnx = card_file.parent.parent / EXPORT
-        topics = _fold_topics(card_file.parent)
-        card = json.loads(card_file.read_text(encoding="utf-8"))
-        if topics and tuple(card.get("train_pairs", ())) == tuple(forms) and onnx.is_dir():
+    for model in sorted(cache.glob("*/model")):
+        onnx = model.parent / EXPORT
+        card = _card(model)
+        topics = _fold_topics(card)
+        trained_on = tuple(card.get("train_pairs", ()))
+        if topics and (forms is None or trained_on == tuple(forms)) and onnx.is_dir():
             found[frozenset(topics)] = onnx
     return found
 
 
-def _fold_topics(model: Path) -> list[str]:
-    """The training topics a finished fold model's card names (none: no finished model)."""
+def _card(model: Path) -> dict[str, Any]:
+    """The training card of a model folder; empty when it has none."""
     card_file = model / "training_card.json"
     if not card_file.is_file():
-        return []
-    card = json.loads(card_file.read_text(encoding="utf-8"))
+        return {}
+    return dict(json.loads(card_file.read_text(encoding="utf-8")))
+
+
+def _fold_topics(card: Mapping[str, Any]) -> list[str]:
+    """The training topics a fold model's card names (none: not a finished fold model)."""
     topics = [n[len(CV_NOTE) :] for n in card.get("notes", []) if n.startswith(CV_NOTE)]
     return topics[-1].split(", ") if topics else []
 
@@ -118,7 +124,7 @@ class TrainedCoverage:
         onnx = folder / EXPORT
         if (onnx / ONNX_FILE).is_file():
             return onnx
-        if _fold_topics(folder / "model") != sorted(train):
+        if _fold_topics(_card(folder / "model")) != sorted(train):  # no finished model kept
             pairs = self.pairs(train)
             logger.info("training fold model %s on %d topics", key, len(train))
             card = train_cross_encoder(pairs, folder / "model", self.config)
