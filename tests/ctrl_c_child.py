@@ -7,10 +7,10 @@ sent to this process, the worst it can do is end this process, which the test th
     python tests/ctrl_c_child.py RAY_ADDRESS FOLDER actors|tasks ITEMS
 
 ``actors``: the model step (on the actor pool) sends the interrupt; ``tasks``: the task step
-does. The first item to start sends it, once; every item leaves a mark in FOLDER; every item,
-the sender included, would then run for ten minutes. Prints one JSON line: whether the map
-raised ``KeyboardInterrupt``, the cluster's free CPUs once they are back (waiting at most two
-minutes) and how many items started.
+does. The first item to start sends it, once; every item leaves a mark in FOLDER; the others
+would run for ten minutes. Prints one JSON line: whether the map raised ``KeyboardInterrupt``,
+the cluster's free CPUs once they are back (waiting at most two minutes) and how many items
+started.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ def interrupt_the_driver(item: tuple[int, str, str]) -> str:
         time.sleep(600)
         return label
     os.kill(driver, signal.SIGINT)
-    time.sleep(600)  # still running when the driver cancels it, as the work Ctrl-C stops is
     return label
 
 
