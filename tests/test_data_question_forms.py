@@ -108,14 +108,12 @@ def test_bundled_argkp_question_forms_cover_every_train_and_dev_aspect() -> None
             assert q.labels == s.labels
 
 
-def test_bundled_perspectrum_question_forms_cover_dev_and_name_what_train_lacks() -> None:
-    for name in ("perspectrum:dev", "perspectrum-evidence:dev"):
-        statements = load_dataset(name)
-        questions = load_dataset(f"{name}:questions")
-        for s, q in zip(statements, questions, strict=True):
-            assert [a.id for a in q.aspects] == [a.id for a in s.aspects]
-            assert all(a.text.endswith("?") for a in q.aspects)
-            assert q.labels == s.labels
-    # train's forms are not made yet: loading them fails, naming the first aspect without one
-    with pytest.raises(DataError, match=r"topic 'perspectrum-c1': \d+ aspects have no question"):
-        load_dataset("perspectrum:train:questions")
+def test_bundled_perspectrum_question_forms_cover_every_train_and_dev_aspect() -> None:
+    for dataset in ("perspectrum", "perspectrum-evidence"):
+        for split in ("train", "dev"):
+            statements = load_dataset(f"{dataset}:{split}")
+            questions = load_dataset(f"{dataset}:{split}:questions")
+            for s, q in zip(statements, questions, strict=True):
+                assert [a.id for a in q.aspects] == [a.id for a in s.aspects]
+                assert all(a.text.endswith("?") for a in q.aspects)
+                assert q.labels == s.labels
