@@ -97,23 +97,13 @@ def test_unknown_aspect_form_is_refused() -> None:
         load_dataset("argkp2021:dev:answers")
 
 
-def test_bundled_argkp_question_forms_cover_every_train_and_dev_aspect() -> None:
-    for split in ("train", "dev"):
-        statements = load_dataset(f"argkp2021:{split}")
-        questions = load_dataset(f"argkp2021:{split}:questions")
-        for s, q in zip(statements, questions, strict=True):
-            assert [a.id for a in q.aspects] == [a.id for a in s.aspects]
-            assert all(a.text.endswith("?") for a in q.aspects)
-            assert [a.text for a in q.aspects] != [a.text for a in s.aspects]
-            assert q.labels == s.labels
-
-
-def test_bundled_perspectrum_question_forms_cover_every_train_and_dev_aspect() -> None:
-    for dataset in ("perspectrum", "perspectrum-evidence"):
-        for split in ("train", "dev"):
-            statements = load_dataset(f"{dataset}:{split}")
-            questions = load_dataset(f"{dataset}:{split}:questions")
-            for s, q in zip(statements, questions, strict=True):
-                assert [a.id for a in q.aspects] == [a.id for a in s.aspects]
-                assert all(a.text.endswith("?") for a in q.aspects)
-                assert q.labels == s.labels
+@pytest.mark.parametrize("split", ["train", "dev"])
+@pytest.mark.parametrize("dataset", ["argkp2021", "perspectrum", "perspectrum-evidence"])
+def test_bundled_question_forms_cover_every_train_and_dev_aspect(dataset: str, split: str) -> None:
+    statements = load_dataset(f"{dataset}:{split}")
+    questions = load_dataset(f"{dataset}:{split}:questions")
+    for s, q in zip(statements, questions, strict=True):
+        assert [a.id for a in q.aspects] == [a.id for a in s.aspects]
+        assert all(a.text.endswith("?") for a in q.aspects)
+        assert [a.text for a in q.aspects] != [a.text for a in s.aspects]
+        assert q.labels == s.labels
