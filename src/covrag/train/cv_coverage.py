@@ -23,9 +23,8 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from covrag.coverage.cross_encoder import CrossEncoderCoverage
+from covrag.coverage.cross_encoder import CrossEncoderCoverage, card_value
 from covrag.coverage.onnx_model import ONNX_FILE, export_onnx
 from covrag.errors import ConfigError
 from covrag.pipeline.bench import Method
@@ -53,25 +52,17 @@ def fold_models(cache: Path, forms: Sequence[str] | None = None) -> dict[frozens
     found: dict[frozenset[str], Path] = {}
     for model in sorted(cache.glob("*/model")):
         onnx = model.parent / EXPORT
-        card = _card(model)
-        topics = _fold_topics(card)
-        trained_on = tuple(card.get("train_pairs", ()))
+        topics = _fold_topics(model)
+        trained_on = tuple(card_value(model, "train_pairs") or ())
         if topics and (forms is None or trained_on == tuple(forms)) and onnx.is_dir():
             found[frozenset(topics)] = onnx
     return found
 
 
-def _card(model: Path) -> dict[str, Any]:
-    """The training card of a model folder; empty when it has none."""
-    card_file = model / "training_card.json"
-    if not card_file.is_file():
-        return {}
-    return dict(json.loads(card_file.read_text(encoding="utf-8")))
-
-
-def _fold_topics(card: Mapping[str, Any]) -> list[str]:
+def _fold_topics(model: Path) -> list[str]:
     """The training topics a fold model's card names (none: not a finished fold model)."""
-    topics = [n[len(CV_NOTE) :] for n in card.get("notes", []) if n.startswith(CV_NOTE)]
+    notes = card_value(model, "notes") or []
+    topics = [n[len(CV_NOTE) :] for n in notes if n.startswith(CV_NOTE)]
     return topics[-1].split(", ") if topics else []
 
 
@@ -124,7 +115,7 @@ class TrainedCoverage:
         onnx = folder / EXPORT
         if (onnx / ONNX_FILE).is_file():
             return onnx
-        if _fold_topics(_card(folder / "model")) != sorted(train):  # no finished model kept
+        if _fold_topics(folder / "model") != sorted(train):  # no finished model kept
             pairs = self.pairs(train)
             logger.info("training fold model %s on %d topics", key, len(train))
             card = train_cross_encoder(pairs, folder / "model", self.config)
