@@ -105,10 +105,13 @@ def test_ask_asks_the_llm_for_sub_questions_then_answer_sketches() -> None:
         (),  # the sketches are help for the estimator: without them the question stands alone
     ]
     assert "Main question: Should schools require uniforms?" in llm.requests[1][0][-1].content
-    assert result.warnings == (
+    assert result.warnings[0] == (
         "no answer sketches for sq2 (sketch answers to 'What do uniforms cost parents?': "
-        "the LLM gave no valid answer in 3 attempts:)",
+        "the LLM gave no valid answer in 3 attempts:)"
     )
+    # KeywordCoverage reads "Do" and "What": nothing clears the floor, and the run says why
+    assert result.warnings[1:] == ("no answer: " + (result.filters.reason() or ""),)  # type: ignore[union-attr]
+    assert "the coverage floor removed all 3" in result.warnings[1]
     assert result.costs["plan"].llm.calls == 5 and result.costs["plan"].llm.prompt_tokens == 15
     saved = result.run_record()["topics"][0]["aspects"]
     assert saved[0]["answers"] == ["Pupils in uniform tease each other less."]
@@ -193,7 +196,8 @@ def test_an_outline_the_llm_cannot_plan_falls_back_to_sub_questions() -> None:
     )
     assert result.plan is None and result.subquestions is not None
     assert [a.text for a in result.topic.aspects] == ["Do uniforms reduce bullying?"]
-    assert len(result.warnings) == 1 and result.warnings[0].startswith("no outline (QTree")
+    assert result.warnings[0].startswith("no outline (QTree")
+    assert result.warnings[1:] == ("no answer: " + (result.filters.reason() or ""),)  # type: ignore[union-attr]
     assert "Follow this outline" not in llm.requests[-1][0][-1].content
     assert result.run_record()["topics"][0]["warnings"] == list(result.warnings)
 
@@ -212,8 +216,13 @@ def test_a_question_the_corpus_cannot_answer_gets_no_padding_and_says_so() -> No
     (sentence,) = result.generation.answer.sentences
     assert sentence.framing and sentence.text.startswith("The corpus does not answer this question")
     assert '"sugar in school drinks"' in sentence.text
+    # the refusal names the filter that emptied the context, the best score and the option
+    assert "both filters removed all 4" in sentence.text
+    assert "--floor 0 turns the floor off" in sentence.text
+    assert result.warnings == (f"no answer: {result.filters.reason()}",)  # type: ignore[union-attr]
     record = result.run_record()["topics"][0]
     assert record["answer"]["sentences"][0]["framing"] is True
+    assert record["warnings"] == list(result.warnings) and record["filters"]["kept"] == 0
     # Without the floor the topic gate alone keeps the uniform passages out (the real MiniLM);
     # without both the selector pads k with whatever the pool holds.
     gated = AskConfig(pool=5, k=3, passes=0, floor=0.0, writer="extractive")
@@ -221,6 +230,11 @@ def test_a_question_the_corpus_cannot_answer_gets_no_padding_and_says_so() -> No
         question, ScriptedLLM([]), retriever, gated, aspects=SUGAR, estimator=KeywordCoverage()
     )
     assert result.selection.passage_ids == ()
+    # the gate, not the floor, removed them: the refusal says so, with the best similarity
+    (sentence,) = result.generation.answer.sentences
+    assert "the topic gate removed all" in sentence.text and "--gate 0 for no gate" in sentence.text
+    assert result.filters is not None and result.filters.cleared_floor == len(result.topic.passages)
+    assert any("topic gate" in w for w in result.warnings)
     padded = dataclasses.replace(gated, gate=0.0)
     llm = ScriptedLLM(["Uniforms cut bullying [1]."])
     result = ask(question, llm, retriever, padded, aspects=SUGAR, estimator=KeywordCoverage())

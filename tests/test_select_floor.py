@@ -10,6 +10,7 @@ from covrag.errors import ConfigError
 from covrag.select import (
     SELECTORS,
     above_floor,
+    filter_pool,
     parse_selector,
     passage_support,
     question_similarity,
@@ -96,3 +97,22 @@ def test_every_selector_stops_below_k_instead_of_padding(name: str) -> None:
     assert set(chosen.passage_ids) <= {"p0", "p1", "p4"} and len(chosen) <= 3
     nothing = select_above_floor(selector, pool(), budget, 0.95)
     assert nothing.passage_ids == ()
+
+
+def test_the_filter_report_names_the_filter_that_emptied_the_pool() -> None:
+    similarity = np.array([0.41, 0.2, 0.3, 0.1, 0.35])
+    kept, report = filter_pool(pool(), 0.25, gate=0.5, similarity=similarity)
+    assert len(kept) == 0 and (report.pool, report.cleared_floor, report.cleared_gate) == (5, 3, 0)
+    reason = report.reason()
+    assert reason is not None and reason.startswith("the topic gate removed all 3 passages")
+    assert "0.41 < gate 0.50" in reason and "--gate 0.41" in reason
+    _, report = filter_pool(pool(), 0.95)
+    reason = report.reason()
+    assert reason is not None and reason.startswith("the coverage floor removed all 5")
+    assert "0.90 < floor 0.95" in reason and "--floor 0.90" in reason
+    _, report = filter_pool(pool(), 0.95, gate=0.5, similarity=similarity)
+    assert (report.reason() or "").startswith("both filters removed all 5")
+    _, report = filter_pool(pool(), 0.25, gate=0.4, similarity=similarity)
+    assert report.kept == 1 and report.reason() is None  # p0 clears both
+    empty = Candidates("q", "question", (), relevance=np.zeros(0), coverage=None)
+    assert (filter_pool(empty, 0.0)[1].reason() or "").startswith("nothing was retrieved")

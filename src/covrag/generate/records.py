@@ -79,11 +79,14 @@ class WritingContext:
         coverage: Estimated coverage of the context passages (rows) x ``aspects`` (columns);
             rows or columns it lacks count as not covered.
         labels: Gold labels, passage id -> aspect ids it supports (the oracle modes need them).
+        refusal: Why the context is empty (which filter removed what), said in the answer
+            when no passage reaches the writer; empty when unknown.
     """
 
     aspects: tuple[Aspect, ...] = ()
     coverage: CoverageMatrix | None = None
     labels: Mapping[str, frozenset[str]] | None = None
+    refusal: str = ""
 
 
 #: The name the critique step has always used for :class:`WritingContext`.

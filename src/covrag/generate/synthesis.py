@@ -126,6 +126,11 @@ def missing_sentence(missing: Sequence[Aspect], any_part: bool) -> Citation | No
 def nothing_found(context: WritingContext) -> Draft:
     """The answer when no passage made it into the context: one framing sentence."""
     wanted = [a for a in context.aspects if a.polarity != "exclude"]
+    if context.refusal:
+        text = f"The corpus does not answer this question: {context.refusal}."
+        if wanted:
+            text += " Its sub-questions: " + "; ".join(f'"{a.text}"' for a in wanted) + "."
+        return Draft(ParsedAnswer(Answer((Citation(text, (), None, framing=True),))), "", 1)
     framing = missing_sentence(wanted, False)
     assert framing is not None
     return Draft(ParsedAnswer(Answer((framing,))), "", 1)

@@ -55,7 +55,7 @@ from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
 from covrag.schema.ask import ask_plan, ask_run_record
 from covrag.select import parse_selector
 from covrag.select.base import Candidates, Selector
-from covrag.select.floor import above_floor, question_similarity
+from covrag.select.floor import FilterReport, filter_pool, question_similarity
 from covrag.types import Aspect, Budget, CoverageMatrix, Selection, Topic
 
 logger = logging.getLogger(__name__)
@@ -104,6 +104,8 @@ class AskResult:
         generation: Every draft and critique.
         costs: Stage -> its cost.
         warnings: What did not go as asked (e.g. an outline the LLM could not plan).
+        filters: What the coverage floor and the topic gate let through (None when the
+            result was built without them).
     """
 
     query: C2Query
@@ -116,6 +118,7 @@ class AskResult:
     generation: GenerationResult
     costs: Mapping[str, StageCost] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    filters: FilterReport | None = None
 
     @property
     def uncovered(self) -> tuple[Aspect, ...]:
@@ -155,6 +158,7 @@ class AskResult:
             generation=self.generation.to_json(),
             costs={stage: cost.as_dict() for stage, cost in self.costs.items()},
             warnings=self.warnings,
+            filters=None if self.filters is None else self.filters.as_dict(),
             seconds=sum(c.seconds for c in self.costs.values()),
         )
 
@@ -321,7 +325,25 @@ def select_context(
     question: str | None = None,
     gate: float = 0.0,
 ) -> Selection:
-    """``ask``'s selection: at most ``k`` of the candidates that clear the coverage ``floor``.
+    """``ask``'s selection (:func:`select_with_filters` without the filters' report)."""
+    return select_with_filters(
+        selector, candidates, estimator, k, floor, pool_aspects, question, gate
+    )[0]
+
+
+def select_with_filters(
+    selector: Selector,
+    candidates: Candidates,
+    estimator: CoverageEstimator,
+    k: int,
+    floor: float,
+    pool_aspects: int = 0,
+    question: str | None = None,
+    gate: float = 0.0,
+) -> tuple[Selection, FilterReport]:
+    """``ask``'s selection: at most ``k`` of the candidates that clear the coverage ``floor``,
+    and what the floor and the gate let through (:class:`~covrag.select.floor.FilterReport`,
+    whose ``reason`` says which filter emptied an empty context).
 
     With ``pool_aspects`` the selector also covers that many representatives of what cleared
     the floor (:class:`~covrag.plan.pool.PoolAspectFinder`), beside the sub-questions: the
@@ -338,9 +360,9 @@ def select_context(
         asked = Topic(candidates.query_id, question, candidates.passages, (Aspect("q", question),))
         also = estimator.estimate(asked).probs[:, 0]
     similarity = question_similarity(candidates) if gate > 0.0 else None
-    kept = above_floor(candidates, floor, also, gate=gate, similarity=similarity)
+    kept, report = filter_pool(candidates, floor, also, gate=gate, similarity=similarity)
     if not pool_aspects or not kept.passages:
-        return selector.select(kept, Budget(max_passages=k))
+        return selector.select(kept, Budget(max_passages=k)), report
     selection = selector.select(
         add_pool_aspects(kept, estimator, pool_aspects), Budget(max_passages=k)
     )
@@ -350,7 +372,7 @@ def select_context(
         dataclasses.replace(s, newly_covered=tuple(a for a in s.newly_covered if a in wanted))
         for s in selection.steps
     )
-    return dataclasses.replace(selection, steps=steps)
+    return dataclasses.replace(selection, steps=steps), report
 
 
 def add_pool_aspects(candidates: Candidates, estimator: CoverageEstimator, n: int) -> Candidates:
@@ -435,7 +457,7 @@ def ask(
 
     clock.start("select")
     selector = parse_selector(config.selector)
-    selection = select_context(
+    selection, filters = select_with_filters(
         selector,
         candidates,
         estimator,
@@ -446,6 +468,7 @@ def ask(
         config.gate,
     )
     clock.stop("select")
+    refusal = filters.reason() if not selection.passage_ids else None
 
     clock.start("generate")
     by_id = {p.id: p for p in topic.passages}
@@ -453,7 +476,7 @@ def ask(
     generation = build_generator(llm, config, judge, query.exclude).generate(
         query.request,
         [by_id[p] for p in selection.passage_ids],
-        context=CritiqueContext(planned.aspects, coverage),
+        context=CritiqueContext(planned.aspects, coverage, refusal=refusal or ""),
         outline=planned.plan.best.texts if planned.plan is not None else (),
         on_step=clock.notify,
     )
@@ -468,5 +491,6 @@ def ask(
         selection=selection,
         generation=generation,
         costs=clock.costs,
-        warnings=planned.warnings,
+        warnings=(*planned.warnings, *([f"no answer: {refusal}"] if refusal else [])),
+        filters=filters,
     )

@@ -57,6 +57,19 @@ class RetrievalOut(BaseModel):
     pool: int
 
 
+class FiltersOut(BaseModel):
+    """What the coverage floor and the topic gate let through (``FilterReport.as_dict``)."""
+
+    pool: int = Field(description="candidates before the filters")
+    floor: float
+    gate: float
+    cleared_floor: int
+    cleared_gate: int
+    kept: int = Field(description="candidates that clear both")
+    best_support: float
+    best_similarity: float | None = Field(description="None without a gate")
+
+
 class DraftOut(RunAnswer):
     """One draft of the answer (its sentences; the raw text, problems and cost besides)."""
 
@@ -78,6 +91,7 @@ class AskTopic(RunTopic):
     generation: dict[str, Any]
     costs: dict[str, dict[str, Any]]
     warnings: list[str]
+    filters: FiltersOut | None = None
 
 
 def ask_plan(
@@ -126,6 +140,7 @@ def ask_run_record(
     costs: Mapping[str, Mapping[str, Any]],
     warnings: Sequence[str],
     seconds: float,
+    filters: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole run file of one asked question (what ``AskResult.run_record`` returns);
     ``seconds`` is the time all stages took."""
@@ -139,6 +154,7 @@ def ask_run_record(
         generation=dict(generation),
         costs={stage: dict(cost) for stage, cost in costs.items()},
         warnings=list(warnings),
+        filters=None if filters is None else FiltersOut.model_validate(dict(filters)),
     )
     run = run_file_header(
         [dump(record)],

@@ -12,7 +12,9 @@ from covrag.select.exact import (
 from covrag.select.expected import ExpectedCoverageSelector
 from covrag.select.facility import FacilityLocationSelector
 from covrag.select.floor import (
+    FilterReport,
     above_floor,
+    filter_pool,
     passage_support,
     question_similarity,
     select_above_floor,
@@ -40,7 +42,9 @@ __all__ = [
     "RandomSelector",
     "Selector",
     "TopKSelector",
+    "FilterReport",
     "above_floor",
+    "filter_pool",
     "optimum_coverage",
     "parse_selector",
     "passage_support",

@@ -25,6 +25,8 @@ cross-validation (docs/BENCHMARKS.md, "never pad"); 0 disables the floor.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from covrag.errors import ConfigError
@@ -87,16 +89,102 @@ def subset(candidates: Candidates, keep: IntArray) -> Candidates:
     )
 
 
-def above_floor(
+@dataclass(frozen=True)
+class FilterReport:
+    """What the floor and the gate did to a pool: how many passages each let through, and the
+    best scores, so an empty context can say which filter emptied it and what would change it.
+
+    Attributes:
+        pool: Candidates before filtering.
+        floor: The coverage floor (0: none).
+        gate: The topic gate (0: none).
+        cleared_floor: Candidates whose support reaches the floor (all of them at floor 0).
+        cleared_gate: Candidates whose similarity reaches the gate (all of them at gate 0).
+        kept: Candidates that clear both.
+        best_support: The highest support of any candidate (0 without coverage).
+        best_similarity: The highest similarity to the question (None without a gate).
+    """
+
+    pool: int
+    floor: float
+    gate: float
+    cleared_floor: int
+    cleared_gate: int
+    kept: int
+    best_support: float = 0.0
+    best_similarity: float | None = None
+
+    def reason(self) -> str | None:
+        """Why nothing was kept, naming the filter, the best score and the option that would
+        let a passage in; None when something was kept."""
+        if self.kept:
+            return None
+        if not self.pool:
+            return "nothing was retrieved: the index returned no passage for the question"
+        support = (
+            f"the best estimated probability of answering a sub-question (or the question) is "
+            f"{self.best_support:.2f} < floor {self.floor:.2f} "
+            + (
+                f"(--floor {_below(self.best_support)} would let the best one in)"
+                if self.best_support >= 0.01
+                else "(no passage answers any of them; --floor 0 turns the floor off and pads "
+                "the context with what was retrieved)"
+            )
+        )
+        similar = self.best_similarity or 0.0
+        closeness = (
+            f"the best similarity to the question is {similar:.2f} < gate {self.gate:.2f} "
+            f"(--gate {_below(similar)}, or --gate 0 for no gate, would let the closest one in)"
+        )
+        if self.cleared_floor == 0 and self.cleared_gate == 0 and self.gate > 0.0:
+            return (
+                f"both filters removed all {self.pool} retrieved passages: for the coverage "
+                f"floor, {support}; for the topic gate, {closeness}"
+            )
+        if self.cleared_floor == 0:
+            return f"the coverage floor removed all {self.pool} retrieved passages: {support}"
+        if self.cleared_gate == 0:
+            return (
+                f"the topic gate removed all {self.cleared_floor} passages that cleared the "
+                f"coverage floor: {closeness}"
+            )
+        return (
+            f"no passage clears both filters: {self.cleared_floor} of {self.pool} clear the "
+            f"coverage floor ({self.floor:.2f}) and {self.cleared_gate} the topic gate "
+            f"({self.gate:.2f}), none both (a lower --floor or --gate lets them in)"
+        )
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {
+            "pool": self.pool,
+            "floor": self.floor,
+            "gate": self.gate,
+            "cleared_floor": self.cleared_floor,
+            "cleared_gate": self.cleared_gate,
+            "kept": self.kept,
+            "best_support": round(self.best_support, 6),
+            "best_similarity": None
+            if self.best_similarity is None
+            else round(self.best_similarity, 6),
+        }
+
+
+def _below(score: float) -> str:
+    """A setting just under ``score`` (two decimals, rounded down), for a refusal's advice."""
+    return f"{max(0.0, np.floor(score * 100.0) / 100.0):.2f}"
+
+
+def filter_pool(
     candidates: Candidates,
     floor: float,
     also: FloatArray | None = None,
     *,
     gate: float = 0.0,
     similarity: FloatArray | None = None,
-) -> Candidates:
+) -> tuple[Candidates, FilterReport]:
     """The candidates whose :func:`passage_support` reaches ``floor`` (all of them at 0) and,
-    with a ``gate`` above 0, whose ``similarity`` to the question reaches ``gate``.
+    with a ``gate`` above 0, whose ``similarity`` to the question reaches ``gate``; and a
+    :class:`FilterReport` of what each filter let through.
 
     ``also`` gives each candidate a second chance at the floor: its probability of answering
     the question itself (one value per candidate, in pool order); a passage then clears the
@@ -108,7 +196,9 @@ def above_floor(
     if not 0.0 <= gate <= 1.0:
         raise ConfigError(f"the topic gate must lie in [0, 1] (0: no gate), got {gate}")
     n = len(candidates)
-    keep = np.ones(n, dtype=bool)
+    by_floor = np.ones(n, dtype=bool)
+    by_gate = np.ones(n, dtype=bool)
+    support = np.zeros(n)
     if floor > 0.0:
         if candidates.coverage is None:
             raise ConfigError("a coverage floor needs a coverage matrix (choose --coverage)")
@@ -117,15 +207,43 @@ def above_floor(
             if len(also) != n:
                 raise ValueError(f"also has {len(also)} values for {n} candidates")
             support = np.maximum(support, np.asarray(also, dtype=np.float64))
-        keep &= support >= floor
+        by_floor = support >= floor
+    elif candidates.coverage is not None:
+        support = passage_support(candidates)
+    best_similarity = None
     if gate > 0.0:
         if similarity is None or len(similarity) != n:
             got = "none" if similarity is None else len(similarity)
             raise ValueError(f"a topic gate needs one similarity per candidate ({n}), got {got}")
-        keep &= np.asarray(similarity, dtype=np.float64) >= gate
+        values = np.asarray(similarity, dtype=np.float64)
+        by_gate = values >= gate
+        best_similarity = float(values.max()) if n else None
+    keep = by_floor & by_gate
+    report = FilterReport(
+        pool=n,
+        floor=floor,
+        gate=gate,
+        cleared_floor=int(by_floor.sum()),
+        cleared_gate=int(by_gate.sum()),
+        kept=int(keep.sum()),
+        best_support=float(support.max()) if n else 0.0,
+        best_similarity=best_similarity,
+    )
     if keep.all():
-        return candidates
-    return subset(candidates, np.flatnonzero(keep))
+        return candidates, report
+    return subset(candidates, np.flatnonzero(keep)), report
+
+
+def above_floor(
+    candidates: Candidates,
+    floor: float,
+    also: FloatArray | None = None,
+    *,
+    gate: float = 0.0,
+    similarity: FloatArray | None = None,
+) -> Candidates:
+    """The candidates :func:`filter_pool` keeps (without its report)."""
+    return filter_pool(candidates, floor, also, gate=gate, similarity=similarity)[0]
 
 
 def question_similarity(candidates: Candidates, question: str | None = None) -> FloatArray:

@@ -28,7 +28,7 @@ from covrag.generate import CritiqueContext
 from covrag.generate.records import Draft, LLMCost
 from covrag.llm.base import LLM
 from covrag.pipeline import AskConfig, PrepareConfig, build_generator, prepare
-from covrag.pipeline.ask import select_context
+from covrag.pipeline.ask import select_with_filters
 from covrag.pipeline.config import WriterName
 from covrag.plan import C2Query, LLMDecomposer, QPlanner
 from covrag.plan.sketch import AnswerSketcher
@@ -309,13 +309,14 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
     context = list(topic.passages)
     coverage: CoverageMatrix | None = None
     estimator: CoverageEstimator | None = None
+    refusal = ""
     if topic.aspects:
         base = parse_estimator(config.default_coverage)
         estimator = _Locked(base if base.name != "gold" else CrossEncoderCoverage())
         candidates = prepare(topic, estimator, PrepareConfig(relevance="order")).candidates
         coverage = candidates.coverage
         if request.k is not None:
-            selection = select_context(
+            selection, filters = select_with_filters(
                 parse_selector(config.default_selector),
                 candidates,
                 estimator,
@@ -326,6 +327,7 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
             )
             by_id = {p.id: p for p in candidates.passages}
             context = [by_id[p] for p in selection.passage_ids]
+            refusal = filters.reason() or ""
     settings = AskConfig(
         writer=request.writer,
         passes=request.passes,
@@ -338,7 +340,7 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
     judge = estimator if request.feedback == "pointers" else None
     exclude = [a.text for a in topic.aspects if a.polarity == "exclude"]
     result = build_generator(llm, settings, judge, exclude).generate(
-        request.question, context, context=CritiqueContext(topic.aspects, coverage)
+        request.question, context, context=CritiqueContext(topic.aspects, coverage, refusal=refusal)
     )
     final = result.drafts[-1]
     return AnswerResponse(
