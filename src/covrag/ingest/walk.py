@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from covrag.files import special_kind
 from covrag.ingest.readers import SUPPORTED, UnreadableError
 
 #: Default per-file size cap (bytes); ``--max-file-mb`` changes it.
@@ -63,18 +64,8 @@ class SkipError(UnreadableError):
         self.kind = kind
 
 
-def _file_kind(mode: int) -> str:
-    kinds = {
-        stat.S_ISCHR: "a character device",
-        stat.S_ISBLK: "a block device",
-        stat.S_ISFIFO: "a FIFO (named pipe)",
-        stat.S_ISSOCK: "a socket",
-    }
-    return next((name for test, name in kinds.items() if test(mode)), "not a regular file")
-
-
 def _special(mode: int) -> str:
-    return f"{_file_kind(mode)}, not a regular file"
+    return f"{special_kind(mode) or 'a special file'}, not a regular file"
 
 
 def _too_large(size: int | None, limit: int) -> SkipError:
