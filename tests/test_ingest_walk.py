@@ -9,6 +9,7 @@ import json
 import os
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -105,6 +106,9 @@ def test_devices_and_fifos_are_skipped_never_read(tmp_path: Path, special: str) 
         runs[0] = ([], {"special"})  # the device is named: a link to it is in the paths given
     elif special == "fifo":
         os.mkfifo(docs / "pipe.txt")
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(docs / "sock.txt"))
+        server.close()  # the socket file stays
         runs = [([], {"special"})]
     else:
         os.mkfifo(tmp_path / "outside" / "pipe.txt")
@@ -261,6 +265,8 @@ def test_globs_name_files_as_before(tmp_path: Path) -> None:
     assert list(files.values()) == ["draft.md"]
     files, _ = find_files([str(docs / "**")])
     assert sorted(files.values()) == ["guides/coffee.md", "tea.txt"]
+    files, missing = find_files([str(docs / "*.pdf")])
+    assert files == {} and [(m.reason, m.kind) for m in missing] == [("no file matches", "missing")]
 
 
 def test_documents_json_without_kinds_and_limits_still_reads(tmp_path: Path) -> None:

@@ -145,6 +145,7 @@ class _Dir:
     part of its path that names files (``anchor``) or where a glob match of it stands."""
 
     path: Path
+    real: str
     parts: tuple[str, ...]
     ancestors: frozenset[tuple[int, int]]
     anchor: int | None
@@ -162,11 +163,17 @@ class _Walker:
     def skip(self, path: Path | str, reason: str, kind: str) -> None:
         self.missing.append(Missing(os.path.abspath(path), reason, kind))
 
-    def target(self, path: Path, is_link: bool) -> tuple[str, os.stat_result] | None:
-        """The real path and status of a found entry, or None (noted) when it is skipped."""
+    def target(
+        self, path: Path, is_link: bool, within: str | None = None
+    ) -> tuple[str, os.stat_result] | None:
+        """The real path and status of a found entry, or None (noted) when it is skipped
+        (``within``: the real path of the folder that holds an entry that is no symlink)."""
         try:
-            real = os.path.realpath(path, strict=True)
-            info = os.stat(real)
+            if within is not None and not is_link:  # no symlink to resolve: one lstat
+                real, info = os.path.join(within, path.name), os.lstat(path)
+            else:
+                real = os.path.realpath(path, strict=True)
+                info = os.stat(real)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 self.skip(path, "a symlink loop", "loop")
@@ -215,7 +222,7 @@ class _Walker:
         elif not _is_dir(entry) and not _supported(entry.name):
             return None  # another type inside a folder: ignored without a word
         path = Path(entry.path)
-        found = self.target(path, entry.is_symlink())
+        found = self.target(path, entry.is_symlink(), folder.real)
         if found is None:
             return None
         real, info = found
@@ -224,7 +231,7 @@ class _Walker:
                 return None
             # a folder a glob matched: its files are named by their path under it
             anchor = len(parts) if matched else folder.anchor
-            return self.folder(path, parts, info, folder, anchor, states)
+            return self.folder(path, real, parts, info, folder, anchor, states)
         name = entry.name if folder.anchor is None else "/".join(parts[folder.anchor :])
         self.file(path, real, info, name)
         return None
@@ -232,6 +239,7 @@ class _Walker:
     def folder(
         self,
         path: Path,
+        real: str,
         parts: tuple[str, ...],
         info: os.stat_result,
         parent: _Dir,
@@ -248,7 +256,7 @@ class _Walker:
             self.skip(path, f"nested deeper than {MAX_DEPTH} folders: not searched", "too-deep")
             return None
         self.visited.add(key)
-        return _Dir(path, parts, parent.ancestors | {key}, anchor, states)
+        return _Dir(path, real, parts, parent.ancestors | {key}, anchor, states)
 
     def file(self, path: Path, real: str, info: os.stat_result, name: str) -> None:
         if not _supported(path.name):
@@ -318,7 +326,11 @@ def find_files(
             if not os.path.isdir(base):
                 walker.missing.append(Missing(spec, "no such file or folder", "missing"))
                 continue
-            _search_root(walker, Path(base), pattern, os.stat(base))
+            before = (len(walker.found), len(walker.missing))
+            real = os.path.realpath(base)
+            _search_root(walker, Path(base), real, pattern, os.stat(real))
+            if (len(walker.found), len(walker.missing)) == before:
+                walker.missing.append(Missing(spec, "no file matches", "missing"))
             continue
         if not os.path.lexists(spec):
             walker.missing.append(Missing(spec, "no such file or folder", "missing"))
@@ -328,22 +340,22 @@ def find_files(
             continue
         real, info = found
         if stat.S_ISDIR(info.st_mode):
-            _search_root(walker, Path(spec), None, info)
+            _search_root(walker, Path(spec), real, None, info)
         else:
             walker.file(Path(spec), real, info, Path(spec).name)
     return dict(sorted(walker.found.items())), walker.missing
 
 
 def _search_root(
-    walker: _Walker, base: Path, pattern: list[str] | None, info: os.stat_result
+    walker: _Walker, base: Path, real: str, pattern: list[str] | None, info: os.stat_result
 ) -> None:
     key = (info.st_dev, info.st_ino)
     walker.visited.add(key)
     if pattern is None:
-        walker.search(_Dir(base, (), frozenset({key}), 0))
+        walker.search(_Dir(base, real, (), frozenset({key}), 0))
         return
     states = _closure(pattern, {0})
     if len(pattern) in states:  # "notes/**" matches the folder itself
-        walker.search(_Dir(base, (), frozenset({key}), 0))
+        walker.search(_Dir(base, real, (), frozenset({key}), 0))
     else:
-        walker.search(_Dir(base, (), frozenset({key}), None, states), pattern)
+        walker.search(_Dir(base, real, (), frozenset({key}), None, states), pattern)
