@@ -128,6 +128,18 @@ def test_report_and_index_refuse_a_special_output(
     assert _node(target) == before
 
 
+def test_report_writes_to_standard_output_with_a_dash(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run.json"
+    assert main(select(dataset, "--run-json", str(run), "--out", str(tmp_path / "r"))) == 0
+    capsys.readouterr()
+    assert main(["report", str(run), "-o", "-"]) == 0
+    page = capsys.readouterr().out
+    assert page.lstrip().lower().startswith("<!doctype html") and page.rstrip().endswith("</html>")
+    assert not (tmp_path / "-").exists() and not Path("-").exists()
+
+
 @pytest.mark.parametrize("special", ["fifo", "device", "link-to-fifo"])
 def test_atomic_writes_never_replace_a_special_file(tmp_path: Path, special: str) -> None:
     make, kind = SPECIALS[special]
