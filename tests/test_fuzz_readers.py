@@ -1,10 +1,14 @@
 """Fuzzing the readers of untrusted files (issue 14, item 10): whatever a dataset line, a TREC run
 or a run file holds, reading it gives records or a DataError, never another exception; the
-column-wise fast paths of the TREC readers (issue 16) give what the line readers give."""
+column-wise fast paths of the TREC readers (issue 16) give what the line readers give; whatever a
+folder of documents holds (symlinks in and out, loops, FIFOs, devices), the walker finds only
+regular files inside it and reads them within the size cap (issue 35)."""
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -192,3 +196,67 @@ def test_run_file_reader_gives_a_run_or_a_data_error(data: bytes) -> None:
 def test_the_unmutated_run_file_reads() -> None:
     run = _read(_line(_run_file()), _load_run_file)
     assert run is not None and len(run.topics) == 1
+
+
+# --- the document-folder walker (issue 35) ------------------------------------------------------
+
+_NAMES = ["a", "b.txt", "c.md", ".h.txt", "d"]
+_TARGETS = [".", "..", "a", "b.txt", "d/b.txt", "../outside/secret.txt", "/dev/zero", "self"]
+tree_entries = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from(_NAMES), min_size=1, max_size=3),
+        st.sampled_from(["file", "dir", "link", "fifo"]),
+        st.sampled_from(_TARGETS),
+        st.binary(max_size=90),
+    ),
+    max_size=10,
+)
+
+
+def _build(root: Path, entries: list[tuple[list[str], str, str, bytes]]) -> None:
+    """Make what can be made of ``entries`` under ``root`` (a clash is left out)."""
+    for parts, kind, target, data in entries:
+        path = root.joinpath(*parts)
+        inside = os.path.realpath(path.parent).startswith(os.path.realpath(root))
+        if os.path.lexists(path) or not inside:
+            continue  # (a FIFO made before would wait for a reader; links lead anywhere)
+        try:
+            if kind == "file":
+                path.write_bytes(data)
+            elif kind == "dir":
+                path.mkdir()
+            elif kind == "fifo":
+                os.mkfifo(path)
+            else:
+                path.symlink_to(path.name if target == "self" else target)
+        except OSError:
+            pass
+
+
+@FUZZ
+@given(tree_entries, st.booleans(), st.sampled_from(["folder", "glob"]))
+def test_the_folder_walker_finds_only_regular_files_inside_and_reads_them_within_the_cap(
+    entries: list[tuple[list[str], str, str, bytes]], follow: bool, spec: str
+) -> None:
+    from covrag.ingest import find_files
+    from covrag.ingest.walk import SkipError, read_file
+
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        (base / "outside").mkdir()
+        (base / "outside" / "secret.txt").write_text("secret")
+        root = base / "root"
+        root.mkdir()
+        _build(root, entries)
+        named = str(root) if spec == "folder" else str(root / "**" / "*.txt")
+        found, skipped = find_files([named], follow_symlinks=follow)
+        real_root = os.path.realpath(root)
+        for path, name in found.items():
+            assert stat.S_ISREG(os.stat(path).st_mode)
+            assert follow or os.path.commonpath([str(path), real_root]) == real_root
+            assert not any(part.startswith(".") for part in name.split("/"))
+            try:
+                assert len(read_file(path, 64)) <= 64
+            except SkipError as error:
+                assert error.kind == "too-large"
+        assert all(s.kind and s.reason for s in skipped)

@@ -5,6 +5,11 @@ to the target and renamed over it (a rename on one file system is atomic). An ov
 keeps its permission bits; a new one gets the usual ``0o666`` less the umask. A failure names the
 user's path, never the temporary one.
 
+Only regular files are written: an existing output that is a device, FIFO or socket (or a symlink
+to one, such as ``/proc/self/fd/1``) is refused, never replaced by a file (as root, ``--out
+/dev/null`` would otherwise put a regular file where the system's device was). Temporary names
+are kept within the 255-byte limit of a file name, so a target whose own name is near it works.
+
 A result made of several files (``select --out --trace --run-json``) is staged completely before
 the first rename (:func:`write_all`), and a result folder (``bench --out``) is built in a
 temporary folder beside it and renamed into place at the end (:func:`staged_folder`).
@@ -31,8 +36,54 @@ def _os_error(exc: OSError, path: PathLike) -> OSError:
     return error
 
 
-def _temporary(target: Path, kind: str) -> Path:
-    return target.parent / f".{target.name}.{secrets.token_hex(4)}.{kind}"
+#: The longest file name (bytes) most file systems take.
+NAME_MAX = 255
+
+
+def temporary_path(target: Path, kind: str) -> Path:
+    """A new hidden name beside ``target`` (``.NAME.XXXXXXXX.KIND``), its ``NAME`` shortened
+    when the whole would pass :data:`NAME_MAX` bytes."""
+    token = secrets.token_hex(4)
+    room = NAME_MAX - len(os.fsencode(f"..{token}.{kind}"))
+    name = target.name
+    while len(os.fsencode(name)) > room:
+        name = name[:-1]
+    return target.parent / f".{name}.{token}.{kind}"
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of this ``st_mode`` is when it is neither a regular file nor a folder
+    (``a character device``, ``a FIFO (named pipe)``...), else None."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kinds = {
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISFIFO: "a FIFO (named pipe)",
+        stat.S_ISSOCK: "a socket",
+    }
+    return next((name for test, name in kinds.items() if test(mode)), "a special file")
+
+
+def _special(path: Path) -> str | None:
+    """:func:`special_kind` of what ``path`` names, following symlinks (None: none there)."""
+    try:
+        return special_kind(os.stat(path).st_mode)
+    except OSError:
+        return None  # missing, a broken symlink...: the write itself says what is wrong
+
+
+def refuse_special(path: PathLike) -> None:
+    """Refuse to write over a device, FIFO or socket (or a symlink to one).
+
+    Raises:
+        ConfigError: naming ``path`` and what it is.
+    """
+    kind = _special(Path(path))
+    if kind is not None:
+        raise ConfigError(
+            f"{path}: is {kind}, not a regular file; covrag writes only regular files"
+        )
 
 
 def _stage(target: Path, data: bytes) -> Path:
@@ -46,7 +97,7 @@ def _stage(target: Path, data: bytes) -> Path:
         mode = stat.S_IMODE(target.stat().st_mode) if target.is_file() else None
     except OSError as exc:
         raise _os_error(exc, target) from None
-    tmp = _temporary(target, "tmp")
+    tmp = temporary_path(target, "tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:
@@ -66,7 +117,11 @@ def _stage(target: Path, data: bytes) -> Path:
 
 def _commit(tmp: Path, target: Path) -> None:
     try:
+        refuse_special(target)  # checked again: it may have appeared since the start
         os.replace(tmp, target)
+    except ConfigError:
+        tmp.unlink(missing_ok=True)
+        raise
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise _os_error(exc, target) from None
@@ -86,10 +141,12 @@ def atomic_write_bytes(path: PathLike, data: bytes) -> None:
 
     Raises:
         OSError: naming ``path`` (a folder in the way, a read-only or full disk...).
+        ConfigError: ``path`` is a device, FIFO or socket, or a symlink to one.
     """
     target = Path(path)
     if target.is_dir():
         raise IsADirectoryError(21, "is a folder, not a file", str(path))
+    refuse_special(target)
     _commit(_stage(target, data), target)
 
 
@@ -102,6 +159,7 @@ def write_all(files: Mapping[Path, str]) -> None:
     for path in files:
         if path.is_dir():
             raise IsADirectoryError(21, "is a folder, not a file", str(path))
+        refuse_special(path)
     staged: list[tuple[Path, Path]] = []
     try:
         for path, text in files.items():
@@ -175,11 +233,16 @@ def check_outputs(
             inside one.
 
     Raises:
-        ConfigError: naming both options and the path.
+        ConfigError: naming both options and the path; or an output (or output folder) that is
+            a device, FIFO or socket, or a symlink to one.
     """
     ins = [(name, Path(p)) for name, p in inputs if p is not None]
     outs = [(name, Path(p)) for name, p in outputs if p is not None]
     dirs = [(name, Path(p)) for name, p in folders if p is not None]
+    for name, out in (*outs, *dirs):
+        kind = _special(out)
+        if kind is not None:
+            raise ConfigError(f"{name} {out}: is {kind}; covrag writes only regular files")
     for name, out in outs:
         if out.is_dir():
             raise ConfigError(f"{name} {out}: is a folder; name a file to write")
@@ -233,7 +296,7 @@ def staged_folder(folder: PathLike, own: Iterable[str]) -> Iterator[Path]:
     """
     _check_replaceable(Path(folder), frozenset(own))
     target = Path(os.path.abspath(folder))  # "." and "x/.." name their folder
-    tmp = _temporary(target, "tmp")
+    tmp = temporary_path(target, "tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp.mkdir()
@@ -261,7 +324,7 @@ def _swap(tmp: Path, target: Path) -> None:
     old = None
     try:
         if target.exists():
-            old = _temporary(target, "old")
+            old = temporary_path(target, "old")
             os.rename(target, old)
         os.rename(tmp, target)
     except OSError as exc:

@@ -6,20 +6,24 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from covrag.cli._common import progress_bar
+from covrag.errors import ConfigError
 
 if TYPE_CHECKING:
     from covrag.ingest import Chunker, IngestReport
 
 #: Skipped files listed one by one (the rest are counted).
 _SHOWN_SKIPS = 20
+#: The largest ``--max-file-mb`` (100 GB): more is a typo, not a document.
+_MAX_FILE_MB = 100_000
 
 
 def add_chunk_args(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +44,37 @@ def add_chunk_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_read_args(parser: argparse.ArgumentParser) -> None:
+    """``--follow-symlinks`` and ``--max-file-mb``: what ``--docs`` may read."""
+    from covrag.ingest.walk import DEFAULT_MAX_BYTES
+
+    parser.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="read symlinks under --docs whose targets lie outside the paths given "
+        "(default: skipped and listed)",
+    )
+    parser.add_argument(
+        "--max-file-mb",
+        type=float,
+        default=DEFAULT_MAX_BYTES / 1e6,
+        help="skip a --docs file larger than this many megabytes (10^6 bytes); no more is "
+        "ever read of it (default: %(default)g)",
+    )
+
+
+def read_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """``update_index``'s keyword arguments for ``--follow-symlinks`` and ``--max-file-mb``.
+
+    Raises:
+        ConfigError: a size that is not a positive number.
+    """
+    mb = args.max_file_mb
+    if not math.isfinite(mb) or mb <= 0 or mb > _MAX_FILE_MB:
+        raise ConfigError(f"--max-file-mb {mb:g}: must be above 0 and at most {_MAX_FILE_MB:,}")
+    return {"follow_symlinks": args.follow_symlinks, "max_bytes": max(1, int(mb * 1e6))}
+
+
 def chunker_from_args(args: argparse.Namespace) -> Chunker:
     from covrag.ingest import Chunker
 
@@ -47,9 +82,15 @@ def chunker_from_args(args: argparse.Namespace) -> Chunker:
 
 
 def index_documents(
-    paths: Sequence[str], out: Path, kind: str, chunker: Chunker, console: Console
+    paths: Sequence[str],
+    out: Path,
+    kind: str,
+    chunker: Chunker,
+    console: Console,
+    limits: dict[str, Any] | None = None,
 ) -> IngestReport:
-    """Index ``paths`` into ``out`` (incrementally) with a progress bar, and print what it did."""
+    """Index ``paths`` into ``out`` (incrementally) with a progress bar, and print what it did
+    (``limits``: :func:`read_limits`)."""
     from covrag.ingest import update_index
 
     with progress_bar(console) as progress:
@@ -61,6 +102,7 @@ def index_documents(
             chunker=chunker,
             on_files=lambda n: progress.update(task, total=n),
             on_file=lambda path: progress.update(task, advance=1, description=path.name),
+            **(limits or {}),
         )
     _print_report(report, out, kind, console)
     return report

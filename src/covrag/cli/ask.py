@@ -24,7 +24,14 @@ from covrag.cli._common import (
     err_console,
     progress_bar,
 )
-from covrag.cli._docs import add_chunk_args, cached_index, chunker_from_args, index_documents
+from covrag.cli._docs import (
+    add_chunk_args,
+    add_read_args,
+    cached_index,
+    chunker_from_args,
+    index_documents,
+    read_limits,
+)
 from covrag.pipeline.config import AskConfig
 from covrag.types import Aspect
 
@@ -65,6 +72,7 @@ def register(sub: Subparsers) -> None:
         ".jsonl), indexed on the fly (BM25) and cached: unchanged files are not read again",
     )
     add_chunk_args(p)
+    add_read_args(p)
     p.add_argument("--include", nargs="+", default=[], help="subtopics the answer must cover")
     p.add_argument("--exclude", nargs="+", default=[], help="subtopics the answer must leave out")
     p.add_argument(
@@ -118,7 +126,7 @@ def _index_docs(args: argparse.Namespace, console: Console) -> tuple[Path, list[
     """The cached index of ``--docs``, updated; and a warning per file it skipped."""
     chunker = chunker_from_args(args)
     folder = cached_index(args.docs, "bm25", chunker)
-    report = index_documents(args.docs, folder, "bm25", chunker, console)
+    report = index_documents(args.docs, folder, "bm25", chunker, console, read_limits(args))
     return folder, [f"skipped {s.source}: {s.reason}" for s in report.skipped]
 
 
@@ -148,6 +156,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
     inputs = [("--corpus", args.corpus), ("--index", args.index)]
     inputs += [("--docs", path) for path in args.docs or ()]
     check_outputs(inputs, [("--out", out)])
+    read_limits(args)  # a bad --max-file-mb is refused before any work
     if args.json:
         # stdout carries the record alone: everything shown goes to stderr.
         console = err_console

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -21,13 +22,19 @@ def register(sub: Subparsers) -> None:
         type=Path,
         help="run JSON from `covrag select --run-json`, or a bench summary.json or its folder",
     )
-    p.add_argument("-o", "--out", required=True, type=Path, help="HTML file to write")
+    p.add_argument(
+        "-o", "--out", required=True, type=Path, help="HTML file to write ('-': standard output)"
+    )
     p.set_defaults(run_command=run_report)
 
 
 def run_report(args: argparse.Namespace, console: Console) -> int:
-    from covrag.report import write_report
+    from covrag.report import load_report_input, render_report, write_report
 
+    if str(args.out) == "-":  # not a file: a pipe or terminal takes the page as it is
+        data, where = load_report_input(args.source)
+        sys.stdout.write(render_report(data, where))
+        return 0
     inputs = [("source", args.source), ("source", args.source / "summary.json")]
     check_outputs(inputs, [("--out", args.out)])
     path = write_report(args.source, args.out)

@@ -10,7 +10,13 @@ from rich.console import Console
 from rich.table import Table
 
 from covrag.cli._common import Subparsers, check_outputs
-from covrag.cli._docs import add_chunk_args, chunker_from_args, index_documents
+from covrag.cli._docs import (
+    add_chunk_args,
+    add_read_args,
+    chunker_from_args,
+    index_documents,
+    read_limits,
+)
 from covrag.cli._executor import add_ray_option, executor_from_args
 from covrag.errors import ConfigError
 
@@ -46,6 +52,7 @@ def register(sub: Subparsers) -> None:
         "--kind cover: a CoveR model folder (covrag train cover)",
     )
     add_chunk_args(p)
+    add_read_args(p)
     p.add_argument("--out", required=True, type=Path, help="index folder to write")
     add_ray_option(p)
     p.set_defaults(run_command=run_index)
@@ -73,8 +80,10 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     if args.docs is not None:
         if getattr(args, "ray", None) is not None:
             raise ConfigError("--ray spreads --corpus indexing; --docs indexes in this process")
+        limits = read_limits(args)
         check_outputs([("--docs", p) for p in args.docs], [], [("--out", args.out)])
-        index_documents(args.docs, args.out, args.kind, chunker_from_args(args), console)
+        chunker = chunker_from_args(args)
+        index_documents(args.docs, args.out, args.kind, chunker, console, limits)
         return 0
     corpus = args.corpus or "bundled"
     check_outputs([("--corpus", corpus), ("--model", args.model)], [], [("--out", args.out)])

@@ -7,9 +7,11 @@ builds or incrementally updates a saved index. It needs the ``docs`` extra.
 
 from covrag.ingest.chunk import Chunker
 from covrag.ingest.library import IngestReport, read_documents, update_index
-from covrag.ingest.readers import Document, UnreadableError, find_files, read_document
+from covrag.ingest.readers import Document, UnreadableError, read_document
+from covrag.ingest.walk import DEFAULT_MAX_BYTES, find_files, read_file
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "Chunker",
     "Document",
     "IngestReport",
@@ -17,5 +19,6 @@ __all__ = [
     "find_files",
     "read_document",
     "read_documents",
+    "read_file",
     "update_index",
 ]

@@ -1,11 +1,13 @@
 """Build or update a saved index from a user's files, re-reading only what changed.
 
-:func:`update_index` lists the files (:func:`~covrag.ingest.readers.find_files`), hashes each,
-and compares with the index's ``documents.json`` (:mod:`covrag.schema.documents`): a file with
-the same path and hash, chunked with the same settings, keeps its passages; a new or changed
-file is read and chunked; a file no longer named (or now unreadable) drops out. Unreadable files
-are skipped and reported, never fatal; an update that leaves no passage is an error. The new
-index is written into a temporary folder and swapped into place
+:func:`update_index` lists the files (:func:`~covrag.ingest.walk.find_files`: regular files
+inside the paths given; symlinks out of them, devices, FIFOs, loops and deep folders are
+skipped), reads each within a size cap (:func:`~covrag.ingest.walk.read_file`), hashes it, and
+compares with the index's ``documents.json`` (:mod:`covrag.schema.documents`): a file with the
+same path and hash, chunked with the same settings, keeps its passages; a new or changed file is
+read and chunked; a file no longer named (or now unreadable) drops out. Unreadable files are
+skipped and reported, never fatal; an update that leaves no passage is an error. The new index
+is written into a temporary folder and swapped into place
 (:func:`~covrag.retrieve.store.atomic_dir`), so a reader sees the old index or the new one; an
 update that changes nothing rewrites nothing. A dense index re-embeds only passages it has not
 embedded before.
@@ -13,6 +15,7 @@ embedded before.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -21,11 +24,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from covrag.errors import CovragError, DataError
+from covrag.errors import ConfigError, CovragError, DataError
 from covrag.ingest.chunk import Chunker
-from covrag.ingest.readers import JSONL, UnreadableError, file_hash, find_files, read_document
-from covrag.retrieve import load_index, make_retriever, read_corpus
+from covrag.ingest.readers import JSONL, UnreadableError, file_hash, read_document
+from covrag.ingest.walk import DEFAULT_MAX_BYTES, SkipError, find_files, read_file
+from covrag.retrieve import load_index, make_retriever
 from covrag.retrieve.base import IndexRetriever
+from covrag.retrieve.corpus import parse_corpus
 from covrag.retrieve.store import MANIFEST, atomic_dir, read_index_passages, read_manifest
 from covrag.schema._base import read_model
 from covrag.schema.documents import DocumentsFile, IndexedDocument, SkippedFile
@@ -72,6 +77,7 @@ class _Previous:
     passages: dict[str, Passage] = field(default_factory=dict)
     kind: str | None = None
     skipped: tuple[SkippedFile, ...] = ()
+    limits: dict[str, object] = field(default_factory=dict)
 
 
 def read_documents(folder: str | os.PathLike[str]) -> DocumentsFile | None:
@@ -100,7 +106,9 @@ def _previous(folder: Path, chunker: Chunker) -> _Previous:
         return _Previous(kind=manifest.kind)
     passages = {p.id: p for p in read_index_passages(folder)}
     documents = {d.source: d for d in listing.documents}
-    return _Previous(documents, passages, manifest.kind, tuple(listing.skipped))
+    return _Previous(
+        documents, passages, manifest.kind, tuple(listing.skipped), dict(listing.limits)
+    )
 
 
 def _doc_ids(files: Mapping[Path, str], previous: _Previous) -> dict[Path, str]:
@@ -130,7 +138,9 @@ def _parse(path: Path, doc_id: str, data: bytes, chunker: Chunker) -> tuple[str,
     """The title and passages of one file (UnreadableError with the reason)."""
     if path.suffix.lower() in JSONL:
         try:
-            passages = list(read_corpus(path))
+            passages = list(
+                parse_corpus(io.StringIO(data.decode("utf-8"), newline=None), str(path))
+            )
         except (DataError, UnicodeDecodeError) as exc:
             raise UnreadableError(str(exc).removeprefix(f"{path}: ")) from None
         if not passages:
@@ -153,7 +163,11 @@ class _Collected:
 
 
 def _collect(
-    files: Mapping[Path, str], previous: _Previous, chunker: Chunker, on_file: FileCallback
+    files: Mapping[Path, str],
+    previous: _Previous,
+    chunker: Chunker,
+    on_file: FileCallback,
+    max_bytes: int,
 ) -> _Collected:
     out = _Collected()
     seen: set[str] = set()
@@ -162,7 +176,7 @@ def _collect(
         doc_id = doc_ids[path]
         source = str(path)
         try:
-            data = path.read_bytes()
+            data = read_file(path, max_bytes)
             digest = file_hash(data)
             known = previous.documents.get(source)
             if (
@@ -179,9 +193,11 @@ def _collect(
             if clash is not None:
                 raise UnreadableError(f"passage id {clash!r} is already taken by another file")
         except OSError as exc:
-            out.skipped.append(SkippedFile(source=source, reason=exc.strerror or str(exc)))
+            reason = exc.strerror or str(exc)
+            out.skipped.append(SkippedFile(source=source, reason=reason, kind="unreadable"))
         except UnreadableError as exc:
-            out.skipped.append(SkippedFile(source=source, reason=str(exc)))
+            kind = exc.kind if isinstance(exc, SkipError) else "unreadable"
+            out.skipped.append(SkippedFile(source=source, reason=str(exc), kind=kind))
         else:
             seen.update(p.id for p in passages)
             ids = [p.id for p in passages]
@@ -221,6 +237,8 @@ def update_index(
     chunker: Chunker | None = None,
     on_file: FileCallback | None = None,
     on_files: Callable[[int], None] | None = None,
+    follow_symlinks: bool = False,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> IngestReport:
     """Index the files named by ``paths`` into the folder ``out``, reusing what it holds.
 
@@ -231,6 +249,9 @@ def update_index(
         chunker: Passage size and overlap (default :class:`Chunker`).
         on_file: Called after each file is handled.
         on_files: Called once with the number of files found, before any is read.
+        follow_symlinks: Read symlinks whose targets lie outside ``paths`` too.
+        max_bytes: Skip a file larger than this (no more than ``max_bytes + 1`` of its bytes
+            are read).
 
     Raises:
         DataError: when no file gives a passage (the message lists the skipped files), or
@@ -244,21 +265,28 @@ def update_index(
             raise DataError(
                 "exists and is not a covrag index; refusing to overwrite it", path=str(folder)
             )
-    files, missing = find_files(paths)
+    if max_bytes < 1:
+        raise ConfigError(f"the file size cap must be positive, not {max_bytes} bytes")
+    files, missing = find_files(paths, follow_symlinks=follow_symlinks)
     if on_files is not None:
         on_files(len(files))
     previous = _previous(folder, chunker)
-    got = _collect(files, previous, chunker, on_file or (lambda _: None))
-    skipped = tuple(SkippedFile(source=m.path, reason=m.reason) for m in missing)
+    got = _collect(files, previous, chunker, on_file or (lambda _: None), max_bytes)
+    skipped = tuple(SkippedFile(source=m.path, reason=m.reason, kind=m.kind) for m in missing)
     skipped += tuple(got.skipped)
     removed = tuple(sorted(set(previous.documents) - {d.source for d in got.documents}))
     if not got.passages:
         raise DataError(_nothing_read(paths, skipped))
+    limits = {"follow_symlinks": follow_symlinks, "max_file_bytes": max_bytes}
     write = bool(got.parsed or removed or previous.kind != kind or skipped != previous.skipped)
+    write = write or limits != previous.limits
     if write:
         retriever = _build(kind, got.passages, folder, previous)
         listing = DocumentsFile(
-            settings=chunker.settings, documents=got.documents, skipped=list(skipped)
+            settings=chunker.settings,
+            documents=got.documents,
+            skipped=list(skipped),
+            limits=limits,
         )
         with atomic_dir(folder) as tmp:
             retriever.write(tmp)

@@ -1,4 +1,4 @@
-"""A user's documents as plain text: which files to read, and the text and title of each.
+"""A user's documents as plain text: the text and title of each file (which files: walk.py).
 
 Supported: ``.txt``, ``.md`` / ``.markdown``, ``.html`` / ``.htm`` and ``.pdf`` (and passage
 JSONL, read by :mod:`covrag.ingest.library` as passages, not as text). Each format goes through
@@ -19,12 +19,9 @@ Offsets of passages refer to the text these readers return (:attr:`Document.text
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import io
 import logging
-import os
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,62 +68,6 @@ class Document:
                 break
             page = number
         return page
-
-
-@dataclass(frozen=True)
-class Missing:
-    """A path the caller named that matches no readable file, and why."""
-
-    path: str
-    reason: str
-
-
-def find_files(
-    paths: Sequence[str | os.PathLike[str]],
-) -> tuple[dict[Path, str], list[Missing]]:
-    """The supported files named by ``paths`` (files, folders searched recursively, globs) and
-    the paths that named nothing readable.
-
-    Returns:
-        Each file, resolved, with a short name for its ``doc_id``: its path under the folder that
-        was named (``notes/tea.md``), or its file name when it was named itself; sorted by path.
-        Files of other types inside a folder are ignored; a file of another type named on its
-        own is reported. Hidden files and folders (``.git``, ``.cache``) and covrag index
-        folders are not searched.
-    """
-    found: dict[Path, str] = {}
-    missing: list[Missing] = []
-    for spec in paths:
-        text = str(spec)
-        magic = glob.has_magic(text)
-        matches = [Path(m) for m in glob.glob(text, recursive=True)] if magic else []
-        if not magic and os.path.lexists(text):
-            matches = [Path(text)]
-        if not matches:
-            missing.append(Missing(text, "no such file or folder"))
-        for path in matches:
-            if path.is_dir():
-                for file in _walk(path):
-                    found.setdefault(file.resolve(), file.relative_to(path).as_posix())
-            elif path.suffix.lower() in SUPPORTED:
-                found.setdefault(path.resolve(), path.name)
-            else:
-                kinds = ", ".join(SUPPORTED)
-                missing.append(Missing(str(path), f"unsupported file type (reads {kinds})"))
-    return dict(sorted(found.items())), missing
-
-
-def _walk(folder: Path) -> Iterable[Path]:
-    for root, dirs, files in os.walk(folder):
-        # Hidden folders and covrag indexes (whose passages.jsonl would be read again) are skipped.
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not _is_index(Path(root) / d))
-        for name in sorted(files):
-            if not name.startswith(".") and Path(name).suffix.lower() in SUPPORTED:
-                yield Path(root) / name
-
-
-def _is_index(folder: Path) -> bool:
-    return (folder / "manifest.json").is_file() and (folder / "passages.jsonl").is_file()
 
 
 def file_hash(data: bytes) -> str:

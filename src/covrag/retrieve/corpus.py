@@ -42,29 +42,34 @@ def read_corpus(path: str | os.PathLike[str]) -> tuple[Passage, ...]:
         DataError: on bad JSON, a line that is not an object, a missing or empty ``id`` or
             ``text``, a bad ``tokens`` or a duplicate ``id``; the message names file, line, field.
     """
-    name = str(path)
+    with open(path, encoding="utf-8") as handle:
+        return parse_corpus(handle, str(path))
+
+
+def parse_corpus(lines: Iterable[str], name: str) -> tuple[Passage, ...]:
+    """The passages of the lines of a passage corpus JSONL file called ``name`` (for the
+    messages); what :func:`read_corpus` reads, for a file whose bytes are already in memory."""
     passages: list[Passage] = []
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(
-                    f"invalid JSON: {exc.msg} at column {exc.colno}", path=name, line=number
-                ) from None
-            passage = _passage(record, name, number)
-            if passage.id in seen:
-                raise DataError(
-                    f"duplicate id {passage.id!r} (first on line {seen[passage.id]})",
-                    path=name,
-                    line=number,
-                    field="id",
-                )
-            seen[passage.id] = number
-            passages.append(passage)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"invalid JSON: {exc.msg} at column {exc.colno}", path=name, line=number
+            ) from None
+        passage = _passage(record, name, number)
+        if passage.id in seen:
+            raise DataError(
+                f"duplicate id {passage.id!r} (first on line {seen[passage.id]})",
+                path=name,
+                line=number,
+                field="id",
+            )
+        seen[passage.id] = number
+        passages.append(passage)
     return tuple(passages)
 
 

@@ -17,13 +17,13 @@ import contextlib
 import json
 import os
 import shutil
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from covrag.errors import DataError
+from covrag.files import temporary_path
 from covrag.retrieve.corpus import passage_record, read_corpus
 from covrag.types import Passage, as_mapping
 from covrag.version import __version__
@@ -179,12 +179,12 @@ def atomic_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
             )
     final.parent.mkdir(parents=True, exist_ok=True)
     # os.mkdir honours the umask (mkdtemp would make the index private to its owner).
-    tmp = final.parent / f".{final.name}.{uuid.uuid4().hex}.tmp"
+    tmp = temporary_path(final, "tmp")  # fits beside a name near the 255-byte limit
     os.mkdir(tmp)
     try:
         yield tmp
         if final.exists():
-            old = final.parent / f".{final.name}.{uuid.uuid4().hex}.old"
+            old = temporary_path(final, "old")
             os.replace(final, old)
             os.replace(tmp, final)
             shutil.rmtree(old, ignore_errors=True)

@@ -7,10 +7,14 @@ incremental update compares against::
      "settings": {"chunker": "semchunk", "tokens": 200, "overlap": 20, "counter": "..."},
      "documents": [{"doc_id": "notes/tea.md", "source": "/abs/notes/tea.md", "title": "Tea",
                     "sha256": "...", "passages": ["notes/tea.md#1", ...]}],
-     "skipped": [{"source": "/abs/broken.pdf", "reason": "not a readable PDF (...)"}]}
+     "skipped": [{"source": "/abs/broken.pdf", "reason": "not a readable PDF (...)",
+                  "kind": "unreadable"}],
+     "limits": {"follow_symlinks": false, "max_file_bytes": 100000000}}
 
 A file whose ``source`` and ``sha256`` are unchanged (under the same ``settings``) keeps its
-passages as they are; any other file is read and chunked again.
+passages as they are; any other file is read and chunked again. ``skipped`` lists every path that
+gave no document, each with a ``kind`` (:class:`SkippedFile`); ``limits`` are the reading limits
+of the update that wrote the file (:mod:`covrag.ingest.walk`).
 """
 
 from __future__ import annotations
@@ -38,12 +42,19 @@ class IndexedDocument(BaseModel):
 
 
 class SkippedFile(BaseModel):
-    """A file that could not be read, and why."""
+    """A path that gave no document, and why.
+
+    ``kind`` sorts the reasons: ``missing``, ``unsupported``, ``unreadable`` (a damaged file,
+    no text, an OS error), ``outside`` (a symlink out of the paths given), ``special`` (a
+    device, FIFO or socket), ``too-large`` (over the size cap), ``loop`` (a symlink loop) or
+    ``too-deep`` (a folder nested too deep); None in files written before it existed.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     source: str
     reason: str
+    kind: str | None = None
 
 
 class DocumentsFile(BaseModel):
@@ -56,6 +67,7 @@ class DocumentsFile(BaseModel):
     settings: dict[str, Any]
     documents: list[IndexedDocument]
     skipped: list[SkippedFile] = []
+    limits: dict[str, Any] = {}
 
     @model_validator(mode="after")
     def _check(self) -> DocumentsFile:
