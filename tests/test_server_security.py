@@ -333,12 +333,13 @@ class _SteppedClock:
 def test_a_dripping_body_is_cut_by_one_deadline_not_per_chunk(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A body that keeps dripping (every gap 20 s, under the 60 s limit) is cut once the whole
-    body has taken 60 s: a per-read timeout would wait for it forever. The clock is stepped,
-    so the test takes no time and holds no timing window."""
+    """A body that keeps dripping (every gap 20 min, under the hour's limit) is cut once the
+    whole body has taken an hour. The clock is stepped, so the test takes no time and holds no
+    timing window; a deadline restarted per chunk would leave the guard waiting 20 real minutes,
+    and the socket's 60 s bound fails the test."""
     clock = _SteppedClock()
     monkeypatch.setattr(guard_module, "time", clock)
-    config = ServerConfig(preload=False, default_coverage="gold", body_timeout_s=60)
+    config = ServerConfig(preload=False, default_coverage="gold", body_timeout_s=3600)
     with serve_in_background(config) as base:
         host, port = base.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=60) as sock:
@@ -346,14 +347,14 @@ def test_a_dripping_body_is_cut_by_one_deadline_not_per_chunk(
                 b"POST /v1/select HTTP/1.1\r\nHost: test\r\nContent-Type: application/json"
                 b"\r\nContent-Length: 1000\r\n\r\n"
             )
-            # Two reads: the deadline (now + 60 s), then the time left for the first chunk.
+            # Two reads: the deadline (now + 1 h), then the time left for the first chunk.
             clock.wait_for_reads(2)
             for reads in (3, 4):
-                clock.now += 20
+                clock.now += 1200
                 sock.sendall(b" ")
                 clock.wait_for_reads(reads)  # took the chunk, waits for the next one
                 assert not select.select([sock], [], [], 0)[0], "cut before the deadline"
-            clock.now += 20  # 60 s since the body was first awaited
+            clock.now += 1200  # an hour since the body was first awaited
             sock.sendall(b" ")
             reply = _read_reply(sock)
     assert reply.startswith(b"HTTP/1.1 408 "), reply[:200]
