@@ -52,8 +52,9 @@ chromium:
 test: lint typecheck chromium
 	$(VENV)/bin/pytest -q
 
-# Every slow test: end-to-end runs on the tiny models, training, Ray (about 50 minutes or more on 2
-# busy cores; timed 2026-12-04 with --durations=0, see SLOW_CI).
+# Every slow test: end-to-end runs on the tiny models, training, Ray. More than CI's 30 minutes:
+# timed file by file on 2 busy cores (2026-12-04), seven files took 27 minutes and the decomposer's
+# test alone ran past 15 minutes at a load average of 23, with seven files still to go.
 test-slow: $(VENV)/.installed-dev
 	$(VENV)/bin/pytest -q -m slow || [ $$? -eq 5 ]
 
