@@ -1,4 +1,6 @@
-"""Retrieval with CoveR against plain MiniLM and BM25: Recall@k and StRecall@k (BENCHMARKS 13).
+"""Retrieval with CoveR against plain MiniLM and BM25: Recall@k and StRecall@k.
+
+Measured in docs/experiments/19-cover-retriever.md.
 
 The corpus is every passage of the split's topics (deduplicated by id); each topic's question is
 searched over all of it. Recall@k is the share of the topic's labelled passages (those answering

@@ -5,8 +5,9 @@
         --passes 0 --out DIR
 
 Per topic: the shipped coverage cross-encoder scores pool x gold aspects and greedy coverage
-selects k = 8 (as in BENCHMARKS section 10), so both writers read the same context. The writers
-and the critique see no gold: their aspects are the LLM's sub-questions of the topic's question
+selects k = 8 (as in docs/experiments/10-cited-answers.md), so both writers read the same
+context. The writers and the critique see no gold: their aspects are the LLM's sub-questions of the
+topic's question
 (as in ``covrag ask``), with the cross-encoder's coverage of the context x sub-questions. Each
 writer writes an answer and ``--passes`` rounds of critique (``pointers``) and checked rewrite;
 every draft is judged against the gold aspects (the nuggets) by the same LLM and by the

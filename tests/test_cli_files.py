@@ -12,7 +12,7 @@ import signal
 import stat
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -126,6 +126,29 @@ def bench(out: Path, *extra: str) -> list[str]:
     return ["bench", "--dataset", DEV, *selectors, *FAST, "--out", str(out), *extra]
 
 
+_MAIN = "import sys; from covrag.cli import main; sys.exit(main(sys.argv[1:]))"
+READY = b"bench computed in its staged folder\n"
+# The real CLI, with the bench paused inside its staged folder once its work is done: it prints
+# READY and waits on stdin (never answered) for the test's signal.
+_PAUSED_BENCH = f"""
+import sys
+import covrag.cli.bench as bench
+from covrag.cli import main
+
+real = bench._bench
+
+def paused(*args):
+    result = real(*args)
+    sys.stdout.write({READY.decode()!r})
+    sys.stdout.flush()
+    sys.stdin.readline()
+    return result
+
+bench._bench = paused
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_a_reused_bench_folder_keeps_no_older_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -174,11 +197,12 @@ def test_report_refuses_a_bench_folder_with_missing_runs(
     assert not (tmp_path / "r.html").exists()
 
 
-def _covrag(*args: str, limit: Callable[[], None] | None = None) -> subprocess.Popen[bytes]:
+def _covrag(
+    *args: str, limit: Callable[[], None] | None = None, code: str = _MAIN
+) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["COLUMNS"] = "1000"
-    code = "import sys; from covrag.cli import main; sys.exit(main(sys.argv[1:]))"
 
     def prepare() -> None:
         # Ctrl-C as a shell in the foreground gives it: a run started in the background of a
@@ -190,18 +214,19 @@ def _covrag(*args: str, limit: Callable[[], None] | None = None) -> subprocess.P
     return subprocess.Popen(
         [sys.executable, "-c", code, *args],
         env=env,
-        stdout=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE if code != _MAIN else subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         preexec_fn=prepare,
     )
 
 
-def _wait_for_staging(parent: Path, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while not any(p.name.endswith(".tmp") for p in parent.iterdir()):
-        assert process.poll() is None, "the bench ended before its folder was staged"
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+def _kill_after(process: subprocess.Popen[bytes], seconds: float) -> threading.Timer:
+    """A safety net, not a timing window: a hung child is killed, so a read from it ends."""
+    timer = threading.Timer(seconds, process.kill)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
@@ -211,18 +236,22 @@ def test_a_killed_bench_leaves_the_older_bench_as_it_was(
     out = tmp_path / "bench"
     assert main(bench(out, "--no-exact")) == 0
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    # The embedding coverage loads a model: the process is still working once it has staged.
-    process = _covrag(*bench(out, "--selectors", "greedy-coverage", "--coverage", "embedding"))
+    # The child runs the real bench inside its staged folder, says so on stdout, and waits:
+    # the signal lands mid-run, after the work and before the folder is written and renamed.
+    process = _covrag(*bench(out, "--selectors", "greedy-coverage"), code=_PAUSED_BENCH)
+    timer = _kill_after(process, 120)
     try:
-        _wait_for_staging(tmp_path, process)
-        # Mid-run: loading the embedding model takes seconds after the folder is staged; a
-        # signal in the microseconds between making the folder and entering the with-block
-        # could not be cleaned up by any handler.
-        time.sleep(0.3)
+        assert process.stdout is not None
+        ready = process.stdout.readline()
+        assert ready == READY, (ready, process.stderr.read() if process.stderr else b"")
+        staged = [p.name for p in tmp_path.iterdir() if p.name != "bench"]
+        assert len(staged) == 1 and staged[0].startswith(".bench.") and staged[0].endswith(".tmp")
         process.send_signal(sig)
         code = process.wait(timeout=60)
     finally:
+        timer.cancel()
         process.kill()
+        process.communicate()
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != "bench"]
@@ -230,7 +259,8 @@ def test_a_killed_bench_leaves_the_older_bench_as_it_was(
         assert code == 130
         assert leftovers == []
     else:
-        assert all(name.startswith(".bench.") for name in leftovers)
+        assert code == -signal.SIGKILL
+        assert leftovers == staged
     assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
     capsys.readouterr()
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -207,13 +206,15 @@ def test_stats_and_clear_with_filters(tmp_path: Path) -> None:
     assert cache.clear() == 2 and len(cache) == 0 and cache.stats().memos == 0
 
 
-def _keep_writing(path: str, stop: Any, count: Any) -> None:
+def _keep_writing(path: str, stop: Any, busy: Any, count: Any) -> None:
     cache = ResponseCache(path)
     i = 0
     while not stop.is_set():
         cache.put(f"w{i}", "test", ChatResult("x", "m"))
         i += 1
         count.value = i
+        if i == 20:
+            busy.set()  # the reader starts once the writer is well under way
     cache.close()
 
 
@@ -221,14 +222,12 @@ def test_clear_and_stats_are_safe_while_another_process_writes(tmp_path: Path) -
     path = tmp_path / "busy.sqlite"
     ResponseCache(path).close()
     context = multiprocessing.get_context("spawn")
-    stop, count = context.Event(), context.Value("i", 0)
-    writer = context.Process(target=_keep_writing, args=(str(path), stop, count))
+    stop, busy, count = context.Event(), context.Event(), context.Value("i", 0)
+    writer = context.Process(target=_keep_writing, args=(str(path), stop, busy, count))
     writer.start()
     try:
         cache = ResponseCache(path)
-        deadline = time.monotonic() + 30
-        while count.value < 20 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert busy.wait(120), "the writer process never wrote 20 entries"
         for _ in range(5):
             stats = cache.stats()
             assert stats.entries == sum(m.entries for m in stats.models)  # one snapshot

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +13,10 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
+import covrag.server.app as app_module  # noqa: E402
 from covrag.server import ServerConfig  # noqa: E402
 from covrag.server.run import serve_in_background  # noqa: E402
+from covrag.server.service import run_job  # noqa: E402
 
 pytestmark = pytest.mark.model
 
@@ -316,28 +316,38 @@ def test_reports_without_a_folder_are_404() -> None:
         assert response.status_code == 404 and "--reports-dir" in response.json()["detail"]
 
 
-def test_timeout_answers_504_and_the_loop_stays_free() -> None:
-    config = ServerConfig(default_coverage="embedding", timeout_s=0.05, preload=False)
-    salt = uuid.uuid4().hex  # unseen texts: the encoder's cache cannot answer them
-    passages = [
-        {"id": f"p{i}", "text": f"{salt} passage number {i} about traffic and trade"}
-        for i in range(150)
-    ]
-    request = body(passages=passages, aspects=[{"id": "a", "text": f"{salt} pollution"}])
+def test_timeout_answers_504_and_the_loop_stays_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = ServerConfig(default_coverage="gold", timeout_s=0.05, preload=False)
+    started, release = threading.Event(), threading.Event()
+
+    def held(job: Any) -> Any:
+        # The real selection, held in its pool thread until the test lets it go: the request
+        # outlives the timeout by construction, not by being slow enough.
+        started.set()
+        assert release.wait(120), "the test never released the selection"
+        return run_job(job)
+
+    monkeypatch.setattr(app_module, "run_job", held)
     with serve_in_background(config) as url:
         results: dict[str, Any] = {}
 
-        def slow() -> None:
-            results["select"] = httpx.post(f"{url}/v1/select", json=request, timeout=60)
+        def select() -> None:
+            results["select"] = httpx.post(f"{url}/v1/select", json=body(), timeout=60)
 
-        thread = threading.Thread(target=slow)
+        thread = threading.Thread(target=select)
         thread.start()
-        time.sleep(0.02)
-        health = httpx.get(f"{url}/healthz", timeout=10)
-        thread.join()
+        try:
+            assert started.wait(60), "the selection never reached the thread pool"
+            health = httpx.get(f"{url}/healthz", timeout=10)
+            thread.join(60)
+            answered_while_held = not thread.is_alive() and not release.is_set()
+        finally:
+            release.set()
+            thread.join(60)
     # The loop stayed free: it answered /healthz and fired the 0.05 s timeout while the
-    # selection (150 unseen texts to embed) was still running in the thread pool.
+    # selection was still running in the thread pool.
     assert health.status_code == 200
+    assert answered_while_held
     response = results["select"]
     assert response.status_code == 504
     assert "0.05 s timeout" in response.json()["detail"]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
-import time
+import threading
 
 import pytest
 
@@ -22,23 +23,36 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_serve_command_runs_a_server_that_checks_the_key() -> None:
-    port = _free_port()
-    env = {**os.environ, "COVRAG_API_KEY": "from-env"}
-    command = [sys.executable, "-m", "covrag.cli", "serve", "--port", str(port)]
-    command += ["--no-preload", "--coverage", "gold", "--log-level", "warning"]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+def _wait_for_listening(process: subprocess.Popen[str]) -> str:
+    """The URL uvicorn says it listens on (its readiness line), or a loud failure with the log."""
+    assert process.stdout is not None
+    # A safety net, not a timing window: a server that hangs before listening is killed, which
+    # ends the read below.
+    timer = threading.Timer(120, process.kill)
+    timer.daemon = True
+    timer.start()
+    seen: list[str] = []
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                health = httpx.get(f"{url}/healthz", timeout=2)
-                break
-            except httpx.TransportError:
-                assert process.poll() is None, process.stdout.read() if process.stdout else ""
-                assert time.monotonic() < deadline, "covrag serve did not start"
-                time.sleep(0.1)
+        for line in process.stdout:
+            seen.append(line)
+            if found := re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", line):
+                return found.group(1)
+    finally:
+        timer.cancel()
+    raise AssertionError("covrag serve did not start:\n" + "".join(seen))
+
+
+def test_serve_command_runs_a_server_that_checks_the_key() -> None:
+    env = {**os.environ, "COVRAG_API_KEY": "from-env"}
+    # Port 0: the kernel picks a free port, and uvicorn's readiness line names it.
+    command = [sys.executable, "-m", "covrag.cli", "serve", "--port", "0"]
+    command += ["--no-preload", "--coverage", "gold", "--log-level", "info"]
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        url = _wait_for_listening(process)
+        health = httpx.get(f"{url}/healthz", timeout=10)
         assert health.status_code == 200
         request = {
             "query": "q",

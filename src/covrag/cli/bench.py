@@ -237,7 +237,7 @@ def _demo_tour(topics: Sequence[Topic], console: Console) -> BenchResult:
         "each method is from it on StRecall@10. These 4 dev topics are easier than most: on "
         "ArgKP topics the coverage model never saw (5-fold cross-validation, a model trained "
         "per fold) expected-coverage @ cross-encoder reaches 0.626 alpha-nDCG@10 "
-        "(docs/BENCHMARKS.md, section 20)."
+        "(docs/experiments/20-question-aware-coverage.md)."
     )
     return result
 

@@ -146,8 +146,8 @@ class CrossEncoderCoverage(CoverageEstimator):
             can lose; 0 (the default) is the cross-encoder alone. On 12 ArgKP topics the
             fold models never saw, 0.5 moved alpha-nDCG@10 from 0.563 to 0.577 with
             question-form aspects and from 0.650 to 0.629 with statements
-            (docs/BENCHMARKS.md, section 20), so it is not on by default; with the LLM's
-            sub-questions (28 topics, 0.454 alone, 0.44-0.45 blended) and as the judge of
+            (docs/experiments/20-question-aware-coverage.md), so it is not on by default; with the
+            LLM's sub-questions (28 topics, 0.454 alone, 0.44-0.45 blended) and as the judge of
             "covered" for questions it does no better either (same section).
         blend_model: The bi-encoder of the blend (sentence-transformers name or path); None for
             the packaged MiniLM.
@@ -155,8 +155,8 @@ class CrossEncoderCoverage(CoverageEstimator):
             the model is less sure of a passage against a question than against a statement
             of the same point. None = the one stored with the model (the shipped model's 0.3
             was chosen by five-fold cross-validation of F1 on ArgKP's labelled pairs,
-            docs/BENCHMARKS.md, section 20), and when ``threshold`` is given, or the model
-            stores none, ``threshold`` for every aspect.
+            docs/experiments/20-question-aware-coverage.md), and when ``threshold`` is given, or
+            the model stores none, ``threshold`` for every aspect.
         answers_gate: An aspect's answer sketches (:attr:`~covrag.types.Aspect.answers`) are
             scored beside its text, each passage keeping its best; a sketch counts only when
             the model, reading it as a passage, gives it at least this probability of covering
@@ -165,7 +165,8 @@ class CrossEncoderCoverage(CoverageEstimator):
             sketches each) expected coverage reaches alpha-nDCG@10 0.612 with the gate at
             0.5, 0.595 at 0.8, 0.539 with every sketch, against 0.582 for the questions alone;
             but those are the shipped model's training topics, and on 14 topics a model never
-            saw the sketches lower it at any gate (docs/BENCHMARKS.md, section 20).
+            saw the sketches lower it at any gate
+            (docs/experiments/20-question-aware-coverage.md).
     """
 
     name = "cross-encoder"

@@ -20,7 +20,8 @@ class EmbeddingCoverage(CoverageEstimator):
     A cheap, label-free estimator. Bi-encoder similarity measures topical closeness, not whether
     a passage answers a sub-question, so it is a weak coverage signal. The default threshold, 0.8,
     is the best mean alpha-nDCG@10 / RVC of greedy coverage over the three bundled dev splits in a
-    sweep of 0.3-0.8 (docs/BENCHMARKS.md); retune it for other data and sub-question sources.
+    sweep of 0.3-0.8 (docs/experiments/02-embedding-threshold.md); retune it for other data and
+    sub-question sources.
 
     Args:
         threshold: Cosine at or above which a pair counts as covered.

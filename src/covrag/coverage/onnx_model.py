@@ -155,7 +155,8 @@ def unsigned_weights(model: Any) -> int:
     two adjacent byte products in a signed 16-bit lane, which saturates once 2 x 255 x |w| passes
     32,767 (weights beyond +-64; ``benchmarks/int8_exactness.py``), so the same model scored the
     same pair differently on two machines. Its uint8 x uint8 product widens to 16 bits first and
-    is exact everywhere (a pair about 6% slower on such a CPU; docs/BENCHMARKS.md, section 20).
+    is exact everywhere (a pair about 6% slower on such a CPU;
+    docs/experiments/20-question-aware-coverage.md).
     """
     from onnx import TensorProto, numpy_helper
 

@@ -5,8 +5,9 @@ sub-question, or an ``include`` request) that some context passage answers under
 matrix becomes a *part*, with those passages (:func:`plan_parts`); parts follow the outline's
 order when one was planned, else the aspects' order. The model writes each part's paragraph in
 its own call, shown only that part's passages (a 1.5B model asked for every part at once mixed
-up the parts' passages and ran out of tokens: BENCHMARKS.md, section 14), in its own words, at
-most one sentence per passage of the part (and up to three in any case), as constrained JSON
+up the parts' passages and ran out of tokens: docs/experiments/14-synthesising-writer.md), in its
+own words, at most one sentence per passage of the part (and up to three in any case), as
+constrained JSON
 (:func:`part_reply`) checked by :func:`paragraph_problems`: every sentence cites at least one of
 its part's passages, every passage of a part is cited in its paragraph (a paragraph that merges
 its passages into one sentence used to drop their separate points), no sentence cites more

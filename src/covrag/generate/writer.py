@@ -171,8 +171,8 @@ class CitedWriter:
     def rewrite_scale(self, previous: Draft) -> float:
         """The rewrite's token cap as a multiple of ``max_tokens``: 1.5, or less when the
         draft's own length per sentence says the rewrite needs less. A small model at
-        temperature 0 can write one sentence again and again until its cap (BENCHMARKS.md,
-        section 18); the cap bounds what such a loop costs."""
+        temperature 0 can write one sentence again and again until its cap
+        (docs/experiments/18-ask-time.md); the cap bounds what such a loop costs."""
         written = len(previous.answer.sentences)
         if previous.cut_off or not written or not previous.cost.completion_tokens:
             return 1.5

@@ -27,7 +27,8 @@ AspectSource = Sequence[AspectLike] | Callable[[str], Sequence[AspectLike]] | La
 
 #: The aspects used when none are given: the pool's representatives. Under five-fold
 #: cross-validation on ArgKP's 28 train + dev topics they beat the query as the only aspect,
-#: alpha-nDCG@10 0.500 against 0.383 with expected coverage (docs/BENCHMARKS.md, section 20).
+#: alpha-nDCG@10 0.500 against 0.383 with expected coverage
+#: (docs/experiments/20-question-aware-coverage.md).
 DEFAULT_ASPECTS: LabelFree = "pool"
 LABEL_FREE: tuple[LabelFree, ...] = ("pool", "query")
 Relevance = Literal["auto", "score", "order", "dense"]

@@ -29,7 +29,7 @@ from covrag.llm.models import DEFAULT_LOCAL_MODEL, resolve_model
 
 logger = logging.getLogger(__name__)
 
-#: Whether prompt lookup decoding is on by default (BENCHMARKS.md, section 18).
+#: Whether prompt lookup decoding is on by default (docs/experiments/18-ask-time.md).
 LOOKUP_DEFAULT = False
 
 

@@ -23,7 +23,7 @@ DecomposeStyle = Literal["factors", "points"]  # covrag.plan.decompose.STYLES
 RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "score", "order")
 
 #: The selector used wherever a caller names none (ask, the server, the integrations): the best
-#: measured selector on estimated coverage (BENCHMARKS.md).
+#: measured selector on estimated coverage (docs/BENCHMARKS.md).
 DEFAULT_SELECTOR = "expected-coverage"
 #: The coverage estimator used wherever a caller names none: the shipped cross-encoder.
 DEFAULT_COVERAGE = "cross-encoder"
@@ -34,7 +34,7 @@ DEFAULT_FLOOR = 0.5
 #: question reaches this (``covrag.select.floor``); it holds for the packaged MiniLM only.
 #: Floor and gate were chosen together by leave-topics-out cross-validation over 28 ArgKP
 #: train + dev topics (the LLM's sub-questions) and 40 Perspectrum-evidence train + dev topics
-#: (BENCHMARKS.md, section 20, "A topic gate").
+#: (docs/experiments/20-question-aware-coverage.md, "A topic gate").
 DEFAULT_GATE = 0.5
 
 
@@ -150,7 +150,7 @@ class AskConfig:
     )
     writer: WriterName = field(
         # extractive stays the default: on ArgKP and Perspectrum dev the synthesising writer
-        # copies nothing but states fewer key points (BENCHMARKS.md section 14)
+        # copies nothing but states fewer key points (docs/experiments/14-synthesising-writer.md)
         default="extractive",
         metadata=_help(
             "extractive = free cited prose, about 12 sentences; synthesis = one short cited "

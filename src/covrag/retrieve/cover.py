@@ -134,7 +134,7 @@ class CoverRetriever(DenseRetriever):
         By default each aspect is searched by its own text, as in
         :class:`~covrag.retrieve.MultiQueryRetriever`: on ArgKP dev this found more of the
         aspects in the top 50 than searching the question with the other aspects covered
-        (``others_covered=True``; ``docs/BENCHMARKS.md`` section 19).
+        (``others_covered=True``; docs/experiments/19-cover-retriever.md).
         """
         check_k(k)
         queries = self.aspect_queries(question, aspects, others_covered=others_covered)

@@ -17,7 +17,7 @@ is still uncovered.
 Estimator probabilities are rarely calibrated for this use: a cross-encoder gives high scores to
 passages on the aspect's topic that argue the opposite. ``power`` sharpens them (``q = p ** power``)
 so that confident matches dominate near misses; covrag's default, 4, was chosen on the dev splits
-(docs/BENCHMARKS.md).
+(docs/experiments/04-cross-encoder.md).
 """
 
 from __future__ import annotations

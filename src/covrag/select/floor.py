@@ -20,7 +20,7 @@ The selector then chooses among what is left and returns fewer than ``k`` passag
 none) when fewer clear the floor. The coverage probability is the relevance signal here: a
 passage's retriever score says how well it matches the words of the question, the estimator how
 likely it answers one of its sub-questions. The value is chosen by leave-topics-out
-cross-validation (docs/BENCHMARKS.md, "never pad"); 0 disables the floor.
+cross-validation (docs/experiments/13-coverage-floor.md); 0 disables the floor.
 """
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ class PlannerTrainConfig:
 
     base_model: str = "smollm2"
     # 20: with the 15 examples of a CPU data run, 3 epochs (12 steps) left the reply's form
-    # unlearnt; 20 (80 steps) learnt it on the training prompts (BENCHMARKS.md section 17)
+    # unlearnt; 20 (80 steps) learnt it on the training prompts
+    # (docs/experiments/17-trained-planner.md)
     sft_epochs: float = 20.0
     dpo_epochs: float = 2.0
     sft_learning_rate: float = 2e-4

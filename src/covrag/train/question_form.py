@@ -13,8 +13,8 @@ default, as the bundled files were made) the embedded 1.5B model keeps the numbe
 times shifts questions onto neighbouring statements, which no form check sees ("Cannabis is
 financially beneficial" -> "What is the safety and health of legal cannabis?"); one per request
 (``chunk_size=1``) removes the shifts, but its questions come out more generic and more often
-take a side (docs/BENCHMARKS.md, section 20). :func:`alignment` screens for shifts: the share of
-statements whose own question is the nearest of their topic's questions.
+take a side (docs/experiments/20-question-aware-coverage.md). :func:`alignment` screens for shifts:
+the share of statements whose own question is the nearest of their topic's questions.
 
 Both ways write many questions that several key points of a topic answer alike: 32 pairs of
 ArgKP key points share the very same bundled question ("What are the benefits of private
@@ -108,7 +108,7 @@ STYLES = ("neutral", "contrast")
 # Statements per request: small enough for a 1.5B model to keep the numbering straight. It still
 # shifts some questions onto neighbouring statements (ArgKP: 163 of 243 key points nearest to
 # their own question, 171 with one per request, which writes more generic, more partial
-# questions instead; docs/BENCHMARKS.md, section 20).
+# questions instead; docs/experiments/20-question-aware-coverage.md).
 CHUNK = 8
 PARAMS = ChatParams(temperature=0.0, max_tokens=900, seed=0)
 
