@@ -31,7 +31,8 @@ def _dataset(tmp_path: Path, text: str, name: str = "data.jsonl") -> Path:
 
 def _select(tmp_path: Path, dataset: Path, *more: str) -> int:
     out = tmp_path / "run.trec"
-    code = main(["select", "--dataset", str(dataset), "--selector", "topk", "--out", str(out), *more])
+    args = ["select", "--dataset", str(dataset), "--selector", "topk", "--out", str(out)]
+    code = main([*args, *more])
     assert code == 2 and not out.exists()
     return code
 
