@@ -245,3 +245,22 @@ def test_a_corrupt_response_cache_is_named_and_left_as_it_is(
     assert cache.read_bytes() == content and sorted(folder.iterdir()) == [cache]
     with pytest.raises(sqlite3.DatabaseError):
         sqlite3.connect(cache).execute("SELECT 1 FROM sqlite_master").fetchall()
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        (b'{"id": "p1", "text": "ok", "n": ' + LONG.encode() + b"}", "field 'n': an integer of"),
+        (b'{"id": "p1", "text": "ok\xff"}', "line 1: not UTF-8: byte 0xff"),
+        (b'{"id": "p\\ud800", "text": "ok"}', "field 'id': a lone surrogate"),
+    ],
+)
+def test_index_names_the_corpus_line_at_fault(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: bytes, says: str
+) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(line + b"\n")
+    index = tmp_path / "index"
+    assert main(["index", "--corpus", str(corpus), "--kind", "bm25", "--out", str(index)]) == 2
+    assert f"{corpus}, line 1" in (err := _error(capsys)) and says in err
+    assert not index.exists()

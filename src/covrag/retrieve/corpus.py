@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from covrag.data import BUNDLED, load_dataset, resolve_dataset
+from covrag.data.jsonl import decode_line
 from covrag.errors import DataError
+from covrag.files import iter_lines
 from covrag.types import Passage, Topic, as_mapping
 
 logger = logging.getLogger(__name__)
@@ -45,26 +47,20 @@ def read_corpus(path: str | os.PathLike[str]) -> tuple[Passage, ...]:
     name = str(path)
     passages: list[Passage] = []
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(
-                    f"invalid JSON: {exc.msg} at column {exc.colno}", path=name, line=number
-                ) from None
-            passage = _passage(record, name, number)
-            if passage.id in seen:
-                raise DataError(
-                    f"duplicate id {passage.id!r} (first on line {seen[passage.id]})",
-                    path=name,
-                    line=number,
-                    field="id",
-                )
-            seen[passage.id] = number
-            passages.append(passage)
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        record = decode_line(line, name, number)
+        passage = _passage(record, name, number)
+        if passage.id in seen:
+            raise DataError(
+                f"duplicate id {passage.id!r} (first on line {seen[passage.id]})",
+                path=name,
+                line=number,
+                field="id",
+            )
+        seen[passage.id] = number
+        passages.append(passage)
     return tuple(passages)
 
 
@@ -160,13 +156,15 @@ def load_corpus(spec: str | os.PathLike[str] | None = None) -> tuple[Passage, ..
 
 def _is_coverage_file(path: Path) -> bool:
     """Whether the first record of a JSONL file looks like a coverage topic, not a passage."""
-    with open(path, encoding="utf-8") as handle:
+    # Bad bytes, JSON nested too deeply or an integer too long to read: read_corpus (or the
+    # dataset reader) reports the error with its line.
+    with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             if line.strip():
                 try:
                     record = json.loads(line)
-                except json.JSONDecodeError:
-                    return False  # read_corpus reports the error with its line
+                except (ValueError, RecursionError):
+                    return False
                 return isinstance(record, dict) and "query_id" in record and "passages" in record
     return False
 
