@@ -2,7 +2,9 @@
 or a run file holds, reading it gives records or a DataError, never another exception; the
 column-wise fast paths of the TREC readers (issue 16) give what the line readers give; whatever a
 folder of documents holds (symlinks in and out, loops, FIFOs, devices), the walker finds only
-regular files inside it and reads them within the size cap (issue 35)."""
+regular files inside it and reads them within the size cap (issue 35). Issue 35 also adds
+integers too long to read, lone surrogates, the answer runs ``eval-answers`` reads and the whole
+of ``covrag report`` (reading and rendering)."""
 
 from __future__ import annotations
 
@@ -22,12 +24,22 @@ from covrag.data import read_run, read_topics
 from covrag.data.trec import _read_run
 from covrag.errors import DataError
 from covrag.evaluate import judgments_from_qrels, read_judgments, read_qrels
-from covrag.report import load_report_input, parse_run_file
+from covrag.evaluate.answers_io import AnswerCase, load_variants
+from covrag.report import load_report_input, parse_run_file, write_report
 from covrag.types import Topic
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 
-scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+#: Written as an integer of 5,000 digits (past Python's limit on reading integers from text).
+LONG_INT = "__long_int__"
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=8)
+    | st.sampled_from([LONG_INT, "p\ud800", "\udfff", 10**400, -(10**400)])
+)
 json_values = st.recursive(
     scalars,
     lambda inner: (
@@ -68,7 +80,11 @@ def mutated(draw: st.DrawFn, base: Callable[[], Any]) -> Any:
 
 
 def _line(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    """One JSON text; lone surrogates as ``\\ud800`` escapes (what a JSON writer gives), the
+    :data:`LONG_INT` marker as an integer of 5,000 digits."""
+    text = json.dumps(value, ensure_ascii=False)
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text.replace(f'"{LONG_INT}"', "1" * 5000).encode("utf-8")
 
 
 dataset_lines = st.lists(
@@ -260,3 +276,48 @@ def test_the_folder_walker_finds_only_regular_files_inside_and_reads_them_within
             except SkipError as error:
                 assert error.kind == "too-large"
         assert all(s.kind and s.reason for s in skipped)
+
+
+@FUZZ
+@given(mutated(_run_file).map(_line) | st.binary(max_size=60))
+def test_report_renders_a_run_or_gives_a_data_error(data: bytes) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        source, out = Path(folder) / "run.json", Path(folder) / "report.html"
+        source.write_bytes(data)
+        try:
+            write_report(source, out)
+        except DataError:
+            assert not out.exists()
+        else:
+            assert out.read_text(encoding="utf-8").startswith("<!")
+
+
+def _answer_run() -> dict[str, Any]:
+    """A run file as ``covrag ask`` writes it: an answer and the drafts that led to it."""
+    record = _run_file()
+    draft = {"sentences": [{"text": "Cars pollute.", "passage_ids": ["p1"]}]}
+    record["topics"][0]["generation"] = {"drafts": [draft, draft]}
+    return record
+
+
+def _load_answers(path: Path) -> Any:
+    return load_variants([path]), load_variants([path], all_passes=True)
+
+
+@FUZZ
+@given(mutated(_answer_run).map(_line) | st.binary(max_size=60))
+def test_answer_run_reader_gives_answers_or_a_data_error(data: bytes) -> None:
+    read = _read(data, _load_answers)
+    assert read is None or all(
+        isinstance(case, AnswerCase)
+        for variants in read
+        for cases in variants.values()
+        for case in cases
+    )
+
+
+def test_the_unmutated_answer_run_reads() -> None:
+    read = _read(_line(_answer_run()), _load_answers)
+    assert read is not None
+    single, passes = read
+    assert list(single) == ["input"] and sorted(passes) == ["input#0", "input#1"]

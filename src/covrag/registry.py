@@ -175,6 +175,21 @@ def _matches_collection(expected: Any, origin: type, value: Any) -> bool:
     return all(matches(args[0], v) for v in items)
 
 
+#: Parameters that seed a random generator: numpy's take only integers >= 0, so a negative one is
+#: refused when the specification is read, for every class that has one.
+SEED_PARAMETERS = frozenset({"seed", "random_state"})
+
+
+def check_seed(what: str, value: object) -> None:
+    """Refuse a seed numpy's generators cannot take (a negative integer), naming ``what``.
+
+    Raises:
+        ConfigError: ``value`` is an integer below 0.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        raise ConfigError(f"{what} must be an integer >= 0 (a random seed), got {value}")
+
+
 _WORDS = {
     bool: "a bool (True or False)",
     int: "an integer",
@@ -284,6 +299,8 @@ class Registry(Generic[T]):
                     f"bad parameters for {self.kind} {name!r}: {param} must be "
                     f"{describe(expected[param])}, got {value!r}"
                 )
+            if param in SEED_PARAMETERS:
+                check_seed(f"bad parameters for {self.kind} {name!r}: {param}", value)
 
     def parse(self, spec: str, **overrides: Any) -> T:
         """Build the object a specification names, e.g. ``parse("mmr(lam=0.7)")``.

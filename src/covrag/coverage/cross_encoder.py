@@ -45,6 +45,17 @@ def card_value(path: Path, key: str) -> Any:
     return json.loads(card.read_text()).get(key)
 
 
+def _check_model_path(model: str) -> None:
+    """Refuse a model that names a path (absolute, relative, or with a folder in it) where there
+    is no folder: the loader would say only "not found", or look for it on a hub."""
+    path = Path(model).expanduser()
+    looks_like_path = path.is_absolute() or model.startswith((".", "~")) or model.count("/") > 1
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"cross-encoder model {model!r} is a file, not a model folder")
+    if looks_like_path and not path.exists():
+        raise ConfigError(f"cross-encoder model {model!r}: no such folder")
+
+
 class PairScorer:
     """Scores (passage, aspect) pairs once each, caching scores per pair.
 
@@ -72,10 +83,18 @@ class PairScorer:
         from covrag.embed import _quiet_transformers
 
         _quiet_transformers()
+        _check_model_path(model)
         # A local folder is never looked up on a hub (told to this load, not to the process).
-        self._model = CrossEncoder(
-            model, device="cpu", max_length=max_length, local_files_only=folder.is_dir()
-        )
+        try:
+            self._model = CrossEncoder(
+                model, device="cpu", max_length=max_length, local_files_only=folder.is_dir()
+            )
+        except (OSError, ValueError) as exc:  # transformers' "not a model" errors
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(
+                f"cross-encoder model {model!r} did not load: {reason} (give a "
+                "sentence-transformers CrossEncoder name or folder, or an ONNX export)"
+            ) from exc
         self.backend = "sentence-transformers"
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> tuple[FloatArray, int, int]:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from covrag.errors import ConfigError
+from covrag.registry import check_seed
 from covrag.types import Topic
 
 
@@ -51,8 +52,9 @@ def exclude_aspects(topics: Sequence[Topic], specs: Sequence[str], seed: int = 0
     """``topics`` with the aspects ``specs`` name set to polarity ``exclude``.
 
     Raises:
-        ConfigError: a malformed ``random:N``, or aspect ids no topic has.
+        ConfigError: a malformed ``random:N``, aspect ids no topic has, or a negative seed.
     """
+    check_seed("--exclude-seed", seed)
     if not specs:
         return list(topics)
     parsed = {spec: _random_count(spec) for spec in specs}

@@ -27,6 +27,7 @@ from typing import Any
 from covrag.errors import DataError
 from covrag.files import atomic_write_text, iter_lines
 from covrag.schema._base import read_model
+from covrag.schema._json import decode_json
 from covrag.schema.dataset import TopicLine
 from covrag.types import Topic
 
@@ -56,15 +57,10 @@ def iter_topics(path: str | os.PathLike[str]) -> Iterator[Topic]:
 
 
 def decode_line(line: str, path: str, number: int) -> Any:
-    """The JSON value of one line; bad JSON, or JSON nested too deeply to decode, is a
-    :class:`DataError` naming the file and line."""
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        message = f"invalid JSON: {exc.msg} at column {exc.colno}"
-        raise DataError(message, path=path, line=number) from None
-    except RecursionError:
-        raise DataError("invalid JSON: nested too deeply", path=path, line=number) from None
+    """The JSON value of one line; bad JSON, JSON nested too deeply to decode, an integer too
+    long to convert or a lone surrogate is a :class:`DataError` naming the file, line and field
+    (:func:`covrag.schema._json.decode_json`)."""
+    return decode_json(line, path=path, line=number)
 
 
 def read_topics(path: str | os.PathLike[str]) -> list[Topic]:

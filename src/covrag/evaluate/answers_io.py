@@ -9,7 +9,6 @@ when one is named, else the run's own aspects with its estimated coverage.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from covrag.evaluate.answers import (
 )
 from covrag.report import TopicRun, parse_run_file
 from covrag.schema._base import read_model
+from covrag.schema._json import read_json_file
 from covrag.schema.ask import GenerationOut
 from covrag.types import Answer, Aspect, Passage, Topic
 
@@ -114,7 +114,7 @@ def load_variants(
     variants: dict[str, list[AnswerCase]] = {}
     for raw_path in paths:
         path = str(raw_path)
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = read_json_file(path)
         runs = parse_run_file(data, path)
         stem = Path(path).stem
         for i, run in enumerate(runs.topics):

@@ -225,6 +225,10 @@ class RVC2(RVC):
         return _kernels.viewpoint_coverage(support, context.actual, graded=True)
 
 
+#: The most digits of the number after ``@`` (any cutoff or budget in use has far fewer).
+_MAX_AT_DIGITS = 18
+
+
 def parse_measure(spec: str | Measure) -> Measure:
     """Build a measure from its specification, e.g. ``parse_measure("alpha-nDCG@10")``.
 
@@ -243,9 +247,15 @@ def parse_measure(spec: str | Measure) -> Measure:
     at = str(getattr(factory, "at", "cutoff"))
     overrides = {}
     if sign:
-        if not number.strip().isdigit():
+        digits = number.strip()
+        if not digits.isdigit():
             raise ConfigError(f"measure {spec!r}: '@' must be followed by an integer")
-        overrides[at] = int(number)
+        if len(digits.lstrip("0")) > _MAX_AT_DIGITS:  # before int(): 5,000 digits do not convert
+            raise ConfigError(
+                f"measure {base.strip()}@...: the {at} after '@' has {len(digits):,} digits "
+                f"(at most {_MAX_AT_DIGITS})"
+            )
+        overrides[at] = int(digits)
     elif at not in params:
         raise ConfigError(f"measure {spec!r} needs a {at} after '@', e.g. {name}@10")
     return MEASURES.parse(base, **overrides)

@@ -139,7 +139,10 @@ def _parse(path: Path, doc_id: str, data: bytes, chunker: Chunker) -> tuple[str,
     if path.suffix.lower() in JSONL:
         try:
             passages = list(
-                parse_corpus(io.StringIO(data.decode("utf-8"), newline=None), str(path))
+                parse_corpus(
+                    enumerate(io.StringIO(data.decode("utf-8"), newline=None), start=1),
+                    str(path),
+                )
             )
         except (DataError, UnicodeDecodeError) as exc:
             raise UnreadableError(str(exc).removeprefix(f"{path}: ")) from None

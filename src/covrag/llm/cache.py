@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from covrag.errors import DataError
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message, canonical
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,10 @@ logger = logging.getLogger(__name__)
 #: Version of the request keys; 2 added the endpoint, the schema switch and every sampling
 #: parameter. Entries of older versions can never be hit and are dropped when a store is opened.
 SCHEMA_VERSION = 2
+
+#: SQLite's codes for a file that is not a database or whose pages are damaged: such a cache is
+#: reported and left untouched, never overwritten.
+_CORRUPT = (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
 
 
 def default_cache_dir() -> Path:
@@ -137,6 +142,20 @@ class ResponseCache:
         self._db = sqlite3.connect(
             self.path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
+        try:
+            self._open(timeout)
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            if getattr(exc, "sqlite_errorcode", None) not in _CORRUPT:
+                raise
+            raise DataError(
+                f"not a readable response cache ({exc}); it was left as it is: move it aside "
+                "(or delete it) to start an empty cache there, or give another cache file",
+                path=str(self.path),
+            ) from None
+
+    def _open(self, timeout: float) -> None:
+        """Set the store up: WAL, the tables, and the request keys of this version."""
         self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")

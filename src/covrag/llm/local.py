@@ -66,7 +66,13 @@ class _LoadedModel:
             ]
         params.verbosity = -1  # llama.cpp's own logging off; covrag logs what matters
         started = time.perf_counter()
-        self.server = xllamacpp.Server(params)
+        try:
+            self.server = xllamacpp.Server(params)
+        except RuntimeError as exc:  # llama.cpp says only "Failed to init server"
+            raise LLMError(
+                f"local model {path!r} did not load ({exc}): a damaged or unsupported GGUF file, "
+                "or a context too large for memory"
+            ) from exc
         self.load_seconds = time.perf_counter() - started
         self.lock = threading.Lock()
         logger.info("loaded %s in %.1f s", path, self.load_seconds)

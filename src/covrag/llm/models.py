@@ -125,6 +125,11 @@ MODELS: dict[str, PackagedModel] = {
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
 
 
+#: The first four bytes of every GGUF file (llama.cpp's model format): checked before loading,
+#: since llama.cpp reports any other file only as a failed start.
+GGUF_MAGIC = b"GGUF"
+
+
 def resolve_model(name_or_path: str) -> Path:
     """The GGUF file for a packaged model name or a path."""
     if name_or_path in MODELS:
@@ -134,5 +139,12 @@ def resolve_model(name_or_path: str) -> Path:
         raise ConfigError(
             f"local model {name_or_path!r} is neither a packaged model "
             f"({', '.join(MODELS)}) nor a GGUF file"
+        )
+    with open(path, "rb") as handle:
+        magic = handle.read(len(GGUF_MAGIC))
+    if magic != GGUF_MAGIC:
+        raise ConfigError(
+            f"local model {name_or_path!r} is not a GGUF file (it does not start with the GGUF "
+            "magic bytes); give a .gguf model file or a packaged model name"
         )
     return path

@@ -19,6 +19,7 @@ import logging
 import os
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,24 @@ def _env(*names: str) -> str | None:
         if value:
             return value
     return None
+
+
+def check_base_url(url: str, where: str) -> None:
+    """Refuse a base URL the HTTP client cannot parse (``http://[::1``, a port out of range, no
+    host, a scheme other than http and https), naming ``where`` it came from.
+
+    Raises:
+        ConfigError: the URL and what is wrong with it.
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 (reading it checks the port)
+    except ValueError as exc:
+        raise ConfigError(f"{where} {url!r} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"{where} {url!r} is not a valid URL: expected http://HOST[:PORT]/... or https://..."
+        )
 
 
 class _Abandoned(Exception):
@@ -105,6 +124,9 @@ class OpenAIChat(LLM):
             raise MissingExtraError("openai", "llm") from exc
         self._openai = openai
         self.base_url = base_url or _env("COVRAG_LLM_BASE_URL", "OPENAI_BASE_URL")
+        if self.base_url is not None:
+            where = "$COVRAG_LLM_BASE_URL or $OPENAI_BASE_URL" if not base_url else "base_url"
+            check_base_url(self.base_url, where)
         key = api_key or _env("COVRAG_LLM_API_KEY", "OPENAI_API_KEY") or "none"
         self.timeout = timeout
         self.max_retries = max_retries

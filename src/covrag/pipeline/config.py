@@ -14,6 +14,7 @@ from typing import Literal
 
 from covrag.embed import Encoder, default_encoder
 from covrag.errors import ConfigError
+from covrag.registry import check_seed
 from covrag.tokens import TokenCounter
 
 RelevanceSource = Literal["dense", "score", "order"]
@@ -24,6 +25,10 @@ RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "score", "order")
 
 #: The selector used wherever a caller names none (ask, the server, the integrations): the best
 #: measured selector on estimated coverage (docs/BENCHMARKS.md).
+#: The most resamples of a bootstrap or permutation test (``--n-resamples``): far above the
+#: 10,000 that give stable p-values, far below what would not fit in memory.
+MAX_RESAMPLES = 1_000_000
+
 DEFAULT_SELECTOR = "expected-coverage"
 #: The coverage estimator used wherever a caller names none: the shipped cross-encoder.
 DEFAULT_COVERAGE = "cross-encoder"
@@ -219,8 +224,21 @@ class BenchConfig:
     def __post_init__(self) -> None:
         if self.measures is not None:
             object.__setattr__(self, "measures", tuple(_as_list(self.measures)))
-        if self.n_resamples < 1:
-            raise ConfigError(f"n_resamples must be >= 1, got {self.n_resamples}")
+        check_seed("--seed", self.seed)
+        check_resamples(self.n_resamples)
+
+
+def check_resamples(n_resamples: int) -> None:
+    """Refuse a resample count below 1 or above :data:`MAX_RESAMPLES` (``--n-resamples``).
+
+    Raises:
+        ConfigError: naming the option and the bounds.
+    """
+    if not 1 <= n_resamples <= MAX_RESAMPLES:
+        raise ConfigError(
+            f"--n-resamples must lie in [1, {MAX_RESAMPLES:,}], got {n_resamples:,} "
+            "(each resample holds one number per topic and method)"
+        )
 
 
 def _as_list(values: Sequence[str]) -> list[str]:

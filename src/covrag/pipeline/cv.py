@@ -30,9 +30,10 @@ from covrag.errors import ConfigError, DataError
 from covrag.evaluate import Judgments, evaluate, parse_measures
 from covrag.evaluate.stats import bootstrap_ci
 from covrag.pipeline.bench import Method, default_measures
-from covrag.pipeline.config import PrepareConfig
+from covrag.pipeline.config import PrepareConfig, check_resamples
 from covrag.pipeline.prepare import attach_coverage, config_for, prepare
 from covrag.plan.sources import AspectSource, GoldAspects
+from covrag.registry import check_seed
 from covrag.select.base import Candidates
 from covrag.tokens import with_token_costs
 from covrag.types import Budget, CoverageMatrix, Topic
@@ -61,8 +62,8 @@ class CVConfig:
     def __post_init__(self) -> None:
         if self.folds < 2:
             raise ConfigError(f"folds must be >= 2, got {self.folds}")
-        if self.n_resamples < 1:
-            raise ConfigError(f"n_resamples must be >= 1, got {self.n_resamples}")
+        check_seed("--seed", self.seed)
+        check_resamples(self.n_resamples)
 
 
 def assign_folds(query_ids: Sequence[str], folds: int, seed: int) -> dict[str, int]:

@@ -6,7 +6,6 @@ forbids any external load. Every text from the input is escaped: passages are un
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from covrag.report.runfile import (
     run_file_record,
     topic_run_record,
 )
+from covrag.schema._json import read_json_file
 
 __all__ = [
     "RunFile",
@@ -65,20 +65,7 @@ def load_report_input(source: str | os.PathLike[str]) -> tuple[Any, str]:
     path = Path(source)
     if path.is_dir():
         path = path / "summary.json"
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise DataError(
-            f"not UTF-8: byte {exc.start} (0x{raw[exc.start]:02x})", path=str(path), line=line
-        ) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"not valid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
-    except RecursionError:
-        raise DataError("not valid JSON: nested too deeply", path=str(path)) from None
+    data = read_json_file(path)
     if isinstance(data, dict) and "run_files" in data:
         _check_run_files(data["run_files"], path)
     return data, str(path)

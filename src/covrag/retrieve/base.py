@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from covrag.errors import CovragError
+from covrag.errors import ConfigError, CovragError
 from covrag.types import IntArray, Passage
 
 Ranking = tuple[Passage, ...]
@@ -70,9 +70,13 @@ class NotIndexedError(CovragError, RuntimeError):
 
 
 def check_k(k: int) -> None:
-    """Reject a non-positive ``k`` (a caller's bug, not a data problem)."""
+    """Reject a non-positive ``k`` (``covrag search --k``, a request's ``k``).
+
+    Raises:
+        ConfigError: ``k`` is not an integer >= 1 (a ``ValueError`` too, for library callers).
+    """
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+        raise ConfigError(f"k must be a positive integer, got {k!r}")
 
 
 def top_k(scores: npt.NDArray[np.floating], k: int) -> IntArray:

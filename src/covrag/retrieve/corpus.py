@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from covrag.data import BUNDLED, load_dataset, resolve_dataset
+from covrag.data.jsonl import decode_line
 from covrag.errors import DataError
+from covrag.files import iter_lines
 from covrag.types import Passage, Topic, as_mapping
 
 logger = logging.getLogger(__name__)
@@ -42,24 +44,19 @@ def read_corpus(path: str | os.PathLike[str]) -> tuple[Passage, ...]:
         DataError: on bad JSON, a line that is not an object, a missing or empty ``id`` or
             ``text``, a bad ``tokens`` or a duplicate ``id``; the message names file, line, field.
     """
-    with open(path, encoding="utf-8") as handle:
-        return parse_corpus(handle, str(path))
+    return parse_corpus(iter_lines(path), str(path))
 
 
-def parse_corpus(lines: Iterable[str], name: str) -> tuple[Passage, ...]:
-    """The passages of the lines of a passage corpus JSONL file called ``name`` (for the
-    messages); what :func:`read_corpus` reads, for a file whose bytes are already in memory."""
+def parse_corpus(lines: Iterable[tuple[int, str]], name: str) -> tuple[Passage, ...]:
+    """The passages of the ``(line number, text)`` lines of a passage corpus JSONL file called
+    ``name`` (for the messages); what :func:`read_corpus` reads, for a file whose bytes are
+    already in memory."""
     passages: list[Passage] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
+    for number, line in lines:
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                f"invalid JSON: {exc.msg} at column {exc.colno}", path=name, line=number
-            ) from None
+        record = decode_line(line, name, number)
         passage = _passage(record, name, number)
         if passage.id in seen:
             raise DataError(
@@ -165,13 +162,15 @@ def load_corpus(spec: str | os.PathLike[str] | None = None) -> tuple[Passage, ..
 
 def _is_coverage_file(path: Path) -> bool:
     """Whether the first record of a JSONL file looks like a coverage topic, not a passage."""
-    with open(path, encoding="utf-8") as handle:
+    # Bad bytes, JSON nested too deeply or an integer too long to read: read_corpus (or the
+    # dataset reader) reports the error with its line.
+    with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             if line.strip():
                 try:
                     record = json.loads(line)
-                except json.JSONDecodeError:
-                    return False  # read_corpus reports the error with its line
+                except (ValueError, RecursionError):
+                    return False
                 return isinstance(record, dict) and "query_id" in record and "passages" in record
     return False
 

@@ -55,7 +55,10 @@ def number(value: Any) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"must be a number, got {value!r:.60}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond the largest float (about 1.8e308)
+        raise ValueError("must be a finite number, got an integer too large for a float") from None
 
 
 def _weight(value: Any) -> float | None:
