@@ -71,8 +71,8 @@ def serve(
         ConfigError: ``host:port`` cannot be bound (:func:`listen`).
     """
     sock = sock if sock is not None else listen(host, port)
-    server = uvicorn.Server(uvicorn.Config(create_app(config), log_level=log_level))
     try:
+        server = uvicorn.Server(uvicorn.Config(create_app(config), log_level=log_level))
         server.run(sockets=[sock])
     finally:
         sock.close()
