@@ -68,3 +68,23 @@ def test_a_passed_deadline_stops_scoring_and_caches_nothing() -> None:
     assert not any(pair in scoring._cache for pair in todo)
     values, scored, _ = scoring.score(todo)  # after the scope: scored in full, as before
     assert scored == 9 and values.shape == (9,)
+
+
+def test_the_encoder_checks_a_deadline_between_chunks() -> None:
+    from covrag.embed import Encoder
+
+    encoder = Encoder(batch_size=2)
+    texts = [f"A sentence about trams, number {i}." for i in range(10)]
+    plain = encoder._encode(texts)  # the uncached path of encode
+    seen: list[Deadline] = []
+    with deadline_scope(Deadline.after(600.0)), watch_checks(seen.append):
+        timed = encoder._encode(texts)
+    np.testing.assert_allclose(timed, plain, atol=1e-6)
+    assert len(seen) == 2  # chunks of 4 batches of 2 texts: 8 + 2
+    with (
+        deadline_scope(Deadline.after(600.0)) as deadline,
+        watch_checks(lambda _: deadline.cancel()),
+        pytest.raises(DeadlineExceeded),
+    ):
+        encoder.encode(["never encoded"])
+    assert encoder.encode(["never encoded"]).shape[0] == 1  # and encoded in full afterwards
