@@ -56,7 +56,7 @@ IMPORTERS = {
 
 FOUNDATIONS = frozenset(
     {"types", "errors", "registry", "files", "text", "tokens", "embed", "version", "schema"}
-    | {"packaged"}
+    | {"packaged", "deadline"}
     | {"data", "llm"}
 )
 STAGES = frozenset(

@@ -510,3 +510,25 @@ def test_a_sketch_counts_only_when_the_model_judges_it_to_answer_its_aspect(
     assert not np.allclose(as_aspect.probs[:, 0], alone[:, 0])  # so the two cases differ
     with pytest.raises(ValueError, match="answers_gate must lie in"):
         CrossEncoderCoverage(answers_gate=2.0)
+
+
+def test_sentence_transformers_scoring_checks_a_deadline_between_chunks(tiny_model: Path) -> None:
+    from covrag.coverage.cross_encoder import PairScorer
+    from covrag.deadline import Deadline, DeadlineExceeded, deadline_scope, watch_checks
+
+    scorer = PairScorer(str(tiny_model), batch_size=2, max_length=32, cache_size=100)
+    assert scorer.backend == "sentence-transformers"
+    pairs = [(f"Cars pollute the air in city {i}.", "pollution") for i in range(20)]
+    plain = scorer._predict(pairs, scorer._lengths(pairs))
+    seen: list[Deadline] = []
+    with deadline_scope(Deadline.after(600.0)), watch_checks(seen.append):
+        timed = scorer._predict(pairs, scorer._lengths(pairs))
+    np.testing.assert_allclose(timed, plain, atol=1e-6)
+    assert len(seen) == 3  # chunks of 4 batches of 2 pairs: 8 + 8 + 4
+    with (
+        deadline_scope(Deadline.after(600.0)) as deadline,
+        watch_checks(lambda _: deadline.cancel()),
+        pytest.raises(DeadlineExceeded),
+    ):
+        scorer.score(pairs)
+    assert not scorer._cache  # nothing half-scored was kept

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from covrag.deadline import check_deadline, current_deadline
 from covrag.errors import MissingExtraError
 from covrag.packaged import resolve_model
 from covrag.tokens import default_model_path
@@ -50,6 +51,26 @@ class Encoder:
         self._cache_size = cache_size
         self.texts_encoded = 0
 
+    def _encode(self, texts: list[str]) -> FloatArray:
+        """Embeddings of ``texts``; under a deadline (:mod:`covrag.deadline`) a few batches at
+        a time, checking it in between; without one, in one call, as before."""
+        step = len(texts) if current_deadline() is None else self.batch_size * 4
+        chunks: list[FloatArray] = []
+        for start in range(0, len(texts), max(step, 1)):
+            check_deadline()
+            chunks.append(
+                np.asarray(
+                    self._model.encode(
+                        texts[start : start + step],
+                        batch_size=self.batch_size,
+                        normalize_embeddings=True,
+                        convert_to_numpy=True,
+                        show_progress_bar=False,
+                    )
+                )
+            )
+        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+
     @property
     def dimension(self) -> int:
         dim = self._model.get_sentence_embedding_dimension()
@@ -61,13 +82,7 @@ class Encoder:
         if todo:
             # Longest first: batches of similar length waste less padding.
             todo.sort(key=len, reverse=True)
-            vectors = self._model.encode(
-                todo,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            vectors = self._encode(todo)
             self.texts_encoded += len(todo)
             for text, vector in zip(todo, vectors, strict=True):
                 self._cache[text] = np.asarray(vector, dtype=np.float64)

@@ -22,6 +22,7 @@ FLAGS = {
     "default_coverage": "--coverage",
     "default_selector": "--selector",
     "body_timeout_s": "--body-timeout",
+    "model_wait_s": "--model-wait",
 }
 
 
@@ -47,7 +48,7 @@ def port_number(text: str) -> int:
 
 
 def run_serve(args: argparse.Namespace, console: Console) -> int:
-    from covrag.server.run import serve
+    from covrag.server.run import listen, serve
 
     api_key = args.api_key
     if api_key is not None and not api_key.strip():
@@ -61,7 +62,10 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
     config = config_from_args(
         ServerConfig, args, [n for n in SERVER_OPTIONS if n != "api_key"], api_key=api_key
     )
+    sock = listen(args.host, args.port)  # a busy port is one line and exit 2, before models load
+    port = sock.getsockname()[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host
     auth = "API key required" if config.api_key else "no API key (open)"
-    console.print(f"covrag serve on http://{args.host}:{args.port} ({auth}); docs at /docs")
-    serve(config, host=args.host, port=args.port, log_level=args.log_level)
+    console.print(f"covrag serve on http://{host}:{port} ({auth}); docs at /docs")
+    serve(config, log_level=args.log_level, sock=sock)
     return 0

@@ -26,6 +26,12 @@ class CoverageEstimator(ABC):
     def estimate(self, topic: Topic) -> CoverageMatrix:
         """The coverage matrix of ``topic.passages`` x ``topic.aspects``."""
 
+    def model_pairs(self, n_passages: int, n_columns: int) -> int:
+        """How many (passage, aspect) pairs a pair model (a cross-encoder) would score for a
+        topic of ``n_passages`` x ``n_columns`` (aspects and their answer sketches): the cost
+        the HTTP service caps (``covrag serve --max-pairs``). 0 for estimators without one."""
+        return 0
+
     def __repr__(self) -> str:
         return spec_of(self, self.name)
 

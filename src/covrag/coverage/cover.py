@@ -65,6 +65,9 @@ class CoverCoverage(CoverageEstimator):
         if self.rerank is not None and self.rerank < 1:
             raise ValueError(f"rerank must be >= 1, got {self.rerank}")
 
+    def model_pairs(self, n_passages: int, n_columns: int) -> int:
+        return 0 if self.rerank is None else min(self.rerank, n_passages) * n_columns
+
     def _cross_encoder(self) -> CrossEncoderCoverage:
         return CrossEncoderCoverage(model=self.cross_encoder)
 

@@ -25,6 +25,7 @@ import numpy as np
 from covrag.coverage.base import ESTIMATORS, CoverageEstimator, best_of, expand_answers
 from covrag.coverage.embedding import EmbeddingCoverage
 from covrag.coverage.onnx_model import OnnxPairScorer
+from covrag.deadline import check_deadline, current_deadline
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.text import is_question
 from covrag.types import CoverageMatrix, FloatArray, Topic
@@ -116,14 +117,22 @@ class PairScorer:
         if self._onnx is not None:
             return self._onnx.predict(pairs)
         order = np.argsort(-lengths, kind="stable")  # batches of similar length
-        scores = self._model.predict(
-            [pairs[i] for i in order],
-            batch_size=self.batch_size,
-            show_progress_bar=False,
-            convert_to_numpy=True,
-        )
+        ordered = [pairs[i] for i in order]
+        # Under a deadline, predict a few batches at a time and check it in between; without
+        # one, one call, as before (covrag.deadline).
+        step = len(ordered) if current_deadline() is None else self.batch_size * 4
+        scores: list[FloatArray] = []
+        for start in range(0, len(ordered), max(step, 1)):
+            check_deadline()
+            chunk = self._model.predict(
+                ordered[start : start + step],
+                batch_size=self.batch_size,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
+            scores.append(np.asarray(chunk, dtype=np.float64).reshape(-1))
         result = np.empty(len(pairs))
-        result[order] = np.asarray(scores, dtype=np.float64).reshape(-1)
+        result[order] = np.concatenate(scores) if scores else np.zeros(0)
         return result
 
     def _lengths(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray[Any, np.dtype[np.int64]]:
@@ -208,6 +217,9 @@ class CrossEncoderCoverage(CoverageEstimator):
             raise ValueError(f"assignment must be 'independent' or 'best', got {self.assignment!r}")
         if not 0.0 <= self.blend <= 1.0:
             raise ValueError(f"blend must lie in [0, 1], got {self.blend}")
+
+    def model_pairs(self, n_passages: int, n_columns: int) -> int:
+        return n_passages * n_columns
 
     def model_path(self) -> str:
         if self.model is not None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from covrag.deadline import check_deadline
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.types import FloatArray
 
@@ -401,13 +402,19 @@ class OnnxPairScorer:
         return np.array([len(e.ids) for e in encoded], dtype=np.int64)
 
     def predict(self, pairs: Sequence[tuple[str, str]]) -> FloatArray:
-        """Probabilities in the order given (pairs are batched by length internally)."""
+        """Probabilities in the order given (pairs are batched by length internally).
+
+        Raises:
+            DeadlineExceeded: Under a :func:`~covrag.deadline.deadline_scope` whose deadline
+                passed; checked before each batch.
+        """
         if not pairs:
             return np.zeros(0)
         encoded = self._tokenizer.encode_batch([list(p) for p in pairs])
         order = np.argsort([len(e.ids) for e in encoded], kind="stable")
         scores = np.empty(len(pairs))
         for start in range(0, len(order), self.batch_size):
+            check_deadline()  # a request past its deadline stops here (covrag.deadline)
             batch = order[start : start + self.batch_size]
             width = max(len(encoded[i].ids) for i in batch)
             feed = {

@@ -4,7 +4,8 @@ Routes: ``POST /v1/select``, ``POST /v1/plan`` and ``POST /v1/answer`` (with an 
 :mod:`covrag.server.llm_routes`), ``GET /healthz``, ``GET /reports`` and
 ``GET /reports/{name}``, and FastAPI's ``/openapi.json`` and ``/docs``. Every error is a JSON
 :class:`ErrorOut` naming the offending field. CPU-bound work runs in a thread pool under a
-per-request timeout (504).
+per-request deadline (504): the model work stops at its first batch past it, and a request that
+finds the model busy for longer than ``model_wait_s`` is a 429 with ``Retry-After``.
 
 Clients choose the selector and the coverage estimator among the specs the operator listed
 (:mod:`covrag.server.specs`; the OpenAPI schema shows them as enums); they never name a model or
@@ -24,8 +25,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from covrag import __version__
+from covrag.deadline import Deadline, DeadlineExceeded
 from covrag.errors import MissingExtraError
 from covrag.server.config import ServerConfig
+from covrag.server.gate import ModelBusy
 from covrag.server.guard import RequestGuard, is_protected
 from covrag.server.schemas import (
     ErrorOut,
@@ -59,8 +62,17 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     408: {"model": ErrorOut, "description": "the body did not arrive within the server's limit"},
     413: {"model": ErrorOut, "description": "request body over the server's limit"},
     422: {"model": ErrorOut, "description": "a field is invalid; `field` names it"},
+    429: {
+        "model": ErrorOut,
+        "description": "the model is busy with another request; retry after `Retry-After` s",
+    },
     504: {"model": ErrorOut, "description": "the request ran past the server's timeout"},
 }
+
+#: Seconds past a request's deadline at which the event loop answers 504 even though the work
+#: has not reached a batch boundary (selection, tokenising); the model work itself stops at its
+#: first batch past the deadline and answers first.
+BACKSTOP_S = 2.0
 
 
 def create_app(config: ServerConfig | None = None) -> FastAPI:
@@ -92,13 +104,25 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         lifespan=lifespan,
     )
 
+    timed_out = f"the request took longer than the server's {config.timeout_s:g} s timeout"
+
     async def in_thread(fn: Callable[..., T], *args: Any) -> T:
-        future = asyncio.get_running_loop().run_in_executor(executor, functools.partial(fn, *args))
+        """``fn(*args, deadline, wait_s)`` on the pool, under the request's deadline.
+
+        The deadline starts now, so time queued for a thread counts; the work raises
+        DeadlineExceeded at its first batch boundary past it (having given the model back),
+        and the event loop answers 504 by itself ``BACKSTOP_S`` later if it has not.
+        """
+        deadline = Deadline.after(config.timeout_s)
+        call = functools.partial(fn, *args, deadline, config.model_wait_s)
+        future = asyncio.get_running_loop().run_in_executor(executor, call)
         try:
-            return await asyncio.wait_for(future, config.timeout_s)
-        except TimeoutError:
+            return await asyncio.wait_for(future, config.timeout_s + BACKSTOP_S)
+        except (TimeoutError, DeadlineExceeded):
+            raise HTTPException(504, timed_out) from None
+        except ModelBusy as exc:
             raise HTTPException(
-                504, f"the request took longer than the server's {config.timeout_s:g} s timeout"
+                429, str(exc), headers={"Retry-After": str(exc.retry_after_s)}
             ) from None
 
     @api.post(

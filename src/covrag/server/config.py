@@ -11,6 +11,12 @@ from covrag.pipeline.config import DEFAULT_COVERAGE, DEFAULT_SELECTOR
 #: The environment variable ``covrag serve`` reads the API key from when none is given.
 API_KEY_ENV = "COVRAG_API_KEY"
 
+#: Default cap on the pairs one request may have a cross-encoder score. The shipped int8
+#: cross-encoder scores about 300 short pairs a second on 2 CPU cores (Perspectrum dev pairs,
+#: 34 tokens on average; docs/USAGE.md, "Security and limits"), so 10,000 pairs is about the
+#: default 30 s timeout on such a machine: a request the server can usually finish.
+DEFAULT_MAX_PAIRS = 10_000
+
 
 @dataclass(frozen=True)
 class ServerConfig:
@@ -34,7 +40,26 @@ class ServerConfig:
     max_body_bytes: int = field(
         default=2_000_000, metadata={"help": "larger bodies get 413, before parsing"}
     )
-    timeout_s: float = field(default=30.0, metadata={"help": "seconds per request before a 504"})
+    timeout_s: float = field(
+        default=30.0,
+        metadata={
+            "help": "seconds per request before a 504; the model work stops at its next batch"
+        },
+    )
+    max_pairs: int = field(
+        default=DEFAULT_MAX_PAIRS,
+        metadata={
+            "help": "most (passage, aspect) pairs one request may have the cross-encoder "
+            "score (passages x aspects, answer sketches counted); more is a 422"
+        },
+    )
+    model_wait_s: float = field(
+        default=1.0,
+        metadata={
+            "help": "seconds a request waits for the model while another request uses it, "
+            "then a 429 with Retry-After"
+        },
+    )
     body_timeout_s: float = field(
         default=10.0,
         metadata={"help": "seconds a request body may take to arrive in full before a 408"},
@@ -101,6 +126,10 @@ class ServerConfig:
             raise ConfigError(f"timeout_s must be > 0, got {self.timeout_s}")
         if not self.llm_timeout_s > 0:
             raise ConfigError(f"llm_timeout_s must be > 0, got {self.llm_timeout_s}")
+        if self.max_pairs < 1:
+            raise ConfigError(f"max_pairs must be >= 1, got {self.max_pairs}")
+        if not self.model_wait_s >= 0:
+            raise ConfigError(f"model_wait_s must be >= 0, got {self.model_wait_s}")
         if self.workers < 1:
             raise ConfigError(f"workers must be >= 1, got {self.workers}")
         if self.reports_dir is not None and not Path(self.reports_dir).is_dir():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import socket
 import threading
 import time
@@ -24,12 +25,57 @@ def check_port(port: int) -> None:
         raise ConfigError(f"port must be an integer in 0-65535, got {port!r}")
 
 
-def serve(
-    config: ServerConfig, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info"
-) -> None:
-    """Serve the app with uvicorn until interrupted."""
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port``, before any model is loaded.
+
+    Raises:
+        ConfigError: One line naming ``host:port`` when it cannot be bound (in use, not an
+            address of this machine, a privileged port), instead of uvicorn's log lines.
+    """
     check_port(port)
-    uvicorn.run(create_app(config), host=host, port=port, log_level=log_level)
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        reason = "the address is already in use" if exc.errno == errno.EADDRINUSE else None
+        raise ConfigError(f"cannot listen on {where}: {reason or exc.strerror or exc}") from None
+    return sock
+
+
+def serve(
+    config: ServerConfig,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "info",
+    sock: socket.socket | None = None,
+) -> None:
+    """Serve the app with uvicorn until interrupted.
+
+    Args:
+        config: The server's settings.
+        host: Interface to bind, unless ``sock`` is given.
+        port: TCP port to bind, unless ``sock`` is given.
+        log_level: uvicorn's log level.
+        sock: A socket from :func:`listen` (the CLI binds first, to report a busy port).
+
+    Raises:
+        ConfigError: ``host:port`` cannot be bound (:func:`listen`).
+    """
+    sock = sock if sock is not None else listen(host, port)
+    try:
+        server = uvicorn.Server(uvicorn.Config(create_app(config), log_level=log_level))
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 @contextmanager

@@ -2,7 +2,8 @@
 
 Everything here is synchronous and CPU-bound; the app runs it in a thread pool. Model-backed steps
 (embeddings, coverage estimation) share process-wide models and caches that are not thread-safe,
-so they run under one lock; selection itself runs unlocked.
+so they run under one lock (:class:`~covrag.server.gate.ModelGate`), waited for briefly and held
+under the request's deadline; selection itself runs unlocked.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from covrag.coverage.base import ESTIMATORS, CoverageEstimator, parse_estimator
+from covrag.deadline import Deadline
 from covrag.errors import ConfigError, CovragError, DataError
 from covrag.pipeline import RelevanceSource, prepare_for
 from covrag.select.base import SELECTORS, Selector, parse_selector
 from covrag.server.config import ServerConfig
+from covrag.server.gate import ModelGate
 from covrag.server.schemas import (
     AspectIn,
     AspectOut,
@@ -40,6 +43,8 @@ from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Top
 T = TypeVar("T")
 
 MODEL_LOCK = threading.Lock()
+#: The lock as /v1/select takes it: a bounded wait, then 429; held under the request's deadline.
+MODEL_GATE = ModelGate(MODEL_LOCK)
 
 
 class RequestFieldError(ConfigError):
@@ -68,6 +73,8 @@ class SelectJob:
     #: The request gave no aspects for a selector that reads coverage: the pool's
     #: representatives become the aspects (found under the model lock, in :func:`run_job`).
     pool_aspects: bool = False
+    #: The operator's cap on the pairs a pair model may score (``ServerConfig.max_pairs``).
+    max_pairs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -131,9 +138,39 @@ def build_job(request: SelectRequest, config: ServerConfig, menus: Menus) -> Sel
     budget = Budget(
         max_passages=request.k if request.k or request.tokens else 10, max_tokens=request.tokens
     )
-    return SelectJob(
-        topic, selector, estimator, budget, request.relevance, request.include_matrix, pool_aspects
+    job = SelectJob(
+        topic,
+        selector,
+        estimator,
+        budget,
+        request.relevance,
+        request.include_matrix,
+        pool_aspects,
+        config.max_pairs,
     )
+    if not pool_aspects:
+        check_pairs(job)
+    return job
+
+
+def check_pairs(job: SelectJob) -> None:
+    """Refuse a job whose coverage estimator would score more pairs than ``job.max_pairs``.
+
+    The columns are the aspects and their answer sketches, as the estimator scores them.
+    """
+    if job.estimator is None or job.max_pairs is None:
+        return
+    n = len(job.topic.passages)
+    columns = sum(1 + len(a.answers) for a in job.topic.aspects)
+    pairs = job.estimator.model_pairs(n, columns)
+    if pairs > job.max_pairs:
+        what = "aspects" if columns == len(job.topic.aspects) else "aspects and answer sketches"
+        raise RequestFieldError(
+            "passages",
+            f"{n} passages x {columns} {what} = {pairs:,} pairs for {job.estimator!r} to score, "
+            f"over this server's limit of {job.max_pairs:,} (covrag serve --max-pairs); "
+            "send fewer passages or aspects",
+        )
 
 
 def with_pool_aspects(topic: Topic) -> Topic:
@@ -143,16 +180,31 @@ def with_pool_aspects(topic: Topic) -> Topic:
     return dataclasses.replace(topic, aspects=pool_or_query(topic))
 
 
-def run_job(job: SelectJob) -> SelectResponse:
-    """Estimate coverage, prepare the candidates and select (blocking; call from a thread)."""
+def run_job(job: SelectJob, deadline: Deadline, wait_s: float) -> SelectResponse:
+    """Estimate coverage, prepare the candidates and select (blocking; call from a thread).
+
+    Args:
+        job: The validated request.
+        deadline: When the request times out; the model work stops at its first batch boundary
+            past it (:mod:`covrag.deadline`), which gives the model lock back.
+        wait_s: Longest wait for the model lock before :class:`~covrag.server.gate.ModelBusy`.
+
+    Raises:
+        DeadlineExceeded: The deadline passed (while queued, waiting, or scoring).
+        ModelBusy: Another request held the model for longer than ``wait_s``.
+        RequestFieldError: A field covrag cannot serve (e.g. over ``max_pairs``).
+    """
     started = time.perf_counter()
     try:
-        with MODEL_LOCK:
+        with MODEL_GATE.hold(deadline, wait_s):
             if job.pool_aspects:
                 job = dataclasses.replace(job, topic=with_pool_aspects(job.topic))
+                check_pairs(job)
             candidates = prepare_for(
                 job.topic, job.selector, job.estimator, relevance=job.relevance
             ).candidates
+    except RequestFieldError:
+        raise
     except (ConfigError, DataError) as exc:
         raise RequestFieldError("coverage" if job.estimator else "relevance", str(exc)) from exc
     prepared = time.perf_counter()
