@@ -320,12 +320,12 @@ def test_timeout_answers_504_and_the_loop_stays_free(monkeypatch: pytest.MonkeyP
     config = ServerConfig(default_coverage="gold", timeout_s=0.05, preload=False)
     started, release = threading.Event(), threading.Event()
 
-    def held(job: Any) -> Any:
+    def held(*args: Any) -> Any:
         # The real selection, held in its pool thread until the test lets it go: the request
         # outlives the timeout by construction, not by being slow enough.
         started.set()
         assert release.wait(120), "the test never released the selection"
-        return run_job(job)
+        return run_job(*args)
 
     monkeypatch.setattr(app_module, "run_job", held)
     with serve_in_background(config) as url:

@@ -32,11 +32,15 @@ def _wait_for_listening(process: subprocess.Popen[str]) -> str:
     timer.daemon = True
     timer.start()
     seen: list[str] = []
+    url = None
     try:
         for line in process.stdout:
             seen.append(line)
-            if found := re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", line):
-                return found.group(1)
+            # covrag binds the port first and names it; uvicorn then says when it serves
+            if found := re.search(r"covrag serve on (http://127\.0\.0\.1:\d+)", line):
+                url = found.group(1)
+            if url and "Application startup complete" in line:
+                return url
     finally:
         timer.cancel()
     raise AssertionError("covrag serve did not start:\n" + "".join(seen))
