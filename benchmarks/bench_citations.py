@@ -84,7 +84,8 @@ def check(
     record: Mapping[str, Any], judge: CrossEncoderCoverage
 ) -> tuple[int, int, int, float, bool]:
     """Cited sentences, those aligned, those judged supported, coverage, and whether the answer
-    cites nothing (a refusal) for one run file."""
+    cites nothing (a refusal, or an answer
+    that forgot its citations) for one run file."""
     topic = record["topics"][0]
     passages = [RunPassage.model_validate(p).to_passage() for p in topic["passages"]]
     texts = {p.id: p.text for p in passages}
@@ -147,7 +148,9 @@ def _share(part: int, whole: int) -> str:
 
 
 def _row(c: Checked) -> str:
-    none = "yes" if c.cited and not (c.aligned or c.judged) else ("refused" if c.declined else "")
+    none = "cites nothing" if c.declined else ""
+    if c.cited and not (c.aligned or c.judged):
+        none = "yes"
     return (
         f"| {c.kind} | {c.question[:60]} | {c.cited} | {_share(c.aligned, c.cited)} | "
         f"{_share(c.judged, c.cited)} | {none} | {c.coverage:.2f} | {c.seconds:.0f} |"
