@@ -15,6 +15,7 @@ import pytest
 
 from covrag.cli import main
 from covrag.ingest import read_document
+from covrag.ingest.unwrap import unwrap
 from covrag.report.runfile import parse_run_file
 from covrag.schema.ask import AskTopic
 from ingest_support import PDF_TITLE, make_folder
@@ -53,7 +54,7 @@ def _check_passages(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
     passages = {p["id"]: p for p in record["passages"]}
     for passage in passages.values():
         document = read_document(Path(passage["source"]))
-        assert document.text[passage["start"] : passage["end"]] == passage["text"]
+        assert unwrap(document.text[passage["start"] : passage["end"]]) == passage["text"]
         assert passage["title"] == document.title
         assert passage["id"].startswith(passage["doc_id"] + "#")
         assert passage.get("page") == document.page_at(passage["start"])

@@ -36,6 +36,17 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in pieces if s] or [text]
 
 
+def sentence_starts(text: str) -> list[int]:
+    """Where each sentence after the first begins in ``text`` (the split of
+    :func:`split_sentences`, as offsets).
+
+    Example:
+        >>> sentence_starts("One. Two! 3 three? four")
+        [5, 10]
+    """
+    return [m.end() for m in _SENTENCE_END.finditer(text)]
+
+
 def words(text: str) -> list[str]:
     """The words of ``text``, lower-cased, in order.
 

@@ -36,6 +36,9 @@ from covrag.pipeline.config import AskConfig
 from covrag.types import Aspect
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from covrag.llm.progress import ProgressCallback, TokenProgress
     from covrag.pipeline import AskResult
     from covrag.retrieve import Retriever
 
@@ -150,6 +153,7 @@ def _given_aspects(args: argparse.Namespace) -> tuple[Aspect, ...] | None:
 def run_ask(args: argparse.Namespace, console: Console) -> int:
     from covrag.files import atomic_write_text
     from covrag.llm import parse_llm
+    from covrag.llm.progress import reporting
     from covrag.pipeline import STAGES, StageCost, ask
 
     out = args.out if args.out is not None or args.json else DEFAULT_ASK_OUT
@@ -184,16 +188,17 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
                 progress.update(task, description=f"generate: {name} done")
             progress.advance(task)
 
-        result = ask(
-            args.question,
-            llm,
-            retriever,
-            config,
-            include=args.include,
-            exclude=args.exclude,
-            aspects=_given_aspects(args),
-            on_stage=on_stage,
-        )
+        with reporting(_llm_progress(progress, console)):
+            result = ask(
+                args.question,
+                llm,
+                retriever,
+                config,
+                include=args.include,
+                exclude=args.exclude,
+                aspects=_given_aspects(args),
+                on_stage=on_stage,
+            )
     result = dataclasses.replace(result, costs={"load": load, **result.costs})
     if skipped:
         result = dataclasses.replace(result, warnings=(*result.warnings, *skipped))
@@ -209,6 +214,22 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
     _print_ask(result, console)
     console.print(f"\nwrote {out} (render it: covrag report {out} -o answer.html)")
     return 0
+
+
+def _llm_progress(progress: Progress, console: Console) -> ProgressCallback:
+    """What shows each LLM call's tokens and tokens/s as they stream: a line of the progress
+    display on a terminal; else (a pipe, a log) one line on stderr as each call ends."""
+    task = progress.add_task("llm", total=None, visible=False)
+
+    def show(now: TokenProgress) -> None:
+        figures = f"{now.tokens} tokens, {now.tokens_per_second:.1f} tokens/s"
+        if console.is_terminal:
+            state = "done" if now.done else "writing"
+            progress.update(task, description=f"llm {state}: {figures}", visible=True)
+        elif now.done:
+            err_console.print(f"[dim]llm: {figures} ({now.seconds:.1f} s)[/]", highlight=False)
+
+    return show
 
 
 def covered_by(result: AskResult, number: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
@@ -241,6 +262,39 @@ def coverage_cell(
     return f"[red]not covered[/]{best}"
 
 
+def _print_selection(
+    result: AskResult, number: Mapping[str, int], aspect_text: Mapping[str, str], console: Console
+) -> None:
+    """The selection table: each pick, its passage (with its document's title) and what it
+    newly covers; one line when nothing was selected."""
+    topic = result.topic
+    texts = {p.id: p.text for p in topic.passages}
+    # A passage of a user's document shows the document's title before its id.
+    origins = {p.id: f"{p.metadata['title']}, " for p in topic.passages if "title" in p.metadata}
+    title = f"Selection: {result.selection.selector}, k={len(result.selection)}"
+    if not result.selection.steps:
+        # An empty table is as narrow as its headers, and its title would wrap to fit them.
+        console.print(
+            f"[italic]{escape(title)}[/]: no passage selected (none in the pool cleared the "
+            "coverage floor and the topic gate)",
+            highlight=False,
+        )
+    else:
+        table = Table(title=title)
+        table.add_column("[n]", justify="right")
+        table.add_column("passage")
+        table.add_column("newly covers")
+        for step in result.selection.steps:
+            text = texts[step.passage_id]
+            table.add_row(
+                str(number[step.passage_id]),
+                f"{text[:220]}{'...' if len(text) > 220 else ''} "
+                f"[dim]({origins.get(step.passage_id, '')}{step.passage_id})[/]",
+                "\n".join(aspect_text[a] for a in step.newly_covered) or "-",
+            )
+        console.print(table)
+
+
 def _print_ask(result: AskResult, console: Console) -> None:
     topic = result.topic
     aspect_text = {a.id: a.text for a in topic.aspects}
@@ -268,22 +322,7 @@ def _print_ask(result: AskResult, console: Console) -> None:
         table.add_row(a.id, a.text, kind, shown)
     console.print(table)
 
-    texts = {p.id: p.text for p in topic.passages}
-    # A passage of a user's document shows the document's title before its id.
-    origins = {p.id: f"{p.metadata['title']}, " for p in topic.passages if "title" in p.metadata}
-    table = Table(title=f"Selection: {result.selection.selector}, k={len(result.selection)}")
-    table.add_column("[n]", justify="right")
-    table.add_column("passage")
-    table.add_column("newly covers")
-    for step in result.selection.steps:
-        text = texts[step.passage_id]
-        table.add_row(
-            str(number[step.passage_id]),
-            f"{text[:220]}{'...' if len(text) > 220 else ''} "
-            f"[dim]({origins.get(step.passage_id, '')}{step.passage_id})[/]",
-            "\n".join(aspect_text[a] for a in step.newly_covered) or "-",
-        )
-    console.print(table)
+    _print_selection(result, number, aspect_text, console)
     if result.uncovered:
         console.print("[bold]Not covered by the selection:[/]")
         for a in result.uncovered:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+from pathlib import Path
 
 from rich.console import Console
 
@@ -59,13 +60,26 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
             raise ConfigError(
                 f"${API_KEY_ENV} is set but empty: give a key, or unset it to serve openly"
             )
-    config = config_from_args(
-        ServerConfig, args, [n for n in SERVER_OPTIONS if n != "api_key"], api_key=api_key
-    )
+    names = [n for n in SERVER_OPTIONS if n not in ("api_key", "reports_dir")]
+    config = config_from_args(ServerConfig, args, names, api_key=api_key, reports_dir=None)
     sock = listen(args.host, args.port)  # a busy port is one line and exit 2, before models load
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host
+    reports, created = args.reports_dir, False
+    if reports is not None and not os.path.lexists(reports):
+        # The docs' example names a folder that a first run has not made yet.
+        Path(reports).mkdir(parents=True)
+        created = True
+        console.print(f"created the reports folder {reports} (empty; `covrag report` writes pages)")
     auth = "API key required" if config.api_key else "no API key (open)"
-    console.print(f"covrag serve on http://{host}:{port} ({auth}); docs at /docs")
-    serve(config, log_level=args.log_level, sock=sock)
+    try:
+        config = dataclasses.replace(config, reports_dir=reports)
+        console.print(f"covrag serve on http://{host}:{port} ({auth}); docs at /docs")
+        serve(config, log_level=args.log_level, sock=sock)
+    except BaseException:
+        sock.close()
+        # A refused start (an unknown selector) leaves no folder of its making.
+        if created and not any(Path(reports).iterdir()):
+            Path(reports).rmdir()
+        raise
     return 0

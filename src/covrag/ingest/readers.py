@@ -11,8 +11,15 @@ a maintained parser, never a regex:
   by ``inscriptis``, which keeps the layout of blocks, lists and tables and drops scripts and
   styles. The title is the page's ``<title>``, else its first ``<h1>``.
 - **Markdown**: rendered by ``markdown-it-py`` (CommonMark) and then read like HTML, so emphasis
-  marks, link targets and fences do not end up in passages; the title is the first heading.
+  marks, link targets and fences do not end up in passages; the title is the first heading when
+  it is a top-level one (``# Title``): a README that opens with ``## Code of Conduct`` is not
+  titled "Code of Conduct".
+- **Package metadata** (``PKG-INFO``, ``METADATA``, by name): UTF-8 text; the title is the
+  package's ``Name`` and ``Summary`` headers (``httpcore: A minimal low-level HTTP client.``).
 - **Text**: UTF-8 (a byte-order mark is dropped). The title is the file name.
+
+A document without a title of its own (a PDF whose metadata has none, a page without
+``<title>`` or ``<h1>``) is titled by its file name.
 
 Offsets of passages refer to the text these readers return (:attr:`Document.text`).
 """
@@ -34,6 +41,8 @@ HTML = (".html", ".htm")
 PDF = (".pdf",)
 JSONL = (".jsonl",)
 SUPPORTED = (*TEXT, *MARKDOWN, *HTML, *PDF, *JSONL)
+#: Files read by name: Python package metadata (core metadata, an email-style header block).
+METADATA = ("PKG-INFO", "METADATA")
 
 
 class UnreadableError(CovragError):
@@ -46,8 +55,9 @@ class Document:
 
     Attributes:
         source: The file, as an absolute path.
-        title: A human title (HTML ``<title>``, first Markdown heading, PDF metadata title, or
-            the file name).
+        title: A human title (HTML ``<title>`` or first ``<h1>``, a Markdown file's opening
+            top-level heading, PDF metadata title, package metadata ``Name: Summary``, or the
+            file name).
         text: The extracted text; passages' offsets index into it.
         sha256: Hash of the file's bytes (what an incremental update compares).
         pages: For a PDF, where each page with text starts in ``text`` (page numbers are
@@ -97,6 +107,9 @@ def read_document(path: Path, data: bytes | None = None) -> Document:
         title, text = _markdown(_utf8(data))
     elif suffix in TEXT:
         title, text = None, _utf8(data)
+    elif path.name in METADATA:
+        text = _utf8(data)
+        title = _package_title(text)
     else:
         raise UnreadableError(f"unsupported file type {suffix or '(none)'}")
     if not text.strip():
@@ -114,6 +127,18 @@ def _utf8(data: bytes) -> str:
         raise UnreadableError(
             f"not UTF-8 text (byte {exc.start}); save it as UTF-8 and index again"
         ) from None
+
+
+def _package_title(text: str) -> str | None:
+    """``Name: Summary`` from a core metadata header block (PKG-INFO, METADATA)."""
+    import email.parser
+
+    headers = email.parser.HeaderParser().parsestr(text, headersonly=True)
+    name, summary = headers.get("Name"), headers.get("Summary")
+    if not name:
+        return None
+    summary = " ".join(str(summary or "").split())
+    return f"{name}: {summary}" if summary and summary != "UNKNOWN" else str(name)
 
 
 def _pdf(data: bytes) -> tuple[str | None, str, tuple[tuple[int, int], ...]]:
@@ -194,14 +219,13 @@ def _markdown(source: str) -> tuple[str | None, str]:
 
     md = MarkdownIt("commonmark")
     tokens = md.parse(source)
-    title = next(
-        (
-            tokens[i + 1].content
-            for i, t in enumerate(tokens[:-1])
-            if t.type == "heading_open" and tokens[i + 1].type == "inline"
-        ),
-        None,
-    )
+    # The title is the first heading, and only when it is a top-level one.
+    first = next((i for i, t in enumerate(tokens[:-1]) if t.type == "heading_open"), None)
+    title = None
+    if first is not None and tokens[first].tag == "h1" and tokens[first + 1].type == "inline":
+        # The heading's words without its markup (emphasis marks, link targets).
+        parts = tokens[first + 1].children or []
+        title = "".join(t.content for t in parts if t.type in ("text", "code_inline"))
     if not source.strip():
         return title, ""
     return title, _html_text(_parse_html(md.renderer.render(tokens, md.options, {})))

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from covrag.files import special_kind
-from covrag.ingest.readers import SUPPORTED, UnreadableError
+from covrag.ingest.readers import METADATA, SUPPORTED, UnreadableError
 
 #: Default per-file size cap (bytes); ``--max-file-mb`` changes it.
 DEFAULT_MAX_BYTES = 100_000_000
@@ -277,7 +277,7 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 def _supported(name: str) -> bool:
-    return Path(name).suffix.lower() in SUPPORTED
+    return Path(name).suffix.lower() in SUPPORTED or name in METADATA
 
 
 def _inside_any(real: str, roots: Sequence[str]) -> bool:

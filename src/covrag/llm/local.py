@@ -26,6 +26,7 @@ from typing import Any
 from covrag.errors import ConfigError, LLMError, MissingExtraError
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message, response_format
 from covrag.llm.models import DEFAULT_LOCAL_MODEL, resolve_model
+from covrag.llm.progress import Meter, current
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +87,37 @@ class _LoadedModel:
         if "error" in response:
             raise LLMError(f"the local model failed: {response['error']}")
         return response
+
+    def stream(self, request: dict[str, Any], meter: Meter) -> dict[str, Any]:
+        """Like :meth:`complete`, streamed: each piece goes to ``meter``; the pieces are put
+        together into one chat completion (text, finish reason, usage, timings)."""
+        text: list[str] = []
+        final: dict[str, Any] = {"finish_reason": None, "usage": {}, "timings": {}, "error": None}
+
+        def on_chunk(chunk: dict[str, Any]) -> None:
+            if "error" in chunk:
+                final["error"] = chunk["error"]
+            for choice in chunk.get("choices") or ():
+                piece = (choice.get("delta") or {}).get("content")
+                if piece:
+                    text.append(piece)
+                    meter.piece()
+                final["finish_reason"] = choice.get("finish_reason") or final["finish_reason"]
+            final["usage"] = chunk.get("usage") or final["usage"]
+            final["timings"] = chunk.get("timings") or final["timings"]
+
+        streamed = {**request, "stream": True, "stream_options": {"include_usage": True}}
+        with self.lock:
+            try:
+                self.server.handle_chat_completions(streamed, on_chunk)
+            except (ValueError, RuntimeError) as exc:
+                raise LLMError(f"the local model rejected the request: {exc}") from exc
+        if final["error"] is not None:
+            raise LLMError(f"the local model failed: {final['error']}")
+        meter.done(int(final["usage"].get("completion_tokens") or 0))
+        message = {"role": "assistant", "content": "".join(text)}
+        choice = {"message": message, "finish_reason": final["finish_reason"]}
+        return {"choices": [choice], "usage": final["usage"], "timings": final["timings"]}
 
 
 @functools.cache
@@ -157,7 +189,11 @@ class LocalChat(LLM):
         if schema is not None:
             request["response_format"] = response_format(schema)
         started = time.perf_counter()
-        response = self.loaded.complete(request)
+        callback = current()
+        if callback is not None:  # someone shows progress: stream the reply
+            response = self.loaded.stream(request, Meter(self.model, callback))
+        else:
+            response = self.loaded.complete(request)
         try:
             choice = response["choices"][0]
             usage = response.get("usage", {})

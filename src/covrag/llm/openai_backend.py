@@ -10,11 +10,14 @@ SDK's ``timeout``, but a timeout bounds each network operation, not the whole re
 that drips one byte at a time never trips it), so every call also has an overall ``deadline``:
 the request runs in a worker thread, and the caller gets an error when the deadline passes.
 Whatever goes wrong (the deadline, an error status, a reply that is not a chat completion) ends
-as one :class:`~covrag.errors.LLMError` that names the endpoint.
+as one :class:`~covrag.errors.LLMError` that names the endpoint. Inside a
+:func:`covrag.llm.progress.reporting` block the reply is streamed, and its tokens are reported
+as they arrive.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -26,6 +29,7 @@ from typing import Any
 
 from covrag.errors import ConfigError, LLMError, MissingExtraError
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message, response_format
+from covrag.llm.progress import Meter, current
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +77,8 @@ class _Call:
     done: threading.Event = field(default_factory=threading.Event)
     response: Any = None
     error: BaseException | None = None
+    meter: Meter | None = None
+    streamed: ChatResult | None = None
 
 
 class OpenAIChat(LLM):
@@ -164,7 +170,8 @@ class OpenAIChat(LLM):
         self, messages: list[Message], schema: JsonSchema | None, params: ChatParams
     ) -> ChatResult:
         started = time.perf_counter()
-        call = _Call()
+        callback = current()  # read here: the worker thread does not see the caller's context
+        call = _Call(meter=None if callback is None else Meter(self.model, callback))
         request = self._request(messages, schema, params)
         worker = threading.Thread(
             target=self._work, args=(call, request), name="covrag-openai-call", daemon=True
@@ -184,17 +191,50 @@ class OpenAIChat(LLM):
             )
         if call.error is not None:
             raise self._failure(call, call.error) from call.error
+        if call.streamed is not None:
+            return dataclasses.replace(call.streamed, seconds=time.perf_counter() - started)
         return self._result(call.response, started)
 
     def _work(self, call: _Call, request: dict[str, Any]) -> None:
         """The SDK call (with its retries), run in a worker thread."""
         self._local.call = call
         try:
-            call.response = self._client.chat.completions.with_raw_response.create(**request)
+            if call.meter is not None:
+                call.streamed = self._stream(request, call.meter)
+            else:
+                call.response = self._client.chat.completions.with_raw_response.create(**request)
         except BaseException as exc:  # handed to the caller, who raises it as an LLMError
             call.error = exc
         finally:
             call.done.set()
+
+    def _stream(self, request: dict[str, Any], meter: Meter) -> ChatResult:
+        """The reply streamed (when progress is shown): each piece goes to ``meter``."""
+        chunks = self._client.chat.completions.create(
+            **request, stream=True, stream_options={"include_usage": True}
+        )
+        text: list[str] = []
+        finish, usage, model = None, None, None
+        for chunk in chunks:
+            model = chunk.model or model
+            usage = chunk.usage or usage
+            for choice in chunk.choices or ():
+                piece = choice.delta.content if choice.delta is not None else None
+                if piece:
+                    text.append(piece)
+                    meter.piece()
+                finish = choice.finish_reason or finish
+        meter.done(usage.completion_tokens if usage else None)
+        details = getattr(usage, "prompt_tokens_details", None) if usage else None
+        reused = getattr(details, "cached_tokens", None) if details else None
+        return ChatResult(
+            text="".join(text),
+            model=model or self.model,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else meter.tokens,
+            finish_reason=finish or "stop",
+            reused_prompt_tokens=int(reused or 0),
+        )
 
     def _on_request(self, request: Any) -> None:
         call: _Call | None = getattr(self._local, "call", None)

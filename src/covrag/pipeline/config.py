@@ -133,9 +133,10 @@ class AskConfig:
     floor_question: bool = field(
         default=True,
         metadata=_help(
-            "a passage also clears the floor when the estimator says it answers the question "
-            "itself, not only a sub-question (broad sub-questions score lower than the "
-            "question they come from)"
+            "whether a passage that the estimator says answers the question itself clears the "
+            "floor too, not only one that answers a sub-question (on by default: broad "
+            "sub-questions score lower than the question they come from; "
+            "--no-floor-question: the floor reads the sub-questions only)"
         ),
     )
     gate: float = field(

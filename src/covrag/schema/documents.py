@@ -4,7 +4,8 @@ It sits in the index folder beside ``manifest.json`` and ``passages.jsonl`` and 
 incremental update compares against::
 
     {"format": "covrag-documents", "version": 1,
-     "settings": {"chunker": "semchunk", "tokens": 200, "overlap": 20, "counter": "..."},
+     "settings": {"chunker": "semchunk", "unwrap": true, "tokens": 200, "overlap": 20,
+                  "counter": "..."},
      "documents": [{"doc_id": "notes/tea.md", "source": "/abs/notes/tea.md", "title": "Tea",
                     "sha256": "...", "passages": ["notes/tea.md#1", ...]}],
      "skipped": [{"source": "/abs/broken.pdf", "reason": "not a readable PDF (...)",

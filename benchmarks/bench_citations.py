@@ -1,0 +1,206 @@
+"""Do cited sentences say what their passages say? ``covrag ask`` over real documents.
+
+    nice -n 10 .venv/bin/python benchmarks/bench_citations.py [--llm local] [--out DIR]
+        [--folders licences compression] [--limit N]
+
+For each folder of ``benchmarks/citations/`` (real documents nobody on the project wrote; see its
+README) the folder is indexed as ``covrag ask --docs`` indexes it (BM25, default chunking), and
+every question of ``benchmarks/citations/questions.jsonl`` for it is asked with the default
+:class:`~covrag.pipeline.AskConfig` and the given LLM (default: the embedded model). Each run
+file is written to ``--out`` and then checked on its own terms, from the run file alone (the
+sentences, the passage ids each cites and those passages' texts), independently of any check the
+writer itself makes:
+
+- **aligned**: a cited sentence is supported when one passage it cites holds at least
+  ``ALIGN_SHARE`` of the sentence's content words (:func:`covrag.text.content_words`) or shares a
+  run of ``RUN_WORDS`` words with it;
+- **judged**: a cited sentence is supported when the shipped coverage cross-encoder, reading the
+  sentence as an aspect, scores one of its cited passages at or above its own threshold
+  (:func:`covrag.evaluate.answers.cheap_citations`).
+
+Prints, per question and overall: cited sentences, the share of them supported (aligned, judged),
+whether the answer has no supported citation at all, answer-level coverage (the share of the
+plan's wanted aspects the selected passages cover, from the run's ``uncovered``), and seconds.
+``summary.json`` in ``--out`` holds the same figures. Replies are cached (``COVRAG_CACHE_DIR``),
+so a rerun with the same code is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import covrag
+from covrag.coverage import CrossEncoderCoverage
+from covrag.evaluate.answers import cheap_citations
+from covrag.files import atomic_write_text
+from covrag.ingest import update_index
+from covrag.llm import parse_llm
+from covrag.schema.runfile import RunPassage, RunSentence
+from covrag.text import content_words, words
+from covrag.types import Answer
+
+HERE = Path(__file__).parent / "citations"
+#: Share of a sentence's content words one cited passage must hold (alignment check).
+ALIGN_SHARE = 0.6
+#: Words in a row a sentence and a cited passage must share (alignment check, the other way).
+RUN_WORDS = 8
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One answer's figures."""
+
+    folder: str
+    kind: str
+    question: str
+    cited: int
+    aligned: int
+    judged: int
+    coverage: float
+    seconds: float
+    declined: bool
+
+
+def aligned(sentence: str, passage: str) -> bool:
+    """Whether ``passage`` holds most of ``sentence``'s content words or a long run of it."""
+    wanted = content_words(sentence)
+    if wanted and len(wanted & content_words(passage)) / len(wanted) >= ALIGN_SHARE:
+        return True
+    said, held = words(sentence), words(passage)
+    n = min(RUN_WORDS, len(said))
+    if n == 0:
+        return False
+    runs = {tuple(held[i : i + n]) for i in range(len(held) - n + 1)}
+    return any(tuple(said[i : i + n]) in runs for i in range(len(said) - n + 1))
+
+
+def check(
+    record: Mapping[str, Any], judge: CrossEncoderCoverage
+) -> tuple[int, int, int, float, bool]:
+    """Cited sentences, those aligned, those judged supported, coverage, and whether the answer
+    cites nothing (a refusal, or an answer
+    that forgot its citations) for one run file."""
+    topic = record["topics"][0]
+    passages = [RunPassage.model_validate(p).to_passage() for p in topic["passages"]]
+    texts = {p.id: p.text for p in passages}
+    sentences = [
+        RunSentence.model_validate(s) for s in (topic.get("answer") or {}).get("sentences", [])
+    ]
+    citing = [s for s in sentences if any(p in texts for p in s.passage_ids)]
+    n_aligned = sum(
+        any(aligned(s.text, texts[p]) for p in s.passage_ids if p in texts) for s in citing
+    )
+    answer = Answer(tuple(s.to_citation() for s in citing))
+    n_judged = sum(ok for _, ok in cheap_citations(judge, answer, passages))
+    wanted = [a["id"] for a in topic["aspects"] if a.get("polarity") != "exclude"]
+    missed = set(topic.get("uncovered", [])) & set(wanted)
+    coverage = 1 - len(missed) / len(wanted) if wanted else float("nan")
+    return len(citing), n_aligned, n_judged, coverage, not citing
+
+
+def run_folder(
+    folder: str,
+    questions: Sequence[dict[str, str]],
+    llm: Any,
+    judge: CrossEncoderCoverage,
+    out: Path,
+) -> list[Checked]:
+    """Index one folder, ask its questions, check each run file."""
+    index = out / f"index-{folder}"
+    report = update_index([HERE / folder], index)
+    print(
+        f"## {folder}: {report.documents} documents, {report.passages} passages, "
+        f"{len(report.skipped)} skipped ({report.seconds:.1f} s)",
+        flush=True,
+    )
+    checked = []
+    for n, q in enumerate(questions, start=1):
+        started = time.perf_counter()
+        result = covrag.ask(q["question"], str(index), llm=llm)
+        seconds = time.perf_counter() - started
+        record = result.run_record()
+        atomic_write_text(out / f"{folder}-{n}.json", json.dumps(record) + "\n")
+        cited, n_aligned, n_judged, coverage, declined = check(record, judge)
+        row = Checked(
+            folder,
+            q["kind"],
+            q["question"],
+            cited,
+            n_aligned,
+            n_judged,
+            coverage,
+            seconds,
+            declined,
+        )
+        print(_row(row), flush=True)
+        checked.append(row)
+    return checked
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part / whole:.2f}" if whole else "-"
+
+
+def _row(c: Checked) -> str:
+    none = "cites nothing" if c.declined else ""
+    if c.cited and not (c.aligned or c.judged):
+        none = "yes"
+    return (
+        f"| {c.kind} | {c.question[:60]} | {c.cited} | {_share(c.aligned, c.cited)} | "
+        f"{_share(c.judged, c.cited)} | {none} | {c.coverage:.2f} | {c.seconds:.0f} |"
+    )
+
+
+def summary(rows: Sequence[Checked]) -> dict[str, float]:
+    """Pooled figures: cited sentences supported (aligned, judged), answers without a supported
+    citation (by either check), mean coverage, seconds."""
+    cited = sum(r.cited for r in rows)
+    return {
+        "answers": len(rows),
+        "cited_sentences": cited,
+        "aligned_share": sum(r.aligned for r in rows) / cited if cited else float("nan"),
+        "judged_share": sum(r.judged for r in rows) / cited if cited else float("nan"),
+        "no_supported_citation": sum(1 for r in rows if r.cited and not (r.aligned or r.judged)),
+        "no_citation": sum(1 for r in rows if r.declined),
+        "mean_coverage": sum(r.coverage for r in rows) / len(rows) if rows else float("nan"),
+        "seconds": sum(r.seconds for r in rows),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--llm", default="local", help="LLM spec (covrag.llm)")
+    parser.add_argument("--folders", nargs="+", default=["licences", "compression"])
+    parser.add_argument("--limit", type=int, default=None, help="first N questions per folder")
+    parser.add_argument("--out", type=Path, default=Path("bench-citations"))
+    args = parser.parse_args()
+    lines = (HERE / "questions.jsonl").read_text("utf-8").splitlines()
+    questions = [json.loads(line) for line in lines if line.strip()]
+    args.out.mkdir(parents=True, exist_ok=True)
+    llm, judge = parse_llm(args.llm), CrossEncoderCoverage()
+    print("| kind | question | cited | aligned | judged | none supported | coverage | s |")
+    rows: list[Checked] = []
+    for folder in args.folders:
+        mine = [q for q in questions if q["folder"] == folder][: args.limit]
+        rows += run_folder(folder, mine, llm, judge, args.out)
+    figures = {f: summary([r for r in rows if r.folder == f]) for f in args.folders}
+    figures["overall"] = summary(rows)
+    for name, values in figures.items():
+        print(
+            f"{name}: "
+            + ", ".join(
+                f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()
+            )
+        )
+    payload = {"llm": args.llm, "summary": figures, "answers": [asdict(r) for r in rows]}
+    atomic_write_text(args.out / "summary.json", json.dumps(payload, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""Hard-wrapped text as flowing paragraphs, with a map back to the original characters.
+
+Plain text broken at ~72 characters (licences, READMEs, mail) and the text a PDF parser returns
+(a line break at the end of every printed line) would otherwise give passages that keep those
+breaks, and a chunker that prefers a line break to a sentence end starts passages mid-sentence.
+:func:`unwrap` joins the lines of a paragraph: a single line break between two non-blank
+lines, with the spaces and tabs around it, becomes one space; other blanks at the ends of lines
+go. A blank line (a paragraph break) stays, and so does a line break before a table row (``|``)
+or a list item (``-``, ``*``, ``+``, ``•``, ``1.``, ``2)``, ``(a)``, ``(iv)``), so that tables
+and lists keep one row or item a line. Code kept in ``<pre>`` or indented blocks is joined like
+prose: passages are for reading and retrieval, and a source file is better indexed as passage
+JSONL.
+
+The passages keep exact offsets into the document's own text (:attr:`Document.text`, which is
+not changed): a passage's ``start`` and ``end`` span its content in the original text, and
+``unwrap(document.text[start:end]) == passage.text``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+#: A line break inside a paragraph, with the blanks around it (a non-blank character before it,
+#: a line that is neither blank, nor a table row, nor a list item after it); else the blanks
+#: that end or start a line.
+_ITEM = r"[|]|[-*+\u2022\u2023\u25e6\u25aa\u2013][ \t]|\d{1,3}[.)][ \t]|\([a-zA-Z0-9]{1,4}\)[ \t]"
+_TIDY = re.compile(
+    rf"(?P<join>(?<=\S)[ \t]*\r?\n[ \t]*(?=\S)(?!{_ITEM}))|[ \t]+(?=\r?\n)|(?<=\n)[ \t]+"
+)
+
+
+def _replacement(match: re.Match[str]) -> str:
+    return " " if match.group("join") else ""
+
+
+def unwrap(text: str) -> str:
+    """``text`` with the line breaks inside its paragraphs made single spaces and the blanks
+    at the ends of lines removed.
+
+    Example:
+        >>> unwrap("Tea is an old\\n  drink.\\n\\n  - green\\n  - black")
+        'Tea is an old drink.\\n\\n- green\\n- black'
+    """
+    return _TIDY.sub(_replacement, text)
+
+
+@dataclass(frozen=True)
+class Unwrapped:
+    """A text unwrapped, and where each of its pieces lies in the original.
+
+    Attributes:
+        text: :func:`unwrap` of the original.
+        starts: Start in ``text`` of each piece (sorted; the first is 0).
+        origins: Start in the original of the same piece. A piece is either a stretch copied
+            as it is or the one space that replaced a line break (removed blanks have none).
+    """
+
+    text: str
+    starts: tuple[int, ...]
+    origins: tuple[int, ...]
+
+    @classmethod
+    def of(cls, original: str) -> Unwrapped:
+        """Unwrap ``original`` and keep the map."""
+        parts: list[str] = []
+        starts: list[int] = []
+        origins: list[int] = []
+        at = last = 0
+        for match in _TIDY.finditer(original):
+            copied = original[last : match.start()]
+            if copied:
+                starts.append(at)
+                origins.append(last)
+                parts.append(copied)
+                at += len(copied)
+            if match.group("join"):
+                starts.append(at)
+                origins.append(match.start())
+                parts.append(" ")
+                at += 1
+            last = match.end()
+        starts.append(at)
+        origins.append(last)
+        parts.append(original[last:])
+        return cls("".join(parts), tuple(starts), tuple(origins))
+
+    def original(self, offset: int) -> int:
+        """The original offset of the character at ``offset`` of :attr:`text`."""
+        piece = bisect.bisect_right(self.starts, offset) - 1
+        return self.origins[piece] + offset - self.starts[piece]
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """The original span of ``text[start:end]`` (a non-empty span)."""
+        return self.original(start), self.original(end - 1) + 1

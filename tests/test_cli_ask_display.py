@@ -1,0 +1,64 @@
+"""What ``covrag ask`` shows: an empty selection on one line, and LLM progress as it streams."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from covrag.cli._common import progress_bar
+from covrag.cli.ask import _llm_progress, _print_ask
+from covrag.llm.progress import TokenProgress
+from covrag.pipeline import AskConfig, ask
+from covrag.retrieve import BM25Retriever
+from covrag.types import Aspect, Passage
+from generate_support import KeywordCoverage
+from llm_support import ScriptedLLM
+
+CORPUS = (
+    Passage("c1", "School uniforms reduce bullying between pupils."),
+    Passage("c2", "Uniforms cost parents a lot of money each year."),
+)
+SUGAR = (Aspect("sq1", "sugar in school drinks"), Aspect("sq2", "tax money each year"))
+
+
+def test_an_empty_selection_is_one_line_not_a_table_with_a_wrapped_title() -> None:
+    retriever = BM25Retriever().index(CORPUS)
+    config = AskConfig(pool=2, k=2, passes=0, gate=0.0)
+    result = ask(
+        "Should governments tax sugary drinks?",
+        ScriptedLLM([]),
+        retriever,
+        config,
+        aspects=SUGAR,
+        estimator=KeywordCoverage(),
+    )
+    assert result.selection.passage_ids == ()
+    buffer = io.StringIO()
+    _print_ask(result, Console(file=buffer, width=160, emoji=False))
+    lines = buffer.getvalue().splitlines()
+    title = f"Selection: {result.selection.selector}, k=0: no passage selected"
+    (line,) = [line for line in lines if "Selection" in line]
+    assert line.startswith(title) and "coverage floor" in line
+
+
+def test_llm_progress_is_one_stderr_line_per_call_off_a_terminal(capsys) -> None:  # type: ignore[no-untyped-def]
+    console = Console(file=io.StringIO(), force_terminal=False)
+    with progress_bar(console) as progress:
+        show = _llm_progress(progress, console)
+        show(TokenProgress("m", 3, 1.0))
+        show(TokenProgress("m", 40, 2.0, done=True))
+    assert capsys.readouterr().err.splitlines() == ["llm: 40 tokens, 20.0 tokens/s (2.0 s)"]
+
+
+def test_llm_progress_updates_a_line_of_the_progress_display_on_a_terminal(capsys) -> None:  # type: ignore[no-untyped-def]
+    console = Console(file=io.StringIO(), force_terminal=True)
+    with progress_bar(console) as progress:
+        show = _llm_progress(progress, console)
+        (task,) = progress.tasks
+        assert not task.visible
+        show(TokenProgress("m", 3, 1.5))
+        assert task.visible and task.description == "llm writing: 3 tokens, 2.0 tokens/s"
+        show(TokenProgress("m", 40, 2.0, done=True))
+        assert task.description == "llm done: 40 tokens, 20.0 tokens/s"
+    assert capsys.readouterr().err == ""
