@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from covrag.coverage import CrossEncoderCoverage
+from covrag.coverage.cross_encoder import _scorer
 from covrag.data import load_dataset
 from covrag.generate.alignment import align
 from covrag.text import STOPWORDS, split_sentences
@@ -71,18 +72,22 @@ def measure(spec: str, topics_wanted: int | None, seed: int) -> dict[str, object
     if topics_wanted is not None and topics_wanted < len(topics):
         topics = random.Random(seed).sample(topics, topics_wanted)
     judge = CrossEncoderCoverage(assignment="independent", answers_gate=0.0)
+    scorer = _scorer(judge.model_path(), judge.batch_size, judge.max_length)
     labels, probs, aligned = [], [], []
     copies, copies_held = 0, 0
     rng = random.Random(seed)
-    for topic in topics:
+    for n, topic in enumerate(topics, start=1):
         pairs = labelled_pairs(topic)
         if not pairs:
             continue
-        matrix = judge.estimate(topic).probs
-        for i, j, supported in pairs:
+        # only the judged pairs are scored, (passage, sentence) as the checker scores them
+        texts = [(topic.passages[i].text, topic.aspects[j].text) for i, j, _ in pairs]
+        values, _, _ = scorer.score(texts)
+        probs.extend(float(v) for v in values)
+        for (_, _, supported), (passage, sentence) in zip(pairs, texts, strict=True):
             labels.append(supported)
-            probs.append(float(matrix[i, j]))
-            aligned.append(align(topic.aspects[j].text, topic.passages[i].text) is not None)
+            aligned.append(align(sentence, passage) is not None)
+        print(f"{spec}: {n}/{len(topics)} topics, {len(labels)} pairs", flush=True)
         for passage in topic.passages:
             changed = near_copy(split_sentences(passage.text)[0], rng)
             if changed is not None:

@@ -20,8 +20,10 @@ from covrag.generate import (
 )
 from covrag.generate.alignment import align, sentence_spans
 from covrag.generate.answer_coverage import answer_coverage
+from covrag.generate.citations import ParsedAnswer
 from covrag.generate.quotes import quoted_answer
-from covrag.types import Aspect, Citation, CoverageMatrix, Passage, SupportCheck, Topic
+from covrag.generate.records import Draft
+from covrag.types import Answer, Citation, CoverageMatrix, Passage, SupportCheck, Topic
 from generate_support import ASPECTS, PASSAGES, KeywordCoverage
 from llm_support import ScriptedLLM
 
@@ -146,10 +148,6 @@ def test_unsupported_sentences_are_dropped_or_kept_marked() -> None:
         Citation("The weather is mild in spring.", ("p1",)),
         Citation("The corpus does not answer: cost.", (), framing=True),
     )
-    from covrag.generate.citations import ParsedAnswer
-    from covrag.generate.records import Draft
-    from covrag.types import Answer
-
     draft = Draft(ParsedAnswer(Answer(sentences)), "raw", 3)
     dropped = SupportChecker(NoSupport()).check(draft, LONG)
     assert [s.text for s in dropped.answer.sentences] == [sentences[0].text, sentences[2].text]
@@ -175,14 +173,21 @@ def test_the_shipped_cross_encoder_judges_a_paraphrase_and_re_points_it() -> Non
                 "number of crimes committed by teenagers."),
         Passage("e2", "Taxes on sugary drinks raise money for public health programmes."),
     )  # fmt: skip
-    paraphrase = Citation("Curfews reduce youth crime.", ("e2",))  # cites the wrong passage
+    # paraphrases (no passage holds their words), each citing the wrong passage
+    paraphrase = Citation("Keeping teens home at night means fewer juvenile offences.", ("e2",))
+    other = Citation("Sugar taxes fund health services.", ("e1",))
     off_topic = Citation("The weather in Paris is mild in spring.", ("e1",))
-    probs = checker._scores([paraphrase.text, off_topic.text], passages)
-    judged, unsupported = checker.check_sentences([paraphrase, off_topic], passages)
+    assert all(align(s.text, p.text) is None for s in (paraphrase, other) for p in passages)
+    probs = checker._scores([paraphrase.text, other.text, off_topic.text], passages)
+    judged, repointed, unsupported = checker.check_sentences(
+        [paraphrase, other, off_topic], passages
+    )
     assert judged.check is not None and judged.check.verified == "judged"
     assert judged.passage_ids == ("e1",) and judged.check.written == ("e2",)
     assert judged.check.score == pytest.approx(probs[0, 0], abs=1e-6)
     assert probs[0, 0] >= checker.threshold > probs[0, 1]
+    assert repointed.passage_ids == ("e2",) and repointed.check is not None
+    assert repointed.check.verified == "judged" and repointed.check.repaired
     assert unsupported.check is not None and unsupported.check.verified == "unsupported"
     assert unsupported.check.score < checker.threshold
     span = judged.check.span
@@ -196,8 +201,6 @@ def test_answer_coverage_needs_a_supported_sentence_citing_a_covering_passage() 
         Citation("Bullying falls.", ("p1",), check=held),
         Citation("Unchecked claim on cost.", ("p2",)),  # not checked: states nothing
     )
-    from covrag.types import Answer
-
     rows = answer_coverage(Answer(answer), matrix, ASPECTS, ["p1", "p2"])
     assert [(r.aspect_id, r.in_context, r.in_answer) for r in rows] == [
         ("a1", True, True), ("a2", True, False), ("a3", False, False),
