@@ -91,10 +91,10 @@ def support_warnings(draft: Draft) -> tuple[str, ...]:
         )
     sentences = draft.answer.sentences
     repointed = [s for s in sentences if s.check is not None and s.check.repaired]
-    if repointed:
+    if repointed and draft.fallback is None:  # the fallback's quotations cite what they quote
         found.append(
-            f"{len(repointed)} sentence(s) cited passages that do not support them; their "
-            "citations now name the passage that does"
+            f"{len(repointed)} sentence(s) cited no passage, or passages that do not support "
+            "them; their citations now name the passage that does"
         )
     marked = [s for s in sentences if s.check is not None and s.check.verified == "unsupported"]
     if marked:

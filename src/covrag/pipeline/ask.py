@@ -279,9 +279,11 @@ def build_generator(
     config: AskConfig,
     judge: CoverageEstimator | None,
     exclude: Sequence[str] = (),
+    support_judge: CoverageEstimator | None = None,
 ) -> CritiqueRewriteGenerator:
     """The writer and critic ``config`` asks for: ``judge`` tells the critic which aspects the
-    answer covers (``pointers`` feedback)."""
+    answer covers (``pointers`` feedback); ``support_judge`` judges paraphrase for the citation
+    check (None: the shipped cross-encoder, every pair on its own)."""
     writer: Writer
     if config.writer == "synthesis":
         writer = SynthesisWriter(
@@ -305,7 +307,9 @@ def build_generator(
     )
     # Every draft's citations are checked against the passages (the shipped cross-encoder
     # judges paraphrase), so nothing unsupported is shown or written.
-    checker = SupportChecker(unsupported=config.unsupported, fallback=config.fallback)
+    checker = SupportChecker(
+        support_judge, unsupported=config.unsupported, fallback=config.fallback
+    )
     return CritiqueRewriteGenerator(writer, critic, passes=config.passes, checker=checker)
 
 
