@@ -235,3 +235,28 @@ def test_the_writers_show_document_titles_and_ask_to_name_documents() -> None:
     llm = ScriptedLLM([reply, reply], supports_schema=True)
     SynthesisWriter(llm, retries=0).write(QUESTION, titled, context=context)
     assert any('(from "Parents\' Budget Report")' in r[0][-1].content for r in llm.requests)
+
+
+def test_checks_and_dropped_sentences_round_trip_through_the_run_file_schema() -> None:
+    from covrag.errors import DataError
+    from covrag.schema._base import read_model
+    from covrag.schema.answer import RunAnswer
+    from covrag.schema.runfile import dump
+
+    held = SupportCheck(("p2",), "aligned", 0.9, "p1", (31, 100))
+    answer = Answer(
+        (Citation("Uniforms reduce bullying.", ("p1",), "a1", check=held),),
+        (Citation("Made up.", ("p3",), check=SupportCheck(("p3",), "unsupported", 0.1)),),
+    )
+    written = dump(RunAnswer.of(answer))
+    assert written["sentences"][0]["check"] == {
+        "cited_as_written": ["p2"], "verified": "aligned", "score": 0.9,
+        "passage_id": "p1", "span": [31, 100],
+    }  # fmt: skip
+    assert read_model(RunAnswer, written).to_answer() == answer
+    written["sentences"][0]["check"]["span"] = [5, 5]
+    with pytest.raises(DataError, match="start < end"):
+        read_model(RunAnswer, written)
+    written["sentences"][0]["check"]["verified"] = "guessed"
+    with pytest.raises(DataError, match="verified"):
+        read_model(RunAnswer, written)
