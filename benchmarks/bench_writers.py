@@ -14,6 +14,12 @@ every draft is judged against the gold aspects (the nuggets) by the same LLM and
 cross-encoder, and its copy rate is measured. Writes one run file per writer and pass
 (``covrag eval-answers`` reads them, from the response cache) and ``summary.json``, and prints a
 markdown table with paired randomization tests against the extractive writer's first answer.
+
+With ``--check`` each draft is also evaluated after the citation check
+(:class:`~covrag.generate.SupportChecker`: re-pointed citations, unsupported sentences dropped,
+the quoted fallback), as the variant ``<writer>#<pass>+check``: the same reply before and after,
+so the two are paired. (The drafts are checked after the loop here; ``covrag ask`` checks each
+draft inside it, so with ``--passes`` above 0 its rewrites read checked drafts.)
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from covrag.generate import (
     CitedWriter,
     Critic,
     CritiqueRewriteGenerator,
+    SupportChecker,
     SynthesisWriter,
     Writer,
     WritingContext,
@@ -65,6 +72,9 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--writers", nargs="+", default=["extractive", "synthesis"])
     parser.add_argument("--no-llm-judge", action="store_true", help="cross-encoder judge only")
+    parser.add_argument(
+        "--check", action="store_true", help="also evaluate each draft after the citation check"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench-writers"))
     args = parser.parse_args()
 
@@ -80,6 +90,7 @@ def main() -> None:
     judge = None if args.no_llm_judge else LLMAnswerJudge(llm)
     decomposer = LLMDecomposer(llm, n=args.subquestions)
     writers: dict[str, Writer] = {"extractive": CitedWriter(llm), "synthesis": SynthesisWriter(llm)}
+    checker = SupportChecker() if args.check else None
     per: dict[str, list[AnswerEvaluation]] = {}
     records: dict[str, list[dict[str, object]]] = {}
     verdicts: dict[str, list[str]] = {}
@@ -99,8 +110,13 @@ def main() -> None:
             )
             result = generator.generate(topic.query, context, context=writing)
             verdicts.setdefault(name, []).extend(c.verdict for c in result.critiques)
-            for i, draft in enumerate(result.drafts):
-                variant = f"{name}#{i}"
+            drafts = [(f"{name}#{i}", d) for i, d in enumerate(result.drafts)]
+            if checker is not None:
+                drafts += [
+                    (f"{name}#{i}+check", checker.check(d, context, writing))
+                    for i, d in enumerate(result.drafts)
+                ]
+            for variant, draft in drafts:
                 evaluation = evaluate_answer(
                     topic.query_id,
                     topic.query,

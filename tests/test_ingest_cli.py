@@ -30,13 +30,15 @@ ASPECTS = ["How much caffeine is in tea?", "Which infusions have no caffeine?"]
 
 @contextlib.contextmanager
 def writer_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """A chat-completions server that answers with one sentence per passage it was shown,
-    citing that passage's number (as a writer model would)."""
+    """A chat-completions server that answers with one sentence per passage it was shown: the
+    passage's first sentence, citing that passage's number (as a small writer model does; the
+    citation check verifies each by alignment)."""
 
     def reply(body: dict[str, Any]) -> str:
         prompt = body["messages"][-1]["content"]
-        numbers = sorted({int(n) for n in re.findall(r"^\[(\d+)\]", prompt, re.M)})
-        return "\n".join(f"Passage {n} tells part of the answer [{n}]." for n in numbers)
+        shown = re.findall(r'^\[(\d+)\] (?:\(from "[^"]*"\) )?(.*)$', prompt, re.M)
+        firsts = {int(n): re.split(r"(?<=[.!?])\s", text)[0].rstrip(".!?") for n, text in shown}
+        return "\n".join(f"{firsts[n]} [{n}]." for n in sorted(firsts))
 
     with chat_server(reply, model="writer") as served:
         yield served
@@ -85,8 +87,15 @@ def test_index_a_folder_of_documents_then_ask_it(
     assert {p["doc_id"] for p in passages.values()} >= {"tea.txt", "herbal.pdf"}
     selected = [step["passage_id"] for step in record["selection"]["steps"]]
     cited = [pid for s in record["answer"]["sentences"] for pid in s["passage_ids"]]
-    # The answer cites the selected passages, each traceable to its file and offsets.
+    # The answer cites the selected passages, each traceable to its file and offsets, and each
+    # sentence was verified against its passage, with the span that holds it.
     assert cited == selected and len(cited) == 3
+    for sentence in record["answer"]["sentences"]:
+        check = sentence["check"]
+        start, end = check["span"]
+        assert check["verified"] == "aligned" and check["passage_id"] in sentence["passage_ids"]
+        held = passages[check["passage_id"]]["text"][start:end]  # exact, line breaks and all
+        assert held.strip() and " ".join(held.split()) in sentence["text"]
     titles = {passages[pid]["title"] for pid in cited}
     assert titles <= {"tea", PDF_TITLE, "Coffee and health", "Cocoa farming"}
     assert any(passages[pid]["doc_id"] == "herbal.pdf" for pid in cited)

@@ -208,3 +208,46 @@ def test_the_gate_drops_a_passage_from_another_subject_that_answers_a_broad_sub_
     assert set(gated.passage_ids) == {"p1", "p2"}
     with pytest.raises(ConfigError, match="gate"):
         AskConfig(gate=-0.2)
+
+
+@pytest.mark.model
+def test_ask_checks_citations_and_a_reply_citing_nothing_ends_in_quotes_and_a_warning() -> None:
+    from covrag.schema._base import RecordError, read_model
+    from covrag.schema.ask import AskTopic
+
+    llm = ScriptedLLM(["The weather is mild in spring.\nTrains run late on Sundays."])
+    result = ask(
+        "Should schools require uniforms?",
+        llm,
+        BM25Retriever().index(CORPUS),
+        AskConfig(pool=4, k=2, passes=0, writer="extractive", floor=0.0, gate=0.0),
+        aspects=ASPECTS,
+        estimator=KeywordCoverage(),
+    )
+    final = result.generation.drafts[-1]
+    assert final.fallback == "quote" and len(final.answer.dropped) == 2
+    warning = "the answer quotes the selected passages instead"
+    assert any(warning in w for w in result.warnings)
+    topic = result.run_record()["topics"][0]
+    assert any(warning in w for w in topic["warnings"])
+    by_id = {p["id"]: p["text"] for p in topic["passages"]}
+    for sentence in topic["answer"]["sentences"]:
+        check = sentence["check"]
+        start, end = check["span"]
+        assert sentence["text"] == f"\u201c{by_id[check['passage_id']][start:end]}\u201d"
+    assert [s["text"] for s in topic["answer"]["dropped"]] == [
+        "The weather is mild in spring.",
+        "Trains run late on Sundays.",
+    ]
+    # per sub-question: covered by the context, and by the answer's (quoted, supported) sentences
+    rows = {row["aspect_id"]: row for row in topic["aspect_coverage"]}
+    assert set(rows) == {"sq1", "sq2"}
+    for row in rows.values():
+        assert row["in_answer"] == bool(row["answer_sentences"]) and (
+            not row["in_answer"] or row["in_context"]
+        )
+    assert read_model(AskTopic, topic).aspect_coverage[0].aspect_id == "sq1"
+    # a span outside its passage is refused when the run file is read
+    topic["answer"]["sentences"][0]["check"]["span"] = [0, 10_000]
+    with pytest.raises(RecordError, match="ends after the passage"):
+        read_model(AskTopic, topic).check("topics[0]")

@@ -46,7 +46,7 @@ def test_ask_run_record_is_a_run_file_with_the_plan_and_costs() -> None:
     (record,) = data["topics"]
     assert list(record) == [
         "query_id", "query", "aspects", "passages", "coverage", "selection", "answer",
-        "plan", "retrieval", "uncovered", "generation", "costs", "warnings",
+        "plan", "retrieval", "uncovered", "aspect_coverage", "generation", "costs", "warnings",
     ]  # fmt: skip
     assert record["plan"] == {
         "request": result.query.request,

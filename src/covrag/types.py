@@ -315,30 +315,85 @@ class Selection:
         return len(self.steps)
 
 
+Verified = Literal["aligned", "judged", "unsupported"]
+VERIFIED: tuple[Verified, ...] = ("aligned", "judged", "unsupported")
+
+
+@dataclass(frozen=True, slots=True)
+class SupportCheck:
+    """How one answer sentence was checked against the passages (:mod:`covrag.generate.support`).
+
+    Attributes:
+        written: The passage ids the writer cited, before any repair.
+        verified: ``aligned`` (the passage holds the sentence's text, checked by character
+            alignment), ``judged`` (the support judge says a passage supports a paraphrase) or
+            ``unsupported`` (no passage of the context does either).
+        score: The support score: the alignment share for ``aligned``, the judge's probability
+            otherwise (for ``unsupported``, the best probability any passage reached).
+        passage_id: The passage that holds the supporting span (None when unsupported).
+        span: The supporting characters ``[start, end)`` of that passage's text.
+    """
+
+    written: tuple[str, ...]
+    verified: Verified
+    score: float
+    passage_id: str | None = None
+    span: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.verified not in VERIFIED:
+            raise ValueError(f"SupportCheck.verified must be one of {VERIFIED}")
+        if (self.passage_id is None) != (self.span is None):
+            raise ValueError("SupportCheck.passage_id and span are given together or not at all")
+        if self.span is not None and not 0 <= self.span[0] < self.span[1]:
+            raise ValueError(
+                f"SupportCheck.span must be [start, end) with start < end: {self.span}"
+            )
+
+    @property
+    def repaired(self) -> bool:
+        """Whether the check changed what the sentence cites."""
+        return self.verified != "unsupported" and self.passage_id not in self.written
+
+
 @dataclass(frozen=True, slots=True)
 class Citation:
     """A sentence of an answer with the passage ids it cites.
 
     Attributes:
         text: The sentence.
-        passage_ids: The passages it cites.
+        passage_ids: The passages it cites (after the support check's repair, when checked).
         aspect_id: The aspect (sub-question) whose paragraph it belongs to, when the writer
             planned the answer by aspect.
         framing: True for the writer's own framing (e.g. what the corpus does not answer),
             which cites nothing by design.
+        check: What the support check found (None: not checked, or framing).
     """
 
     text: str
     passage_ids: tuple[str, ...] = ()
     aspect_id: str | None = None
     framing: bool = False
+    check: SupportCheck | None = None
+
+    @property
+    def supported(self) -> bool:
+        """Whether the support check found a passage that holds or supports the sentence."""
+        return self.check is not None and self.check.verified != "unsupported"
 
 
 @dataclass(frozen=True)
 class Answer:
-    """A generated answer: sentences, each with its cited passage ids."""
+    """A generated answer: sentences, each with its cited passage ids.
+
+    Attributes:
+        sentences: What the answer states.
+        dropped: Sentences the writer wrote but the support check left out, because no passage
+            of the context supports them (kept so that a report can show them as such).
+    """
 
     sentences: tuple[Citation, ...]
+    dropped: tuple[Citation, ...] = ()
 
     @property
     def text(self) -> str:

@@ -295,6 +295,13 @@ def _print_selection(
         console.print(table)
 
 
+def answer_cell(sentences: Sequence[int]) -> str:
+    """The plan table's answer cell: the answer sentences (1-based) that state the aspect."""
+    if not sentences:
+        return "[red]not in the answer[/]"
+    return "sentence " + ", ".join(str(i + 1) for i in sentences)
+
+
 def _print_ask(result: AskResult, console: Console) -> None:
     topic = result.topic
     aspect_text = {a.id: a.text for a in topic.aspects}
@@ -303,15 +310,19 @@ def _print_ask(result: AskResult, console: Console) -> None:
     covering = covered_by(result, number)
     wanted = [a for a in topic.aspects if a.polarity != "exclude"]
     answered = sum(1 for a in wanted if covering.get(a.id))
+    in_answer = {row.aspect_id: row for row in result.aspect_coverage}
+    stated = sum(1 for row in in_answer.values() if row.in_answer)
     table = Table(
         title="Plan: the aspects a complete answer covers",
         caption=f"{answered} of {len(wanted)} wanted aspects are covered by the selected "
-        f"passages (estimated probability >= {result.coverage.threshold_text()})",
+        f"passages, {stated} by the answer (a supported sentence cites a passage that covers "
+        f"it; estimated probability >= {result.coverage.threshold_text()})",
     )
     table.add_column("id")
     table.add_column("aspect")
     table.add_column("kind")
     table.add_column("covered by")
+    table.add_column("in the answer")
     for a in topic.aspects:
         kind = a.polarity if a.polarity != "neutral" else "sub-question"
         shown = (
@@ -319,7 +330,9 @@ def _print_ask(result: AskResult, console: Console) -> None:
             if a.polarity == "exclude"
             else coverage_cell(result, number, a.id, covering.get(a.id, ()))
         )
-        table.add_row(a.id, a.text, kind, shown)
+        row = in_answer.get(a.id)
+        said = "-" if row is None else answer_cell(row.answer_sentences)
+        table.add_row(a.id, a.text, kind, shown, said)
     console.print(table)
 
     _print_selection(result, number, aspect_text, console)
@@ -335,7 +348,7 @@ def _print_ask(result: AskResult, console: Console) -> None:
     final = result.generation.drafts[-1]
     console.print(f"\n[bold]Answer[/] (after {len(result.generation.drafts) - 1} passes)")
     heading = None
-    for sentence in final.answer.sentences:
+    for i, sentence in enumerate(final.answer.sentences, start=1):
         if sentence.aspect_id is not None and sentence.aspect_id != heading:
             heading = sentence.aspect_id  # a paragraph per aspect: name the aspect first
             console.print(
@@ -344,9 +357,12 @@ def _print_ask(result: AskResult, console: Console) -> None:
         marks = "".join(f"[{number[p]}]" for p in sentence.passage_ids if p in number)
         body = escape(sentence.text)
         text = f"[italic]{body}[/]" if sentence.framing else f"{body} {escape(marks)}"
-        console.print(f"  {text}", highlight=False)
+        if sentence.check is not None and not sentence.supported:
+            text += " [red](unsupported: no passage holds this)[/]"
+        console.print(f"  {i}. {text}", highlight=False)
     for problem in final.problems:
-        console.print(f"[yellow]warning:[/] {problem}")
+        if problem not in result.warnings:  # the run's warnings are printed above
+            console.print(f"[yellow]warning:[/] {problem}", highlight=False)
     for i, critique in enumerate(result.generation.critiques, start=1):
         if critique.feedback:
             console.print(f"[dim]critique {i}:\n{critique.feedback}[/]", highlight=False)

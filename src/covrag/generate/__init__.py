@@ -3,7 +3,8 @@
 The verb is :meth:`CritiqueRewriteGenerator.generate`; :class:`CitedWriter` (``extractive``, the
 default) writes free cited prose, :class:`SynthesisWriter` an answer planned by aspect;
 :class:`Critic` names what an answer under-used, :func:`parse_citations` turns ``[n]`` marks into
-passage ids and reports the ones that name no passage.
+passage ids and reports the ones that name no passage, and :class:`SupportChecker` checks that
+each sentence's passage holds it (re-pointing or dropping the sentences whose citation does not).
 """
 
 from covrag.generate.citations import InvalidCitation, ParsedAnswer, parse_citations
@@ -23,7 +24,9 @@ from covrag.generate.records import (
     LLMCost,
     WritingContext,
     answer_record,
+    support_warnings,
 )
+from covrag.generate.support import JUDGE_THRESHOLD, SupportChecker
 from covrag.generate.synthesis import SynthesisWriter, plan_parts
 from covrag.generate.writer import CitedWriter, truncate_words
 
@@ -35,7 +38,10 @@ WRITERS: dict[str, type[CitedWriter] | type[SynthesisWriter]] = {
 
 __all__ = [
     "FEEDBACK_MODES",
+    "JUDGE_THRESHOLD",
     "WRITERS",
+    "SupportChecker",
+    "support_warnings",
     "SynthesisWriter",
     "Writer",
     "WritingContext",

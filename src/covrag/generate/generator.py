@@ -10,6 +10,7 @@ from typing import Protocol
 from covrag.errors import ConfigError
 from covrag.generate.critique import Critic, CritiqueContext
 from covrag.generate.records import Critique, Draft, GenerationResult, WritingContext
+from covrag.generate.support import SupportChecker
 from covrag.generate.synthesis import nothing_found
 from covrag.types import Passage
 
@@ -67,6 +68,8 @@ def rewrite_verdict(previous: Draft, rewrite: Draft) -> str:
         return f"rejected: the rewrite lost the citations of {', '.join(sorted(lost))}"
     if rewrite.uncited > previous.uncited:
         return "rejected: the rewrite leaves more sentences uncited"
+    if rewrite.fallback is not None and previous.fallback is None:
+        return "rejected: no sentence of the rewrite is supported by a passage"
     if len(rewrite.notes) > len(previous.notes):
         return "rejected: the rewrite failed the writer's checks"
     return "accepted"
@@ -84,10 +87,17 @@ class CritiqueRewriteGenerator:
     nugget coverage rise over two passes and a third give some back, hence the default of 2.
     Every draft is kept, so one run yields the answers after 0, 1, ..., ``passes`` passes.
 
+    Every draft, the first and each rewrite, goes through ``checker`` (the citation check,
+    :class:`~covrag.generate.SupportChecker`) before it is critiqued, judged against the draft
+    before it, or returned: the critique and the rewrite read checked citations.
+
     Args:
         writer: Writes and rewrites.
         critic: Critiques; None with ``passes > 0`` is an error.
         passes: Critique-and-rewrite rounds (0 = the first answer only).
+        checker: Checks and repairs the citations of every draft; None leaves drafts as the
+            writer returns them (what the benchmarks compare against; ``covrag ask`` and the
+            server always check).
 
     Example:
         >>> from covrag.llm import parse_llm
@@ -99,7 +109,14 @@ class CritiqueRewriteGenerator:
         3
     """
 
-    def __init__(self, writer: Writer, critic: Critic | None = None, *, passes: int = 2):
+    def __init__(
+        self,
+        writer: Writer,
+        critic: Critic | None = None,
+        *,
+        passes: int = 2,
+        checker: SupportChecker | None = None,
+    ):
         if passes < 0:
             raise ConfigError(f"passes must be >= 0, got {passes}")
         if passes and critic is None:
@@ -107,9 +124,24 @@ class CritiqueRewriteGenerator:
         self.writer = writer
         self.critic = critic
         self.passes = passes
+        self.checker = checker
 
     def __repr__(self) -> str:
-        return f"CritiqueRewriteGenerator({self.writer!r}, {self.critic!r}, passes={self.passes})"
+        return (
+            f"CritiqueRewriteGenerator({self.writer!r}, {self.critic!r}, passes={self.passes}, "
+            f"checker={self.checker!r})"
+        )
+
+    def _checked(
+        self, draft: Draft, passages: Sequence[Passage], context: WritingContext | None
+    ) -> Draft:
+        if self.checker is None:
+            return draft
+        checked = self.checker.check(draft, passages, context)
+        for problem in checked.problems:
+            if problem not in draft.problems:
+                logger.warning("answer to %d passages: %s", len(passages), problem)
+        return checked
 
     def generate(
         self,
@@ -132,6 +164,7 @@ class CritiqueRewriteGenerator:
         passages = tuple(passages)
         if passages:
             first = self.writer.write(question, passages, outline=outline, context=context)
+            first = self._checked(first, passages, context)
         else:  # nothing cleared the floor: say so, and ask no model
             first = nothing_found(context or WritingContext())
         drafts: list[Draft] = [first]
@@ -146,6 +179,7 @@ class CritiqueRewriteGenerator:
             draft = self.writer.rewrite(
                 question, passages, drafts[-1], critique.feedback, outline=outline, context=context
             )
+            draft = self._checked(draft, passages, context)
             verdict = rewrite_verdict(drafts[-1], draft)
             if verdict.startswith("rejected"):
                 logger.warning("pass %d: %s; the previous draft is kept", i, verdict)

@@ -8,7 +8,7 @@ from typing import Any
 
 from covrag.generate.citations import ParsedAnswer
 from covrag.llm.cost import LLMCost as LLMCost  # re-exported: generation records carry it
-from covrag.types import Answer, Aspect, Citation, CoverageMatrix, Passage
+from covrag.types import Answer, Aspect, Citation, CoverageMatrix, Passage, SupportCheck
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,9 @@ class Draft:
         notes: What the writer had to do instead of what it was asked (e.g. a fallback).
         left_out: Sentences of the reply the writer left out of the answer because they cite
             no passage (a claim no passage supports is not stated as the answer's).
+        checked: Whether the support check (:class:`~covrag.generate.SupportChecker`) ran.
+        fallback: ``quote`` or ``refuse`` when the check found no supported sentence and the
+            answer is its fallback (the model's sentences are then in ``answer.dropped``).
     """
 
     parsed: ParsedAnswer
@@ -33,6 +36,8 @@ class Draft:
     cost: LLMCost = LLMCost()
     notes: tuple[str, ...] = ()
     left_out: tuple[str, ...] = ()
+    checked: bool = False
+    fallback: str | None = None
 
     @property
     def answer(self) -> Answer:
@@ -67,7 +72,39 @@ class Draft:
             )
         if self.cut_off:
             found.append("the reply was cut off at the token limit")
-        return (*found, *self.notes)
+        return (*found, *self.notes, *support_warnings(self))
+
+
+def support_warnings(draft: Draft) -> tuple[str, ...]:
+    """What the support check did to ``draft``, in words for the user (empty when nothing)."""
+    if not draft.checked:
+        return ()
+    found = []
+    if draft.fallback == "quote":
+        found.append(
+            "no sentence of the model's answer is supported by a passage: the answer quotes "
+            "the selected passages instead"
+        )
+    elif draft.fallback == "refuse":
+        found.append(
+            "no sentence of the model's answer is supported by a passage: no answer is given"
+        )
+    sentences = draft.answer.sentences
+    repointed = [s for s in sentences if s.check is not None and s.check.repaired]
+    if repointed and draft.fallback is None:  # the fallback's quotations cite what they quote
+        found.append(
+            f"{len(repointed)} sentence(s) cited no passage, or passages that do not support "
+            "them; their citations now name the passage that does"
+        )
+    marked = [s for s in sentences if s.check is not None and s.check.verified == "unsupported"]
+    if marked:
+        found.append(f"{len(marked)} sentence(s) that no passage supports are shown, marked")
+    if draft.answer.dropped and draft.fallback is None:
+        found.append(
+            f"{len(draft.answer.dropped)} sentence(s) that no passage supports were dropped from "
+            "the answer: " + "; ".join(repr(s.text) for s in draft.answer.dropped)
+        )
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -166,17 +203,36 @@ class GenerationResult:
 
 
 def answer_record(answer: Answer) -> dict[str, Any]:
-    """The run-file ``answer`` object (what ``covrag report`` reads)."""
-    return {"sentences": [sentence_record(s) for s in answer.sentences]}
+    """The run-file ``answer`` object (what ``covrag report`` reads); the dropped sentences
+    only when there are some."""
+    record: dict[str, Any] = {"sentences": [sentence_record(s) for s in answer.sentences]}
+    if answer.dropped:
+        record["dropped"] = [sentence_record(s) for s in answer.dropped]
+    return record
 
 
 def sentence_record(sentence: Citation) -> dict[str, Any]:
-    """One answer sentence; its aspect and framing flag only when set."""
+    """One answer sentence; its aspect, framing flag and support check only when set."""
     record: dict[str, Any] = {"text": sentence.text, "passage_ids": list(sentence.passage_ids)}
     if sentence.aspect_id is not None:
         record["aspect_id"] = sentence.aspect_id
     if sentence.framing:
         record["framing"] = True
+    if sentence.check is not None:
+        record["check"] = check_record(sentence.check)
+    return record
+
+
+def check_record(check: SupportCheck) -> dict[str, Any]:
+    """A sentence's support check as the run file writes it (``schema.runfile.RunCheck``)."""
+    record: dict[str, Any] = {
+        "cited_as_written": list(check.written),
+        "verified": check.verified,
+        "score": check.score,
+    }
+    if check.passage_id is not None and check.span is not None:
+        record["passage_id"] = check.passage_id
+        record["span"] = list(check.span)
     return record
 
 
@@ -190,6 +246,8 @@ def draft_record(draft: Draft) -> dict[str, Any]:
         ],
         "problems": list(draft.problems),
         "left_out": list(draft.left_out),
+        "checked": draft.checked,
+        "fallback": draft.fallback,
         "cut_off": draft.cut_off,
         "cost": draft.cost.as_dict(),
     }

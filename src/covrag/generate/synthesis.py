@@ -42,7 +42,7 @@ from covrag.generate.citations import ParsedAnswer
 from covrag.generate.copying import copies
 from covrag.generate.records import Draft, LLMCost, WritingContext
 from covrag.llm.base import LLM, ChatParams, system, user
-from covrag.llm.prompts import passages_block, truncate_words
+from covrag.llm.prompts import documents_rule, passage_line, passages_block
 from covrag.llm.structured import chat_json, extract_json
 from covrag.schema.llm import Reply, int_in, parse_reply, sized, with_fields
 from covrag.text import split_sentences
@@ -378,7 +378,7 @@ class SynthesisWriter:
             "sentences from the passages, and do not mention the passages or their numbers in "
             "the text. Each sentence cites, by number, the passages that support it, at least "
             "one of its part's passages, and every passage of a part is cited in its "
-            f"paragraph.{self._avoid()}\n"
+            f"paragraph.{self._avoid(passages)}\n"
             'Reply with JSON only: {"paragraphs": [{"part": 1, "sentences": [{"text": "...", '
             '"cites": [2]}]}, ...]}.'
         )
@@ -413,9 +413,12 @@ class SynthesisWriter:
             logger.warning("synthesis: %s", notes[0])
         return _finish(paragraphs, missing, "\n".join(raws), cost, cut_off, notes)
 
-    def _avoid(self) -> str:
-        """The prompt's sentence on the excluded topics (empty when there are none)."""
-        return f" Do not write about: {'; '.join(self.exclude)}." if self.exclude else ""
+    def _avoid(self, passages: Sequence[Passage] = ()) -> str:
+        """The prompt's sentences on the excluded topics and on naming documents (empty when
+        there are no excluded topics and the passages come from one document or none)."""
+        rule = documents_rule(passages)
+        avoid = f" Do not write about: {'; '.join(self.exclude)}." if self.exclude else ""
+        return f"{avoid} {rule}" if rule else avoid
 
     def _part_request(
         self, question: str, passages: Sequence[Passage], part: Part, index: int
@@ -423,8 +426,7 @@ class SynthesisWriter:
         number = {p.id: i for i, p in enumerate(passages, start=1)}
         by_id = {p.id: p for p in passages}
         block = "\n".join(
-            f"[{number[pid]}] {truncate_words(by_id[pid].text, self.max_words)}"
-            for pid in part.passage_ids
+            passage_line(number[pid], by_id[pid], self.max_words) for pid in part.passage_ids
         )
         marks = ", ".join(f"[{number[pid]}]" for pid in part.passage_ids)
         return (
@@ -435,7 +437,7 @@ class SynthesisWriter:
             f"share a sentence, at most {MAX_SHARED} passages per sentence). Do not copy "
             "sentences from the passages, and do not mention the passages or their numbers in "
             "the text. Each sentence cites, by number, the passages that support it, and every "
-            f"one of {marks} is cited.{self._avoid()}\n"
+            f"one of {marks} is cited.{self._avoid([by_id[p] for p in part.passage_ids])}\n"
             'Reply with JSON only: {"sentences": [{"text": "...", "cites": [n]}]}.'
         )
 

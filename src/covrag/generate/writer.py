@@ -26,6 +26,7 @@ from covrag.generate.citations import (
 from covrag.generate.records import Draft, LLMCost, WritingContext, ids
 from covrag.generate.synthesis import missing_sentence, plan_parts
 from covrag.llm.base import LLM, ChatParams, Message, system, user
+from covrag.llm.prompts import documents_rule
 from covrag.llm.prompts import passages_block as passages_block  # re-exported
 from covrag.llm.prompts import truncate_words as truncate_words  # re-exported
 from covrag.types import Answer, Passage
@@ -104,8 +105,8 @@ class CitedWriter:
     def _context(self, question: str, passages: Sequence[Passage]) -> str:
         return f"Question: {question}\n\nPassages:\n{passages_block(passages, self.max_words)}"
 
-    def _constraints(self, outline: Sequence[str]) -> str:
-        parts = []
+    def _constraints(self, outline: Sequence[str], passages: Sequence[Passage]) -> str:
+        parts = [rule] if (rule := documents_rule(passages)) else []
         if outline:
             steps = "\n".join(f"{i}. {step}" for i, step in enumerate(outline, start=1))
             parts.append(
@@ -132,7 +133,7 @@ class CitedWriter:
             f"Write an answer to the question in about {self.sentences} sentences, using only "
             f"the passages. {CITATION_RULES.format(k=len(passages))}"
         )
-        constraints = self._constraints(outline)
+        constraints = self._constraints(outline, passages)
         if constraints:
             request += f"\n\n{constraints}"
         messages = [system(SYSTEM_PROMPT), user(request)]
@@ -160,7 +161,7 @@ class CitedWriter:
             "missing, from the passages; never copy the feedback itself into the answer. "
             f"{CITATION_RULES.format(k=len(passages))}"
         )
-        constraints = self._constraints(outline)
+        constraints = self._constraints(outline, passages)
         if constraints:
             request += f"\n\n{constraints}"
         messages = [system(SYSTEM_PROMPT), user(request)]

@@ -42,9 +42,12 @@ from covrag.generate import (
     Critic,
     CritiqueContext,
     CritiqueRewriteGenerator,
+    SupportChecker,
     SynthesisWriter,
     Writer,
+    support_warnings,
 )
+from covrag.generate.answer_coverage import AspectCoverage, answer_coverage
 from covrag.generate.records import GenerationResult, LLMCost
 from covrag.llm.base import LLM
 from covrag.pipeline.config import AskConfig, PrepareConfig
@@ -121,6 +124,14 @@ class AskResult:
     filters: FilterReport | None = None
 
     @property
+    def aspect_coverage(self) -> tuple[AspectCoverage, ...]:
+        """Per wanted aspect: the selected passages and the answer's supported sentences that
+        cover it (one threshold, the estimator's)."""
+        return answer_coverage(
+            self.generation.answer, self.coverage, self.topic.aspects, self.selection.passage_ids
+        )
+
+    @property
     def uncovered(self) -> tuple[Aspect, ...]:
         """Wanted aspects no selected passage covers."""
         covered = set(self.selection.covered)
@@ -156,6 +167,10 @@ class AskResult:
             queries=self.queries,
             uncovered=[a.id for a in self.uncovered],
             generation=self.generation.to_json(),
+            aspect_coverage=[
+                (row.aspect_id, row.context_passages, row.answer_sentences)
+                for row in self.aspect_coverage
+            ],
             costs={stage: cost.as_dict() for stage, cost in self.costs.items()},
             warnings=self.warnings,
             filters=None if self.filters is None else self.filters.as_dict(),
@@ -268,9 +283,11 @@ def build_generator(
     config: AskConfig,
     judge: CoverageEstimator | None,
     exclude: Sequence[str] = (),
+    support_judge: CoverageEstimator | None = None,
 ) -> CritiqueRewriteGenerator:
     """The writer and critic ``config`` asks for: ``judge`` tells the critic which aspects the
-    answer covers (``pointers`` feedback)."""
+    answer covers (``pointers`` feedback); ``support_judge`` judges paraphrase for the citation
+    check (None: the shipped cross-encoder, every pair on its own)."""
     writer: Writer
     if config.writer == "synthesis":
         writer = SynthesisWriter(
@@ -292,7 +309,12 @@ def build_generator(
         max_words=config.max_words,
         system_prompt=writer.system_prompt,
     )
-    return CritiqueRewriteGenerator(writer, critic, passes=config.passes)
+    # Every draft's citations are checked against the passages (the shipped cross-encoder
+    # judges paraphrase), so nothing unsupported is shown or written.
+    checker = SupportChecker(
+        support_judge, unsupported=config.unsupported, fallback=config.fallback
+    )
+    return CritiqueRewriteGenerator(writer, critic, passes=config.passes, checker=checker)
 
 
 class _Clock:
@@ -491,6 +513,10 @@ def ask(
         selection=selection,
         generation=generation,
         costs=clock.costs,
-        warnings=(*planned.warnings, *([f"no answer: {refusal}"] if refusal else [])),
+        warnings=(
+            *planned.warnings,
+            *([f"no answer: {refusal}"] if refusal else []),
+            *support_warnings(generation.drafts[-1]),
+        ),
         filters=filters,
     )

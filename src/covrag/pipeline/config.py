@@ -21,6 +21,8 @@ RelevanceSource = Literal["dense", "score", "order"]
 FeedbackMode = Literal["self", "pointers"]
 WriterName = Literal["synthesis", "extractive"]
 DecomposeStyle = Literal["factors", "points"]  # covrag.plan.decompose.STYLES
+UnsupportedPolicy = Literal["drop", "mark"]  # covrag.generate.support.UNSUPPORTED_POLICIES
+Fallback = Literal["quote", "refuse"]  # covrag.generate.support.FALLBACKS
 RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "score", "order")
 
 #: The selector used wherever a caller names none (ask, the server, the integrations): the best
@@ -185,6 +187,21 @@ class AskConfig:
     rewrite_sentences: int = field(default=18, metadata=_help("sentences asked for in a rewrite"))
     max_tokens: int = field(
         default=800, metadata=_help("most tokens per first answer (rewrites: 1.5x)")
+    )
+    unsupported: UnsupportedPolicy = field(
+        default="drop",
+        metadata=_help(
+            "answer sentences no passage supports (by text alignment or the support judge): "
+            "drop = leave them out of the answer (the run file records them as dropped); "
+            "mark = show them, marked unsupported"
+        ),
+    )
+    fallback: Fallback = field(
+        default="quote",
+        metadata=_help(
+            "when no sentence of the model's answer is supported: quote = quote the selected "
+            "passages by sub-question, each quotation cited; refuse = give no answer, and say why"
+        ),
     )
 
     def __post_init__(self) -> None:

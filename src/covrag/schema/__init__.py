@@ -6,6 +6,8 @@ records of :mod:`covrag.types` (the records import nothing of this package):
 - :mod:`~covrag.schema.dataset`: a line of coverage JSONL (a topic with its pool and labels);
 - :mod:`~covrag.schema.runfile`: the run file of ``covrag select --run-json`` (the server's
   trace and coverage matrix reuse its models);
+- :mod:`~covrag.schema.answer`: a run file's answer (sentences with their support checks, and
+  the sentences the check dropped);
 - :mod:`~covrag.schema.ask`: the run file of ``covrag ask`` (a run file with the plan, searches,
   drafts and costs);
 - :mod:`~covrag.schema.bench`: the ``summary.json`` of ``covrag bench``;

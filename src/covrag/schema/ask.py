@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from covrag.schema._base import RecordError
 from covrag.schema.runfile import RunAnswer, RunTopic, dump, run_file_header
 from covrag.types import Answer, CoverageMatrix, Selection, Topic
 
@@ -82,16 +83,42 @@ class GenerationOut(BaseModel):
     drafts: list[DraftOut]
 
 
+class AspectCoverageOut(BaseModel):
+    """Whether the context and the answer cover one wanted aspect (one threshold: the
+    estimator's; ``covrag.generate.answer_coverage``)."""
+
+    aspect_id: str
+    in_context: bool = Field(description="a selected passage covers it")
+    in_answer: bool = Field(description="a supported sentence cites a passage that covers it")
+    context_passages: list[str] = Field(description="the selected passages that cover it")
+    answer_sentences: list[int] = Field(description="indexes of the sentences that state it")
+
+
 class AskTopic(RunTopic):
     """The topic of an ask run file: a run-file topic and what asking it took."""
 
     plan: AskPlanOut
     retrieval: RetrievalOut
     uncovered: list[str]
+    aspect_coverage: list[AspectCoverageOut] = Field(
+        default=[], description="per wanted aspect: covered by the context, by the answer"
+    )
     generation: dict[str, Any]
     costs: dict[str, dict[str, Any]]
     warnings: list[str]
     filters: FiltersOut | None = None
+
+    def check(self, where: str) -> None:
+        """The run-file topic's references, and the aspect coverage's ids."""
+        super().check(where)
+        aspects = {a.id for a in self.aspects}
+        sentences = len(self.answer.sentences) if self.answer is not None else 0
+        for j, row in enumerate(self.aspect_coverage):
+            at = f"{where}.aspect_coverage[{j}]"
+            if row.aspect_id not in aspects:
+                raise RecordError(f"{at}.aspect_id", f"unknown aspect id {row.aspect_id!r}")
+            if any(not 0 <= i < sentences for i in row.answer_sentences):
+                raise RecordError(f"{at}.answer_sentences", "names a sentence the answer lacks")
 
 
 def ask_plan(
@@ -141,9 +168,15 @@ def ask_run_record(
     warnings: Sequence[str],
     seconds: float,
     filters: Mapping[str, Any] | None = None,
+    aspect_coverage: Sequence[tuple[str, Sequence[str], Sequence[int]]] = (),
 ) -> dict[str, Any]:
     """The whole run file of one asked question (what ``AskResult.run_record`` returns);
-    ``seconds`` is the time all stages took."""
+    ``seconds`` is the time all stages took; ``aspect_coverage`` holds, per wanted aspect, its
+    id, the selected passages that cover it and the answer sentences that state it.
+
+    The topic is validated as it is written (:class:`AskTopic`, its references included), so a
+    run file that ``covrag report`` would refuse is never written.
+    """
     base = RunTopic.of(topic, selection, coverage, answer)
     values = {name: getattr(base, name) for name in base.model_fields_set}
     record = AskTopic.model_construct(
@@ -151,13 +184,25 @@ def ask_run_record(
         plan=plan,
         retrieval=RetrievalOut.model_construct(queries=list(queries), pool=len(topic.passages)),
         uncovered=list(uncovered),
+        aspect_coverage=[
+            AspectCoverageOut.model_construct(
+                aspect_id=aspect_id,
+                in_context=bool(passages),
+                in_answer=bool(sentences),
+                context_passages=list(passages),
+                answer_sentences=list(sentences),
+            )
+            for aspect_id, passages, sentences in aspect_coverage
+        ],
         generation=dict(generation),
         costs={stage: dict(cost) for stage, cost in costs.items()},
         warnings=list(warnings),
         filters=None if filters is None else FiltersOut.model_validate(dict(filters)),
     )
+    written = dump(record)
+    AskTopic.model_validate(written).check("topics[0]")
     run = run_file_header(
-        [dump(record)],
+        [written],
         dataset="ask",
         selector=selection.selector,
         coverage=coverage.source,

@@ -14,9 +14,15 @@ aspects, and (when a generator wrote one) the answer with its citations::
                  "coverage": {"passage_ids", "aspect_ids", "probs", "threshold", "source", ...},
                  "selection": {"selector", "budget", "tokens_used", "seconds",
                                "steps": [{"passage_id", "score", "newly_covered", "tokens"}]},
-                 "answer": {"sentences": [{"text", "passage_ids"}]}}]}
+                 "answer": {"sentences": [{"text", "passage_ids", "aspect_id", "framing",
+                                           "check"}],
+                            "dropped": [...]}}]}
 
-``coverage`` may be null (a selector that reads none) and ``answer`` may be absent. A passage cut
+``coverage`` may be null (a selector that reads none) and ``answer`` may be absent. A sentence of
+a checked answer (:mod:`covrag.generate.support`) carries its ``check``: ``cited_as_written``
+(the ids before repair), ``verified`` (``aligned``, ``judged`` or ``unsupported``), ``score`` and,
+when supported, ``passage_id`` and ``span`` (``[start, end)`` of that passage's text, checked to lie
+inside it); ``dropped`` holds the sentences the check left out. A passage cut
 from a user's document (``covrag index --docs``) also names the document (``doc_id``, ``title``,
 ``source``) and where in its extracted text it lies (``start``, ``end``; from a PDF also the
 ``page`` it starts on); other passages leave these out. Non-finite
@@ -36,11 +42,13 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from covrag.schema._base import RecordError
+from covrag.schema.answer import RunAnswer as RunAnswer  # re-exported: the run file's answer
+from covrag.schema.answer import RunCheck as RunCheck
+from covrag.schema.answer import RunSentence as RunSentence
 from covrag.types import (
     Answer,
     Aspect,
     Budget,
-    Citation,
     CoverageMatrix,
     Passage,
     Polarity,
@@ -247,36 +255,6 @@ class RunSelection(_Record):
         )
 
 
-class RunSentence(_Record):
-    text: str
-    passage_ids: list[str] = []
-    aspect_id: str | None = None
-    framing: bool = False
-
-    def to_citation(self) -> Citation:
-        return Citation(self.text, tuple(self.passage_ids), self.aspect_id, self.framing)
-
-    @classmethod
-    def of(cls, s: Citation) -> Self:
-        values: dict[str, Any] = {"text": s.text, "passage_ids": list(s.passage_ids)}
-        if s.aspect_id is not None:  # written only when set: older readers see the same record
-            values["aspect_id"] = s.aspect_id
-        if s.framing:
-            values["framing"] = True
-        return cls.model_construct(**values)
-
-
-class RunAnswer(_Record):
-    sentences: list[RunSentence]
-
-    def to_answer(self) -> Answer:
-        return Answer(tuple(s.to_citation() for s in self.sentences))
-
-    @classmethod
-    def of(cls, answer: Answer) -> Self:
-        return cls.model_construct(sentences=[RunSentence.of(s) for s in answer.sentences])
-
-
 class RunTopic(_Record):
     """One topic of a run file: its pool and aspects, coverage, selection and answer."""
 
@@ -300,10 +278,9 @@ class RunTopic(_Record):
                 raise RecordError(f"{at}.passage_id", f"unknown passage id {step.passage_id!r}")
             if set(step.newly_covered) - aspects:
                 raise RecordError(f"{at}.newly_covered", "unknown aspect id")
-        for j, sentence in enumerate(self.answer.sentences if self.answer else ()):
-            if set(sentence.passage_ids) - passages:
-                at = f"{where}.answer.sentences[{j}].passage_ids"
-                raise RecordError(at, "cites an unknown passage")
+        if self.answer is not None:
+            lengths = {p.id: len(p.text) for p in self.passages}
+            self.answer.check_references(lengths, f"{where}.answer")
 
     def to_records(
         self, where: str

@@ -339,7 +339,9 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
     )
     judge = estimator if request.feedback == "pointers" else None
     exclude = [a.text for a in topic.aspects if a.polarity == "exclude"]
-    result = build_generator(llm, settings, judge, exclude).generate(
+    # the citation check's judge runs under the model lock too (it shares the scorer's cache)
+    support = _Locked(CrossEncoderCoverage(assignment="independent", answers_gate=0.0))
+    result = build_generator(llm, settings, judge, exclude, support).generate(
         request.question, context, context=CritiqueContext(topic.aspects, coverage, refusal=refusal)
     )
     final = result.drafts[-1]

@@ -1,0 +1,66 @@
+"""The answer when the model's answer holds nothing the passages support: quotes, or a refusal.
+
+:func:`quoted_answer` quotes the selected passages, grouped by sub-question (the parts of
+:func:`~covrag.generate.synthesis.plan_parts`: each wanted aspect with the passages that cover
+it), one quotation per passage: the passage sentence that shares the most content words with the
+sub-question (the first sentence on ties, or when there is no sub-question). Each quotation is an
+exact span of its passage, cited, with that span in its check (``aligned``, score 1): a reader
+finds it word for word. :func:`refusal` is the one framing sentence that says no answer is given
+and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from covrag.generate.alignment import sentence_spans
+from covrag.generate.records import WritingContext
+from covrag.generate.synthesis import missing_sentence, plan_parts
+from covrag.text import content_words
+from covrag.types import Aspect, Citation, Passage, SupportCheck
+
+
+def quote_span(passage: Passage, aspect: Aspect | None) -> tuple[int, int]:
+    """The ``[start, end)`` of the passage sentence to quote for ``aspect``."""
+    spans = [(s, e) for s, e in sentence_spans(passage.text) if e > s]
+    if not spans:
+        return (0, len(passage.text))
+    if aspect is None:
+        return spans[0]
+    wanted = content_words(" ".join((aspect.text, *aspect.answers)))
+    shared = [len(wanted & content_words(passage.text[s:e])) for s, e in spans]
+    return spans[max(range(len(spans)), key=lambda i: (shared[i], -i))]
+
+
+def quote(passage: Passage, aspect: Aspect | None) -> Citation:
+    """One quotation of ``passage``: an exact sentence of it, in quotation marks, cited."""
+    start, end = quote_span(passage, aspect)
+    check = SupportCheck((), "aligned", 1.0, passage.id, (start, end))
+    text = f"\u201c{passage.text[start:end]}\u201d"
+    return Citation(text, (passage.id,), None if aspect is None else aspect.id, check=check)
+
+
+def quoted_answer(
+    passages: Sequence[Passage], context: WritingContext | None
+) -> tuple[Citation, ...]:
+    """Quotations of ``passages`` grouped by the sub-question each covers, then the framing
+    sentence naming the sub-questions no passage covers; without sub-questions, one quotation
+    per passage in context order."""
+    parts, missing = plan_parts(passages, context or WritingContext())
+    by_id = {p.id: p for p in passages}
+    if not parts:
+        return tuple(quote(p, None) for p in passages)
+    quotes = [quote(by_id[pid], part.aspect) for part in parts for pid in part.passage_ids]
+    framing = missing_sentence(missing, True)
+    return (*quotes, *(() if framing is None else (framing,)))
+
+
+def refusal(unsupported: int) -> Citation:
+    """The framing sentence of an answer refused because nothing the model wrote is supported."""
+    return Citation(
+        f"No answer is given: none of the {unsupported} sentence(s) the model wrote is supported "
+        "by the passages it was given.",
+        (),
+        None,
+        framing=True,
+    )

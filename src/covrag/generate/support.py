@@ -1,0 +1,210 @@
+"""The citation check: every sentence of an answer is held by the passage it cites, or it goes.
+
+A small writer cites by position, not by content: Qwen2.5-Coder-1.5B copied passage n and cited
+passage n + 1, and 5 of 21 sentences of a user test were supported by what they cite. So each
+draft of every writer is checked before it is shown or written (:class:`SupportChecker`):
+
+1. **alignment** (:func:`~covrag.generate.alignment.align`): a passage that holds the sentence's
+   text (a long shared run of words, or most of its content words) supports it, with the exact
+   span; cheap, and repeatable by a reader;
+2. **the support judge** for paraphrase: the coverage cross-encoder shipped with covrag scores
+   (passage, sentence) pairs, the sentence in the place of an aspect, and a pair at or above
+   :data:`JUDGE_THRESHOLD` supports it;
+3. **repair**: a sentence keeps the cited passages that support it; one whose cited passages do
+   not is re-pointed to the passage that does (the aligned one first, else the judge's best); a
+   sentence no passage supports is ``unsupported``, and the policy (``unsupported``) drops it
+   from the answer, recorded in :attr:`~covrag.types.Answer.dropped` (``drop``, the default) or
+   keeps it marked (``mark``).
+
+Every checked sentence records its check (:class:`~covrag.types.SupportCheck`): the ids as
+written, how it was verified, its score and the supporting span. When no sentence of a reply is
+supported, the answer is not the reply: it quotes the passages (:mod:`covrag.generate.quotes`,
+``fallback="quote"``) or says that no answer is given and why (``fallback="refuse"``); the draft's
+problems (:func:`~covrag.generate.records.support_warnings`) say so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from covrag.coverage.base import CoverageEstimator
+from covrag.errors import ConfigError
+from covrag.generate.alignment import align, best_window
+from covrag.generate.citations import InvalidCitation, ParsedAnswer
+from covrag.generate.quotes import quoted_answer, refusal
+from covrag.generate.records import Draft, WritingContext
+from covrag.llm.prompts import document_of
+from covrag.types import Answer, Aspect, Citation, FloatArray, Passage, SupportCheck, Topic
+
+#: The judge's probability at or above which a passage supports a paraphrase: the lowest
+#: threshold (in steps of 0.05) with precision at least 0.8 on ArgKP 2021 dev's labelled
+#: (argument, key point) pairs, a split the shipped model never trained on
+#: (``benchmarks/bench_support.py``, docs/BENCHMARKS.md section 21): precision 0.807, recall
+#: 0.486 over 3,458 pairs (F1 is flat near 0.62 from 0.45 to 0.70, so precision decided). On
+#: 20 Perspectrum-evidence dev topics, whose negatives are unlabelled pairs, it gives precision
+#: 0.658 and recall 0.229. A paraphrase the judge doubts is dropped rather than shown as
+#: supported: an answer a user can trust states less.
+JUDGE_THRESHOLD = 0.75
+
+UNSUPPORTED_POLICIES = ("drop", "mark")
+FALLBACKS = ("quote", "refuse")
+
+
+class SupportChecker:
+    """Checks and repairs the citations of a draft (see the module docstring).
+
+    Args:
+        judge: Scores (passage, sentence) pairs for paraphrase; None = the shipped coverage
+            cross-encoder (:class:`~covrag.coverage.CrossEncoderCoverage`).
+        threshold: The judge's probability that counts as support.
+        unsupported: ``drop`` (leave unsupported sentences out of the answer, recorded as
+            dropped) or ``mark`` (keep them, marked ``unsupported``).
+        fallback: What replaces a reply with no supported sentence: ``quote`` (quotations of
+            the passages, by sub-question) or ``refuse`` (no answer, with the reason).
+
+    Example:
+        >>> checker = SupportChecker()  # doctest: +SKIP
+        >>> checked = checker.check(draft, passages)  # doctest: +SKIP
+        >>> checked.answer.sentences[0].check.verified  # doctest: +SKIP
+        'aligned'
+    """
+
+    def __init__(
+        self,
+        judge: CoverageEstimator | None = None,
+        *,
+        threshold: float = JUDGE_THRESHOLD,
+        unsupported: str = "drop",
+        fallback: str = "quote",
+    ) -> None:
+        if unsupported not in UNSUPPORTED_POLICIES:
+            raise ConfigError(
+                f"unsupported must be one of {UNSUPPORTED_POLICIES}, got {unsupported!r}"
+            )
+        if fallback not in FALLBACKS:
+            raise ConfigError(f"fallback must be one of {FALLBACKS}, got {fallback!r}")
+        if not 0.0 <= threshold <= 1.0:
+            raise ConfigError(f"threshold must lie in [0, 1], got {threshold}")
+        if judge is None:
+            from covrag.coverage import CrossEncoderCoverage
+
+            # every (passage, sentence) pair on its own: no best-aspect assignment, no sketches
+            judge = CrossEncoderCoverage(assignment="independent", answers_gate=0.0)
+        self.judge = judge
+        self.threshold = threshold
+        self.unsupported = unsupported
+        self.fallback = fallback
+
+    def __repr__(self) -> str:
+        return (
+            f"SupportChecker({self.judge!r}, threshold={self.threshold}, "
+            f"unsupported={self.unsupported!r}, fallback={self.fallback!r})"
+        )
+
+    def check_sentences(
+        self, sentences: Sequence[Citation], passages: Sequence[Passage]
+    ) -> list[Citation]:
+        """Each sentence with its check and repaired citations (framing sentences as they are)."""
+        by_id = {p.id: p for p in passages}
+        checked: list[Citation | None] = []
+        unaligned: list[int] = []
+        for i, sentence in enumerate(sentences):
+            found = None if sentence.framing else _aligned(sentence, passages)
+            checked.append(sentence if sentence.framing else found)
+            if not sentence.framing and found is None:
+                unaligned.append(i)
+        if unaligned:
+            probs = self._scores([sentences[i].text for i in unaligned], passages)
+            for row, i in enumerate(unaligned):
+                checked[i] = self._judged(sentences[i], passages, probs[row], by_id)
+        return [c for c in checked if c is not None]
+
+    def _scores(self, texts: Sequence[str], passages: Sequence[Passage]) -> FloatArray:
+        """The judge's probabilities, sentences (rows) x passages (columns)."""
+        aspects = tuple(Aspect(f"s{i}", text or "-") for i, text in enumerate(texts))
+        topic = Topic("support", "", tuple(passages), aspects)
+        return np.asarray(self.judge.estimate(topic).probs, dtype=np.float64).T
+
+    def _judged(
+        self,
+        sentence: Citation,
+        passages: Sequence[Passage],
+        probs: FloatArray,
+        by_id: dict[str, Passage],
+    ) -> Citation:
+        written = sentence.passage_ids
+        column = {p.id: j for j, p in enumerate(passages)}
+        keep = [p for p in written if p in column and probs[column[p]] >= self.threshold]
+        if not keep:
+            best = int(np.argmax(probs)) if len(passages) else -1
+            if best < 0 or probs[best] < self.threshold:
+                score = float(probs[best]) if best >= 0 else 0.0
+                check = SupportCheck(written, "unsupported", round(score, 6))
+                return dataclasses.replace(sentence, check=check)
+            keep = [passages[best].id]
+        top = max(keep, key=lambda p: probs[column[p]])
+        span = best_window(sentence.text, by_id[top].text)
+        check = SupportCheck(
+            written, "judged", round(float(probs[column[top]]), 6), top, _span(span, by_id[top])
+        )
+        return dataclasses.replace(sentence, passage_ids=tuple(keep), check=check)
+
+    def check(
+        self,
+        draft: Draft,
+        passages: Sequence[Passage],
+        context: WritingContext | None = None,
+    ) -> Draft:
+        """``draft`` with every sentence checked, citations repaired and the policy applied;
+        a draft with no supported sentence becomes the fallback answer."""
+        if not passages:  # nothing to cite: the writer said the corpus does not answer
+            return draft
+        sentences = self.check_sentences(draft.answer.sentences, passages)
+        drop = self.unsupported == "drop"
+        kept = [s for s in sentences if s.framing or s.supported or not drop]
+        dropped = tuple(s for s in sentences if not s.framing and not s.supported and drop)
+        where: dict[
+            int, int
+        ] = {}  # old index -> new index, for the invalid citations of kept sentences
+        for old, s in enumerate(sentences):
+            if s.framing or s.supported or not drop:
+                where[old] = len(where)
+        invalid = tuple(
+            InvalidCitation(where[c.sentence], c.number)
+            for c in draft.parsed.invalid
+            if c.sentence in where
+        )
+        fallback = None
+        answer = Answer(tuple(kept), dropped)
+        if not any(s.supported for s in kept):
+            fallback = self.fallback
+            unsupported = tuple(s for s in sentences if not s.framing)
+            if self.fallback == "quote":
+                answer = Answer(quoted_answer(passages, context), unsupported)
+            else:
+                answer = Answer((refusal(len(unsupported)),), unsupported)
+            invalid = ()
+        parsed = ParsedAnswer(answer, invalid, draft.parsed.repeated)
+        return dataclasses.replace(draft, parsed=parsed, checked=True, fallback=fallback)
+
+
+def _span(span: tuple[int, int], passage: Passage) -> tuple[int, int]:
+    """A non-empty span: ``span``, or the whole passage when ``span`` is empty."""
+    return span if span[1] > span[0] else (0, max(len(passage.text), 1))
+
+
+def _aligned(sentence: Citation, passages: Sequence[Passage]) -> Citation | None:
+    """The sentence checked by alignment, or None when no passage holds its text."""
+    found = {
+        p.id: a for p in passages if (a := align(sentence.text, p.text, document_of(p))) is not None
+    }
+    if not found:
+        return None
+    written = sentence.passage_ids
+    keep = [p for p in written if p in found] or [max(found, key=lambda p: found[p].share)]
+    top = max(keep, key=lambda p: found[p].share)
+    check = SupportCheck(written, "aligned", round(found[top].share, 6), top, found[top].span)
+    return dataclasses.replace(sentence, passage_ids=tuple(keep), check=check)

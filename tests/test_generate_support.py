@@ -1,0 +1,262 @@
+"""The citation check: alignment with exact spans, repair of mis-pointed citations, the support
+judge (the real shipped cross-encoder), the policy for unsupported sentences and the fallback."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from covrag.coverage.base import CoverageEstimator
+from covrag.errors import ConfigError
+from covrag.generate import (
+    CitedWriter,
+    CritiqueRewriteGenerator,
+    SupportChecker,
+    SynthesisWriter,
+    WritingContext,
+    support_warnings,
+)
+from covrag.generate.alignment import align, sentence_spans
+from covrag.generate.answer_coverage import answer_coverage
+from covrag.generate.citations import ParsedAnswer
+from covrag.generate.quotes import quoted_answer
+from covrag.generate.records import Draft
+from covrag.types import Answer, Citation, CoverageMatrix, Passage, SupportCheck, Topic
+from generate_support import ASPECTS, PASSAGES, KeywordCoverage
+from llm_support import ScriptedLLM
+
+QUESTION = "Should schools require uniforms?"
+
+LONG = (
+    Passage("p1", "Many schools ask for uniforms. Uniforms reduce bullying because nobody stands "
+            "out in the playground."),
+    Passage("p2", "Uniforms cost parents a lot of money every single year, families say."),
+    Passage("p3", "Critics argue that uniforms limit how students express their identity."),
+    Passage("p4", "Some schools let pupils choose their own clothes on Fridays."),
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class NoSupport(CoverageEstimator):
+    """A judge that finds no paraphrase anywhere (the logic around the judge, not the judge)."""
+
+    name = "none"
+
+    def estimate(self, topic: Topic) -> CoverageMatrix:
+        probs = np.zeros((len(topic.passages), len(topic.aspects)))
+        return CoverageMatrix(topic.passage_ids, topic.aspect_ids, probs)
+
+
+def test_alignment_spans_are_exact_and_paraphrase_is_not_aligned() -> None:
+    text = LONG[0].text
+    for sentence, expected in (
+        ("Uniforms reduce bullying because nobody stands out in the playground.",
+         "Uniforms reduce bullying because nobody stands out in the playground"),
+        ("uniforms REDUCE bullying, because nobody stands out!",  # case and punctuation
+         "Uniforms reduce bullying because nobody stands out"),
+        # one word changed: most content words, so the passage sentence holding them
+        ("Uniforms cut bullying because nobody stands out in the playground.",
+         "Uniforms reduce bullying because nobody stands out in the playground."),
+        ('One source says: "Many schools ask for uniforms."', "Many schools ask for uniforms"),
+    ):  # fmt: skip
+        found = align(sentence, text)
+        assert found is not None, sentence
+        assert text[found.span[0] : found.span[1]] == expected
+    assert align("Pupils are picked on less when everyone dresses the same.", text) is None
+    assert align("Uniforms reduce costs.", text) is None  # two shared words are not a copy
+    # a sentence naming the passage's document is aligned without the name
+    named = "The Annual School Report says uniforms reduce bullying because nobody stands out."
+    assert align(named, text) is None and align(named, text, "Annual School Report") is not None
+    # sentence spans cover the text's sentences exactly
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "Many schools ask for uniforms.",
+        "Uniforms reduce bullying because nobody stands out in the playground.",
+    ]
+
+
+def test_a_reply_that_copies_passage_n_and_cites_n_plus_1_ends_with_the_right_citations() -> None:
+    # What Qwen2.5-Coder-1.5B did in the user test: sentence i copies passage i, cites i + 1.
+    reply = "\n".join(
+        [
+            "Uniforms reduce bullying because nobody stands out in the playground [2].",
+            "Uniforms cost parents a lot of money every single year [3].",
+            "Critics argue that uniforms limit how students express their identity [4].",
+        ]
+    )
+    generator = CritiqueRewriteGenerator(
+        CitedWriter(ScriptedLLM([reply])), passes=0, checker=SupportChecker(NoSupport())
+    )
+    draft = generator.generate(QUESTION, LONG).drafts[0]
+    sentences = draft.answer.sentences
+    assert [s.passage_ids for s in sentences] == [("p1",), ("p2",), ("p3",)]
+    assert [s.check.written for s in sentences if s.check] == [("p2",), ("p3",), ("p4",)]
+    by_id = {p.id: p for p in LONG}
+    for sentence in sentences:
+        check = sentence.check
+        assert check is not None and check.verified == "aligned" and check.repaired
+        assert check.passage_id is not None and check.span is not None
+        held = by_id[check.passage_id].text[check.span[0] : check.span[1]]
+        assert held and held in sentence.text  # the span is the copied text itself
+    assert draft.answer.dropped == () and draft.fallback is None
+    assert any("3 sentence(s) cited no passage, or passages that do not support" in w for w in
+               support_warnings(draft))  # fmt: skip
+
+
+def test_a_reply_citing_nothing_falls_back_to_quotes_or_a_refusal() -> None:
+    reply = "School dress codes are a matter of public debate.\nThe weather is mild in spring."
+    topic = Topic("t", QUESTION, PASSAGES, ASPECTS)
+    context = WritingContext(ASPECTS, KeywordCoverage().estimate(topic))
+    quoted = CritiqueRewriteGenerator(
+        CitedWriter(ScriptedLLM([reply])), passes=0, checker=SupportChecker(NoSupport())
+    ).generate(QUESTION, PASSAGES, context=context)
+    final = quoted.drafts[-1]
+    assert final.fallback == "quote"
+    assert [s.text for s in final.answer.dropped] == [
+        "School dress codes are a matter of public debate.",
+        "The weather is mild in spring.",
+    ]
+    by_id = {p.id: p for p in PASSAGES}
+    # one quotation per passage, grouped by the sub-question it covers, each an exact span
+    assert [(s.aspect_id, s.passage_ids) for s in final.answer.sentences] == [
+        ("a1", ("p1",)), ("a2", ("p2",)), ("a3", ("p3",)),
+    ]  # fmt: skip
+    for s in final.answer.sentences:
+        assert s.check is not None and s.check.span is not None and s.check.passage_id
+        span_text = by_id[s.check.passage_id].text[s.check.span[0] : s.check.span[1]]
+        assert s.text == f"\u201c{span_text}\u201d"
+    assert any("quotes the selected passages" in w for w in support_warnings(final))
+    assert any("quotes the selected passages" in p for p in final.problems)
+
+    refused = CritiqueRewriteGenerator(
+        CitedWriter(ScriptedLLM([reply])),
+        passes=0,
+        checker=SupportChecker(NoSupport(), fallback="refuse"),
+    ).generate(QUESTION, PASSAGES, context=context)
+    answer = refused.answer
+    assert len(answer.sentences) == 1 and answer.sentences[0].framing
+    assert "No answer is given" in answer.sentences[0].text and len(answer.dropped) == 2
+    assert support_warnings(refused.drafts[-1]) == (
+        "no sentence of the model's answer is supported by a passage: no answer is given",
+    )
+
+
+def test_unsupported_sentences_are_dropped_or_kept_marked() -> None:
+    sentences = (
+        Citation("Uniforms reduce bullying because nobody stands out in the playground.", ("p2",)),
+        Citation("The weather is mild in spring.", ("p1",)),
+        Citation("The corpus does not answer: cost.", (), framing=True),
+    )
+    draft = Draft(ParsedAnswer(Answer(sentences)), "raw", 3)
+    dropped = SupportChecker(NoSupport()).check(draft, LONG)
+    assert [s.text for s in dropped.answer.sentences] == [sentences[0].text, sentences[2].text]
+    assert [s.text for s in dropped.answer.dropped] == ["The weather is mild in spring."]
+    assert dropped.answer.sentences[1].check is None  # framing is the writer's, never checked
+    marked = SupportChecker(NoSupport(), unsupported="mark").check(draft, LONG)
+    assert [s.check.verified if s.check else None for s in marked.answer.sentences] == [
+        "aligned", "unsupported", None,
+    ]  # fmt: skip
+    assert marked.answer.sentences[1].passage_ids == ("p1",)  # as written, and marked
+    assert any("marked" in w for w in support_warnings(marked))
+    with pytest.raises(ConfigError, match="unsupported"):
+        SupportChecker(NoSupport(), unsupported="keep")
+    with pytest.raises(ConfigError, match="fallback"):
+        SupportChecker(NoSupport(), fallback="guess")
+
+
+@pytest.mark.model
+def test_the_shipped_cross_encoder_judges_a_paraphrase_and_re_points_it() -> None:
+    checker = SupportChecker()  # the shipped coverage cross-encoder as the support judge
+    passages = (
+        Passage("e1", "Curfews keep young people off the streets at night, which cuts the "
+                "number of crimes committed by teenagers."),
+        Passage("e2", "Taxes on sugary drinks raise money for public health programmes."),
+    )  # fmt: skip
+    # paraphrases (no passage holds their words), each citing the wrong passage
+    paraphrase = Citation("Keeping teens home at night means fewer juvenile offences.", ("e2",))
+    other = Citation("Sugar taxes fund health services.", ("e1",))
+    off_topic = Citation("The weather in Paris is mild in spring.", ("e1",))
+    assert all(align(s.text, p.text) is None for s in (paraphrase, other) for p in passages)
+    probs = checker._scores([paraphrase.text, other.text, off_topic.text], passages)
+    judged, repointed, unsupported = checker.check_sentences(
+        [paraphrase, other, off_topic], passages
+    )
+    assert judged.check is not None and judged.check.verified == "judged"
+    assert judged.passage_ids == ("e1",) and judged.check.written == ("e2",)
+    assert judged.check.score == pytest.approx(probs[0, 0], abs=1e-6)
+    assert probs[0, 0] >= checker.threshold > probs[0, 1]
+    assert repointed.passage_ids == ("e2",) and repointed.check is not None
+    assert repointed.check.verified == "judged" and repointed.check.repaired
+    assert unsupported.check is not None and unsupported.check.verified == "unsupported"
+    assert unsupported.check.score < checker.threshold
+    span = judged.check.span
+    assert span is not None and passages[0].text[span[0] : span[1]] == passages[0].text
+
+
+def test_answer_coverage_needs_a_supported_sentence_citing_a_covering_passage() -> None:
+    matrix = CoverageMatrix(("p1", "p2", "p3"), ("a1", "a2", "a3"), np.eye(3) * 0.9, threshold=0.5)
+    held = SupportCheck(("p1",), "aligned", 1.0, "p1", (0, 10))
+    answer = (
+        Citation("Bullying falls.", ("p1",), check=held),
+        Citation("Unchecked claim on cost.", ("p2",)),  # not checked: states nothing
+    )
+    rows = answer_coverage(Answer(answer), matrix, ASPECTS, ["p1", "p2"])
+    assert [(r.aspect_id, r.in_context, r.in_answer) for r in rows] == [
+        ("a1", True, True), ("a2", True, False), ("a3", False, False),
+    ]  # fmt: skip
+    assert rows[0].answer_sentences == (0,) and rows[1].context_passages == ("p2",)
+
+
+def test_quoted_answer_without_sub_questions_quotes_every_passage_once() -> None:
+    quotes = quoted_answer(LONG, None)
+    assert [q.passage_ids for q in quotes] == [(p.id,) for p in LONG]
+    assert quotes[0].text == "\u201cMany schools ask for uniforms.\u201d"
+
+
+def test_the_writers_show_document_titles_and_ask_to_name_documents() -> None:
+    titled = tuple(
+        dataclasses.replace(p, metadata={"title": title, "doc_id": title[:3]})
+        for p, title in zip(LONG[:2], ("School Survey 2024", "Parents' Budget Report"), strict=True)
+    )
+    llm = ScriptedLLM(["Uniforms cost parents a lot of money every single year [2]."])
+    CitedWriter(llm).write(QUESTION, titled)
+    prompt = llm.requests[0][0][-1].content
+    assert '[1] (from "School Survey 2024") Many schools' in prompt
+    assert '[2] (from "Parents\' Budget Report") Uniforms cost' in prompt
+    assert "say which document says what" in prompt
+    llm = ScriptedLLM(["Uniforms cost parents money [1]."])
+    CitedWriter(llm).write(QUESTION, titled[:1])  # one document: nothing to tell apart
+    assert "which document" not in llm.requests[0][0][-1].content
+    # the synthesising writer's part prompts name the documents too
+    topic = Topic("t", QUESTION, titled, ASPECTS[:2])
+    context = WritingContext(ASPECTS[:2], KeywordCoverage().estimate(topic))
+    reply = '{"sentences": [{"text": "Families pay each year.", "cites": [2]}]}'
+    llm = ScriptedLLM([reply, reply], supports_schema=True)
+    SynthesisWriter(llm, retries=0).write(QUESTION, titled, context=context)
+    assert any('(from "Parents\' Budget Report")' in r[0][-1].content for r in llm.requests)
+
+
+def test_checks_and_dropped_sentences_round_trip_through_the_run_file_schema() -> None:
+    from covrag.errors import DataError
+    from covrag.schema._base import read_model
+    from covrag.schema.answer import RunAnswer
+    from covrag.schema.runfile import dump
+
+    held = SupportCheck(("p2",), "aligned", 0.9, "p1", (31, 100))
+    answer = Answer(
+        (Citation("Uniforms reduce bullying.", ("p1",), "a1", check=held),),
+        (Citation("Made up.", ("p3",), check=SupportCheck(("p3",), "unsupported", 0.1)),),
+    )
+    written = dump(RunAnswer.of(answer))
+    assert written["sentences"][0]["check"] == {
+        "cited_as_written": ["p2"], "verified": "aligned", "score": 0.9,
+        "passage_id": "p1", "span": [31, 100],
+    }  # fmt: skip
+    assert read_model(RunAnswer, written).to_answer() == answer
+    written["sentences"][0]["check"]["span"] = [5, 5]
+    with pytest.raises(DataError, match="start < end"):
+        read_model(RunAnswer, written)
+    written["sentences"][0]["check"]["verified"] = "guessed"
+    with pytest.raises(DataError, match="verified"):
+        read_model(RunAnswer, written)
