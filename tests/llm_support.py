@@ -90,9 +90,12 @@ def chat_server(
             with lock:
                 requests.append(body)
                 text = reply(body)
+            usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            if body.get("stream"):
+                self._stream(text, usage)
+                return
             choice = {"index": 0, "finish_reason": "stop"}
             choice["message"] = {"role": "assistant", "content": text}
-            usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
             payload = json.dumps(
                 {"id": "c", "object": "chat.completion", "created": 0, "model": model}
                 | {"choices": [choice], "usage": usage}
@@ -102,6 +105,26 @@ def chat_server(
             self.send_header("content-length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+
+        def _stream(self, text: str, usage: dict[str, int]) -> None:
+            """The reply as server-sent events, a few words a chunk, as real servers stream."""
+            head = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": model}
+            words = text.split(" ")
+            pieces = [" ".join(words[i : i + 3]) + " " for i in range(0, len(words), 3)]
+            if pieces:
+                pieces[-1] = pieces[-1][:-1]
+            chunks = [
+                head | {"choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]}
+                for p in pieces
+            ]
+            chunks.append(head | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            chunks.append(head | {"choices": [], "usage": usage})
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            for chunk in chunks:
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -47,7 +47,9 @@ def test_ask_run_record_is_a_run_file_with_the_plan_and_costs() -> None:
     assert list(record) == [
         "query_id", "query", "aspects", "passages", "coverage", "selection", "answer",
         "plan", "retrieval", "uncovered", "aspect_coverage", "generation", "costs", "warnings",
+        "filters",
     ]  # fmt: skip
+    assert record["filters"] == result.filters.as_dict()  # type: ignore[union-attr]
     assert record["plan"] == {
         "request": result.query.request,
         "base": result.query.base,
