@@ -15,17 +15,17 @@ The fold models continue from ``no-argkp`` too (it saw no ArgKP topic). CPU time
 
 ``score`` scores random, MMR, cluster and facility location over MiniLM cosine beside the same
 selectors over same-point similarity, on the topics ``covrag cv`` prepares (same pools, same
-measures): for ``argkp-cv`` each topic with the fold model trained without it (the folds of
-``covrag cv --folds 5 --seed 0``), else with one model that saw none of the topics. It prints
-each setting's mean alpha-nDCG@10 with a bootstrap 95% CI over topics, and its paired difference
-from facility location over MiniLM cosine (bootstrap CI of the per-topic differences).
+measures): with ``folds``, each ArgKP topic with the fold model trained without it (the folds of
+``covrag cv --folds 5 --seed 0``); with a model's name, that model, which saw none of the
+topics. It prints each setting's mean alpha-nDCG@10 with a bootstrap 95% CI over topics, and
+its paired difference from facility location over MiniLM cosine (bootstrap CI of the per-topic
+differences).
 
 Usage::
 
     python benchmarks/cv_same_point.py train CACHE argkp-fold0 ... all
-    python benchmarks/cv_same_point.py score CACHE argkp-cv OUT.json
-    python benchmarks/cv_same_point.py score CACHE argkp-no-argkp OUT.json
-    python benchmarks/cv_same_point.py score CACHE perspectrum-no-perspectrum OUT.json
+    python benchmarks/cv_same_point.py score CACHE OUT.json argkp2021 train,dev no-argkp folds
+    python benchmarks/cv_same_point.py score CACHE OUT.json perspectrum dev no-perspectrum no-argkp
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from covrag.types import Budget, Topic
 logger = logging.getLogger("cv_same_point")
 
 FOLDS, SEED = 5, 0
-STEPS = {"argkp": 25, "no-argkp": 50, "no-perspectrum": 40, "all": 40}
+STEPS = {"argkp": 25, "no-argkp": 50, "no-perspectrum": 30, "all": 40}
 #: Models that continue from ``no-argkp`` (Perspectrum only), as the coverage model's stage 2.
 STAGED = ("argkp", "all")
 SETTINGS = {"batch_size": 24, "max_length": 96, "learning_rate": 4e-5}
@@ -110,19 +110,13 @@ def fold_methods(cache: Path, fold_of: dict[str, int]) -> dict[str, dict[int, Me
     }
 
 
-def score(cache: Path, what: str, out: Path) -> None:
-    """Every setting's alpha-nDCG@10 per topic, each topic scored by a model that never saw it."""
+def score(
+    cache: Path, out: Path, dataset: str, splits: Sequence[str], models: Sequence[str]
+) -> None:
+    """Every setting's alpha-nDCG@10 per topic, each topic scored by a model that never saw it:
+    ``folds`` (ArgKP) is each topic's fold model, any other name one model for every topic."""
     budget = Budget(max_passages=10)
-    if what == "argkp-cv":
-        topics = argkp_topics()
-        model = None
-    else:
-        dataset, model, splits = {
-            "argkp-no-argkp": ("argkp2021", "no-argkp", ("train", "dev")),
-            "perspectrum-no-perspectrum": ("perspectrum", "no-perspectrum", ("train", "dev")),
-            "perspectrum-dev": ("perspectrum", "no-argkp", ("dev",)),
-        }[what]
-        topics = [t for s in splits for t in load_dataset(f"{dataset}:{s}")]
+    topics = [t for s in splits for t in load_dataset(f"{dataset}:{s}")]
     ids = [t.query_id for t in topics]
     fold_of = assign_folds(ids, FOLDS, SEED)
     baselines = build_methods(BASELINES, ["gold"])
@@ -134,18 +128,19 @@ def score(cache: Path, what: str, out: Path) -> None:
     for method in baselines:
         table[method.name] = scores.values(method, ids)[measure]
         logger.info("%s done", method.name)
-    for spec in SAME_POINT:
-        if model is None:
-            per_fold = fold_methods(cache, fold_of)[spec]
-            values = {}
-            for f, method in per_fold.items():
-                values.update(scores.values(method, [q for q in ids if fold_of[q] == f])[measure])
-            table[spec + " [fold models]"] = {q: values[q] for q in ids}
-        else:
-            method = build_methods([with_model(spec, cache / model / "onnx")], ["gold"])[0]
-            table[f"{spec} [{model}]"] = scores.values(method, ids)[measure]
-        logger.info("%s done", spec)
-    report(what, measure, table, out)
+    for model in models:
+        for spec in SAME_POINT:
+            if model == "folds":
+                values = {}
+                for f, method in fold_methods(cache, fold_of)[spec].items():
+                    test = [q for q in ids if fold_of[q] == f]
+                    values.update(scores.values(method, test)[measure])
+                table[spec + " [fold models]"] = {q: values[q] for q in ids}
+            else:
+                method = build_methods([with_model(spec, cache / model / "onnx")], ["gold"])[0]
+                table[f"{spec} [{model}]"] = scores.values(method, ids)[measure]
+            logger.info("%s [%s] done", spec, model)
+    report(f"{dataset}:{'+'.join(splits)}", measure, table, out)
 
 
 def report(what: str, measure: str, table: dict[str, dict[str, float]], out: Path) -> None:
@@ -180,7 +175,7 @@ def main(argv: Sequence[str]) -> None:
     if argv[0] == "train":
         train(Path(argv[1]), argv[2:])
     else:
-        score(Path(argv[1]), argv[2], Path(argv[3]))
+        score(Path(argv[1]), Path(argv[2]), argv[3], argv[4].split(","), argv[5:])
 
 
 if __name__ == "__main__":
