@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -137,6 +138,8 @@ def score(
                     values.update(scores.values(method, test)[measure])
                 table[spec + " [fold models]"] = {q: values[q] for q in ids}
             else:
+                while not (cache / model / "onnx").is_dir():  # a model still in training
+                    time.sleep(30)
                 method = build_methods([with_model(spec, cache / model / "onnx")], ["gold"])[0]
                 table[f"{spec} [{model}]"] = scores.values(method, ids)[measure]
             logger.info("%s [%s] done", spec, model)

@@ -102,6 +102,11 @@ class OnnxEncoder:
 @functools.cache
 def onnx_encoder(folder: str | None = None) -> OnnxEncoder:
     """The encoder of ``folder`` (None: the shipped same-point model), loaded once per process."""
+    if folder is None and not SAME_POINT_MODEL.is_dir():
+        raise ConfigError(
+            "no same-point model ships with this version of covrag: give similarity_model=FOLDER "
+            "(an export of benchmarks/cv_same_point.py train)"
+        )
     path = SAME_POINT_MODEL if folder is None else Path(folder)
     if not path.is_dir():
         raise ConfigError(f"same-point model folder {path} does not exist")
