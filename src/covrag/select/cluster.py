@@ -15,6 +15,7 @@ import numpy as np
 from covrag.errors import ConfigError
 from covrag.select.base import SELECTORS, Candidates, Selector
 from covrag.select.optimize import greedy
+from covrag.select.similarity import VECTOR_SIMILARITIES, check_similarity, passage_vectors
 from covrag.types import Budget, FloatArray, IntArray
 
 # Clusters for a budget with no limit: the usual evaluation depth (@10).
@@ -92,10 +93,16 @@ def default_n_clusters(candidates: Candidates, budget: Budget) -> int:
 
 
 def cluster_labels(
-    candidates: Candidates, budget: Budget, n_clusters: int | None, random_state: int
+    candidates: Candidates,
+    budget: Budget,
+    n_clusters: int | None,
+    random_state: int,
+    embeddings: FloatArray | None = None,
 ) -> IntArray:
-    """k-means labels of the pool's embeddings, with the default number of clusters if None."""
-    embeddings, _ = candidates.require_embeddings()
+    """k-means labels of ``embeddings`` (default: the pool's), with the default number of
+    clusters if ``n_clusters`` is None."""
+    if embeddings is None:
+        embeddings, _ = candidates.require_embeddings()
     k = default_n_clusters(candidates, budget) if n_clusters is None else n_clusters
     return kmeans(embeddings, min(k, len(candidates)), random_state=random_state)
 
@@ -152,6 +159,9 @@ class ClusterSelector(Selector):
         n_clusters: Number of clusters; None means as many as the budget holds
             (:func:`default_n_clusters`).
         random_state: Seed of the k-means++ initialisation.
+        similarity: The vectors clustered: ``embedding`` (the pool's embeddings) or
+            ``same-point`` (the same-point bi-encoder's, :mod:`covrag.select.similarity`).
+        similarity_model: For ``same-point``, another ONNX bi-encoder folder (None: shipped).
 
     Example:
         >>> from covrag.select import parse_selector
@@ -162,14 +172,18 @@ class ClusterSelector(Selector):
     name = "cluster"
     n_clusters: int | None = None
     random_state: int = 0
+    similarity: str = "embedding"
+    similarity_model: str | None = None
 
     @property
     def uses_embeddings(self) -> bool:
-        return True
+        return self.similarity == "embedding"
 
     def __post_init__(self) -> None:
         check_clusters(self.name, self.n_clusters)
+        check_similarity(self.name, self.similarity, self.similarity_model, VECTOR_SIMILARITIES)
 
     def _select(self, candidates: Candidates, budget: Budget) -> tuple[list[int], list[float]]:
-        labels = cluster_labels(candidates, budget, self.n_clusters, self.random_state)
+        vectors = passage_vectors(candidates, self.similarity, self.similarity_model)
+        labels = cluster_labels(candidates, budget, self.n_clusters, self.random_state, vectors)
         return greedy(ClusterRounds(labels, candidates.relevance), candidates, budget)

@@ -22,10 +22,11 @@ from covrag.errors import ConfigError
 from covrag.select._common import unit_rows
 from covrag.select.base import SELECTORS, Candidates, Selector
 from covrag.select.optimize import OPTIMIZERS, SATURATED, greedy
+from covrag.select.similarity import SAME_POINT, check_similarity, passage_vectors
 from covrag.types import Budget, FloatArray, IntArray
 
 MAX_POOL = 10_000
-SIMILARITIES = ("embedding", "coverage")
+SIMILARITIES = ("embedding", "coverage", SAME_POINT)
 
 Float32Array = npt.NDArray[np.float32]
 
@@ -85,8 +86,10 @@ class FacilityLocationSelector(Selector):
 
     Attributes:
         cost_aware: Rank by gain per token (cost 0 counts as 1), for token budgets.
-        similarity: ``embedding`` (cosine of ``candidates.embeddings``) or ``coverage``
-            (weighted Jaccard overlap of the coverage matrix's rows).
+        similarity: ``embedding`` (cosine of ``candidates.embeddings``), ``coverage``
+            (weighted Jaccard overlap of the coverage matrix's rows) or ``same-point`` (cosine
+            of the shipped same-point bi-encoder's embeddings, :mod:`covrag.select.similarity`).
+        similarity_model: For ``same-point``, another ONNX bi-encoder folder (None: shipped).
         optimizer: ``lazy`` (Minoux's lazy greedy) or ``naive``; both give the same picks.
 
     Example:
@@ -98,6 +101,7 @@ class FacilityLocationSelector(Selector):
     name = "facility-location"
     cost_aware: bool = False
     similarity: str = "embedding"
+    similarity_model: str | None = None
     optimizer: str = "lazy"
 
     @property
@@ -109,11 +113,7 @@ class FacilityLocationSelector(Selector):
         return self.similarity == "coverage"
 
     def __post_init__(self) -> None:
-        if self.similarity not in SIMILARITIES:
-            raise ConfigError(
-                f"facility-location: similarity must be one of {SIMILARITIES}, "
-                f"got {self.similarity!r}"
-            )
+        check_similarity(self.name, self.similarity, self.similarity_model, SIMILARITIES)
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(
                 f"facility-location: optimizer must be one of {tuple(OPTIMIZERS)}, "
@@ -127,10 +127,11 @@ class FacilityLocationSelector(Selector):
                 f"facility-location keeps an n x n similarity matrix; {n} passages exceed "
                 f"its limit of {MAX_POOL}: shorten the pool first (e.g. top-k by relevance)"
             )
-        if self.similarity == "embedding":
-            similarity = embedding_similarity(candidates.require_embeddings()[0])
-        else:
+        if self.similarity == "coverage":
             similarity = coverage_similarity(candidates)
+        else:
+            vectors = passage_vectors(candidates, self.similarity, self.similarity_model)
+            similarity = embedding_similarity(vectors)
         return greedy(
             FacilityLocation(similarity),
             candidates,

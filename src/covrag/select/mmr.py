@@ -10,6 +10,7 @@ from covrag.errors import ConfigError
 from covrag.select._common import min_max, unit_rows
 from covrag.select.base import SELECTORS, Candidates, Selector
 from covrag.select.optimize import greedy
+from covrag.select.similarity import VECTOR_SIMILARITIES, check_similarity, passage_vectors
 from covrag.types import Budget, FloatArray, IntArray
 
 
@@ -65,6 +66,10 @@ class MMRSelector(Selector):
 
     Attributes:
         lam: Trade-off in [0, 1] between relevance (1) and novelty (0).
+        similarity: What ``sim`` compares: ``embedding`` (the pool's embeddings) or
+            ``same-point`` (the same-point bi-encoder's, :mod:`covrag.select.similarity`);
+            relevance stays the query cosine of the pool's embeddings.
+        similarity_model: For ``same-point``, another ONNX bi-encoder folder (None: shipped).
 
     Example:
         >>> from covrag.select import parse_selector
@@ -74,6 +79,8 @@ class MMRSelector(Selector):
 
     name = "mmr"
     lam: float = 0.5
+    similarity: str = "embedding"
+    similarity_model: str | None = None
 
     @property
     def uses_embeddings(self) -> bool:
@@ -82,6 +89,7 @@ class MMRSelector(Selector):
     def __post_init__(self) -> None:
         if not 0.0 <= self.lam <= 1.0:
             raise ConfigError(f"mmr: lam must lie in [0, 1], got {self.lam!r}")
+        check_similarity(self.name, self.similarity, self.similarity_model, VECTOR_SIMILARITIES)
 
     def _select(self, candidates: Candidates, budget: Budget) -> tuple[list[int], list[float]]:
         embeddings, query = candidates.require_embeddings()
@@ -90,4 +98,6 @@ class MMRSelector(Selector):
             relevance = vectors @ unit_rows(query)
         else:
             relevance = min_max(candidates.relevance)
+        if self.similarity != "embedding":
+            vectors = unit_rows(passage_vectors(candidates, self.similarity, self.similarity_model))
         return greedy(MarginalRelevance(relevance, vectors, self.lam), candidates, budget)

@@ -1,0 +1,185 @@
+"""Same-point similarity against MiniLM cosine, on topics the similarity never saw.
+
+``train`` fits the models this experiment needs (each kept in ``CACHE/<name>/`` as a
+sentence-transformers folder and its int8 ONNX export; a finished one is not trained again):
+
+- ``argkp-fold<i>``: on the ArgKP train + dev topics of every fold but i (5 folds, seed 0, the
+  folds ``covrag cv`` deals), for leave-topics-out CV on ArgKP;
+- ``no-argkp``: on Perspectrum and Perspectrum-evidence train (no ArgKP), scored on ArgKP and
+  on Perspectrum dev;
+- ``no-perspectrum``: on ArgKP train (no Perspectrum), scored on Perspectrum;
+- ``all``: ``no-argkp`` continued on ArgKP train (the shipped candidate).
+
+The fold models continue from ``no-argkp`` too (it saw no ArgKP topic). CPU time was scarce
+(2 cores shared by several jobs), so each model sees few batches: ``STEPS`` and ``SETTINGS``.
+
+``score`` scores random, MMR, cluster and facility location over MiniLM cosine beside the same
+selectors over same-point similarity, on the topics ``covrag cv`` prepares (same pools, same
+measures): with ``folds``, each ArgKP topic with the fold model trained without it (the folds of
+``covrag cv --folds 5 --seed 0``); with a model's name, that model, which saw none of the
+topics. It prints each setting's mean alpha-nDCG@10 with a bootstrap 95% CI over topics, and
+its paired difference from facility location over MiniLM cosine (bootstrap CI of the per-topic
+differences).
+
+Usage::
+
+    python benchmarks/cv_same_point.py train CACHE argkp-fold0 ... all
+    python benchmarks/cv_same_point.py score CACHE OUT.json argkp2021 train,dev no-argkp folds
+    python benchmarks/cv_same_point.py score CACHE OUT.json perspectrum dev no-perspectrum no-argkp
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from covrag.data import load_dataset
+from covrag.evaluate.stats import bootstrap_ci
+from covrag.pipeline.bench import Method, build_methods
+from covrag.pipeline.cv import CVConfig, TopicScores, assign_folds, cv_measures
+from covrag.pipeline.prepare import config_for
+from covrag.train.same_point import SamePointConfig, export_encoder_onnx, train_same_point
+from covrag.types import Budget, Topic
+
+logger = logging.getLogger("cv_same_point")
+
+FOLDS, SEED = 5, 0
+STEPS = {"argkp": 25, "no-argkp": 50, "no-perspectrum": 30, "all": 40}
+#: Models that continue from ``no-argkp`` (Perspectrum only), as the coverage model's stage 2.
+STAGED = ("argkp", "all")
+SETTINGS = {"batch_size": 24, "max_length": 96, "learning_rate": 4e-5}
+BASELINES = ["random", "mmr(lam=0.5)", "cluster", "facility-location"]
+SAME_POINT = ["mmr(lam=0.5, similarity='same-point')", "cluster(similarity='same-point')",
+              "facility-location(similarity='same-point')"]  # fmt: skip
+
+
+def argkp_topics() -> list[Topic]:
+    return [t for s in ("train", "dev") for t in load_dataset(f"argkp2021:{s}")]
+
+
+def training_data(name: str) -> tuple[dict[str, list[Topic]], int]:
+    """The topics a model is trained on (by dataset) and its steps."""
+    if name.startswith("argkp-fold"):
+        fold = int(name[len("argkp-fold") :])
+        topics = argkp_topics()
+        fold_of = assign_folds([t.query_id for t in topics], FOLDS, SEED)
+        return {"argkp2021": [t for t in topics if fold_of[t.query_id] != fold]}, STEPS["argkp"]
+    perspectrum = {d: load_dataset(f"{d}:train") for d in ("perspectrum", "perspectrum-evidence")}
+    argkp = {"argkp2021:train": load_dataset("argkp2021:train")}
+    data = {"no-argkp": perspectrum, "no-perspectrum": argkp, "all": argkp}[name]
+    return dict(data), STEPS[name]
+
+
+def train(cache: Path, names: Sequence[str]) -> None:
+    for name in names:
+        onnx = cache / name / "onnx"
+        if onnx.is_dir():
+            continue
+        data, steps = training_data(name)
+        staged = name.split("-fold")[0] in STAGED
+        base = str(cache / "no-argkp" / "model") if staged else None
+        config = SamePointConfig(base_model=base, max_steps=steps, **SETTINGS)  # type: ignore[arg-type]
+        card = train_same_point(data, cache / name / "model", config)
+        card.notes.append(f"{name}: trained on " + ", ".join(
+            f"{k} ({len(v)} topics)" for k, v in data.items()))  # fmt: skip
+        if name.startswith("argkp-fold"):
+            card.notes.append("topics: " + ", ".join(sorted(t.query_id for t in data["argkp2021"])))
+        card.save(cache / name / "model")
+        export_encoder_onnx(cache / name / "model", onnx)
+        logger.info("%s: %d steps in %.0f s", name, card.steps, card.seconds)
+
+
+def with_model(spec: str, model: Path) -> str:
+    """``spec`` with ``similarity_model`` set (a spec that ends with its parameters)."""
+    return spec[:-1] + f", similarity_model='{model}')"
+
+
+def fold_methods(cache: Path, fold_of: dict[str, int]) -> dict[str, dict[int, Method]]:
+    """Each same-point selector per fold, over the model trained without that fold."""
+    return {
+        spec: {
+            f: build_methods([with_model(spec, cache / f"argkp-fold{f}" / "onnx")], ["gold"])[0]
+            for f in sorted(set(fold_of.values()))
+        }
+        for spec in SAME_POINT
+    }
+
+
+def score(
+    cache: Path, out: Path, dataset: str, splits: Sequence[str], models: Sequence[str]
+) -> None:
+    """Every setting's alpha-nDCG@10 per topic, each topic scored by a model that never saw it:
+    ``folds`` (ArgKP) is each topic's fold model, any other name one model for every topic."""
+    budget = Budget(max_passages=10)
+    topics = [t for s in splits for t in load_dataset(f"{dataset}:{s}")]
+    ids = [t.query_id for t in topics]
+    fold_of = assign_folds(ids, FOLDS, SEED)
+    baselines = build_methods(BASELINES, ["gold"])
+    config = config_for([m.selector for m in baselines])
+    measures = cv_measures(budget, CVConfig(), topics)
+    scores = TopicScores(topics, budget, measures, config)
+    measure = measures[0]
+    table: dict[str, dict[str, float]] = {}
+    for method in baselines:
+        table[method.name] = scores.values(method, ids)[measure]
+        logger.info("%s done", method.name)
+    for model in models:
+        for spec in SAME_POINT:
+            if model == "folds":
+                values = {}
+                for f, method in fold_methods(cache, fold_of)[spec].items():
+                    test = [q for q in ids if fold_of[q] == f]
+                    values.update(scores.values(method, test)[measure])
+                table[spec + " [fold models]"] = {q: values[q] for q in ids}
+            else:
+                while not (cache / model / "onnx").is_dir():  # a model still in training
+                    time.sleep(30)
+                method = build_methods([with_model(spec, cache / model / "onnx")], ["gold"])[0]
+                table[f"{spec} [{model}]"] = scores.values(method, ids)[measure]
+            logger.info("%s [%s] done", spec, model)
+    report(f"{dataset}:{'+'.join(splits)}", measure, table, out)
+
+
+def report(what: str, measure: str, table: dict[str, dict[str, float]], out: Path) -> None:
+    """Means with bootstrap 95% CIs, and paired differences from facility location (MiniLM)."""
+    reference = table["facility-location"]
+    rows = {}
+    for name, values in table.items():
+        v = list(values.values())
+        diff = [values[q] - reference[q] for q in values]
+        rows[name] = {
+            "mean": float(np.mean(v)),
+            "ci95": list(bootstrap_ci(v, n_resamples=10_000, seed=SEED)),
+            "minus_facility_location": float(np.mean(diff)),
+            "diff_ci95": list(bootstrap_ci(diff, n_resamples=10_000, seed=SEED)),
+            "wins": int(sum(d > 0 for d in diff)),
+            "losses": int(sum(d < 0 for d in diff)),
+            "per_topic": values,
+        }
+        r = rows[name]
+        print(
+            f"{r['mean']:.3f} ({r['ci95'][0]:.3f}-{r['ci95'][1]:.3f})  "
+            f"{r['minus_facility_location']:+.3f} "
+            f"({r['diff_ci95'][0]:+.3f}..{r['diff_ci95'][1]:+.3f})"
+            f"  {r['wins']}/{r['losses']}  {name}"
+        )
+    out.write_text(json.dumps({"what": what, "measure": measure, "topics": len(reference),
+                               "rows": rows}, indent=2) + "\n")  # fmt: skip
+
+
+def main(argv: Sequence[str]) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if argv[0] == "train":
+        train(Path(argv[1]), argv[2:])
+    else:
+        score(Path(argv[1]), Path(argv[2]), argv[3], argv[4].split(","), argv[5:])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

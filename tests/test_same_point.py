@@ -1,0 +1,150 @@
+"""The "same point" bi-encoder: training batches and loss, int8 ONNX export, selectors using it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from covrag.errors import ConfigError
+from covrag.select import parse_selector
+from covrag.select.base import Candidates
+from covrag.train.same_point import (
+    SamePointConfig,
+    contrastive_loss,
+    draw_batches,
+    positives,
+)
+from covrag.types import Aspect, Budget, Passage, Topic
+
+# Two points of one topic, two passages each, and one passage that makes neither.
+TEXTS = (
+    "School uniforms cost families a lot of money.",
+    "Buying uniforms is expensive for parents.",
+    "Uniforms stop children from expressing themselves.",
+    "Kids lose their individuality when everyone dresses the same.",
+    "The weather was sunny all week.",
+)
+
+
+def uniform_topic() -> Topic:
+    passages = tuple(Passage(f"p{i}", text) for i, text in enumerate(TEXTS))
+    aspects = (Aspect("cost", "uniforms are costly"), Aspect("self", "uniforms limit expression"))
+    labels = {f"p{i}": frozenset({a}) for i, a in enumerate(("cost", "cost", "self", "self"))}
+    return Topic("uniforms", "Should schools require uniforms?", passages, aspects, labels=labels)
+
+
+def test_positives_are_different_passages_sharing_an_aspect() -> None:
+    labels = uniform_topic().label_matrix()
+    pos = positives(labels)
+    assert pos[0, 1] and pos[1, 0] and pos[2, 3]
+    assert not pos[0, 2] and not pos[0, 0] and not pos[4].any() and not pos[:, 4].any()
+
+
+def test_batches_hold_one_topic_and_a_positive_pair() -> None:
+    other = Topic("other", "q", (Passage("x", "alone"), Passage("y", "apart")), (Aspect("a", "a"),))
+    config = SamePointConfig(batch_size=8, max_steps=5)
+    batches = draw_batches({"inline": [uniform_topic(), other]}, config)
+    assert len(batches) == 5  # the topic with no positive pair gives no batch
+    assert all(sorted(b.texts) == sorted(TEXTS) for b in batches)
+    with pytest.raises(ConfigError, match="no pair"):
+        draw_batches({"inline": [other]}, config)
+
+
+def test_the_loss_is_lower_when_same_point_passages_are_closer() -> None:
+    torch = pytest.importorskip("torch")
+    labels = uniform_topic().label_matrix()
+    good = torch.tensor([[1.0, 0], [1, 0.1], [0, 1], [0.1, 1], [-1, -1]])
+    bad = torch.tensor([[1.0, 0], [0, 1], [1, 0.1], [0.1, 1], [-1, -1]])
+    unit = torch.nn.functional.normalize
+    assert contrastive_loss(unit(good, dim=-1), labels, 0.1) < contrastive_loss(
+        unit(bad, dim=-1), labels, 0.1
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two steps from the packaged MiniLM, exported to int8 ONNX (a real, small model)."""
+    pytest.importorskip("onnx")
+    from covrag.train.same_point import export_encoder_onnx, train_same_point
+
+    out = tmp_path_factory.mktemp("same-point")
+    config = SamePointConfig(batch_size=8, max_steps=2, max_length=32)
+    card = train_same_point({"inline": [uniform_topic()]}, out / "model", config)
+    assert card.steps == 2 and card.train_topics == {"inline": 1} and len(card.losses) == 1
+    export_encoder_onnx(out / "model", out / "onnx")
+    return out
+
+
+@pytest.mark.model
+def test_int8_onnx_embeds_like_the_torch_model(tiny_model: Path) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    from covrag.coverage.onnx_encoder import ENCODER_FILE, OnnxEncoder
+
+    assert (tiny_model / "onnx" / ENCODER_FILE).stat().st_size < 25_000_000
+    assert (tiny_model / "onnx" / "training_card.json").exists()
+    torch_vectors = SentenceTransformer(str(tiny_model / "model"), device="cpu").encode(
+        list(TEXTS), normalize_embeddings=True
+    )
+    onnx_vectors = OnnxEncoder(tiny_model / "onnx").encode(TEXTS)
+    assert np.allclose(np.linalg.norm(onnx_vectors, axis=1), 1.0)
+    # the stated tolerance: cosines within 0.03 of torch's (int8 weights and activations)
+    similarity = onnx_vectors @ onnx_vectors.T
+    assert np.abs(similarity - torch_vectors @ torch_vectors.T).max() < 0.03
+    assert np.min(np.sum(onnx_vectors * torch_vectors, axis=1)) > 0.99
+
+
+@pytest.mark.model
+def test_an_embedding_does_not_depend_on_its_batch(tiny_model: Path) -> None:
+    from covrag.coverage.onnx_encoder import OnnxEncoder
+
+    alone = OnnxEncoder(tiny_model / "onnx").encode([TEXTS[0]])
+    together = OnnxEncoder(tiny_model / "onnx").encode(list(TEXTS))
+    # per-row activation scales: padding and neighbours change only float rounding
+    assert np.abs(alone[0] - together[0]).max() < 1e-6
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("name", ["facility-location", "mmr", "cluster"])
+def test_selectors_use_the_same_point_similarity(tiny_model: Path, name: str) -> None:
+    from covrag.coverage.onnx_encoder import OnnxEncoder
+
+    topic = uniform_topic()
+    model = str(tiny_model / "onnx")
+    selector = parse_selector(f"{name}(similarity='same-point', similarity_model='{model}')")
+    assert "same-point" in repr(selector)
+    vectors = OnnxEncoder(tiny_model / "onnx").encode(TEXTS)
+    # MMR's relevance is the query cosine of the pool's embeddings; the others need none
+    embeddings = vectors if name == "mmr" else None
+    candidates = Candidates("q", topic.query, topic.passages, embeddings=embeddings)
+    assert selector.uses_embeddings == (name == "mmr")
+    picked = selector.select(candidates, Budget(max_passages=2)).passage_ids
+    assert len(picked) == 2 and len(set(picked)) == 2
+
+
+def test_a_similarity_model_needs_the_same_point_similarity() -> None:
+    with pytest.raises(ConfigError, match="similarity_model applies"):
+        parse_selector("facility-location(similarity_model='x')")
+    with pytest.raises(ConfigError, match="similarity must be one of"):
+        parse_selector("mmr(similarity='coverage')")
+    with pytest.raises(ConfigError, match="does not exist"):
+        selector = parse_selector("cluster(similarity='same-point', similarity_model='/nope')")
+        topic = uniform_topic()
+        selector.select(Candidates("q", topic.query, topic.passages), Budget(max_passages=2))
+
+
+@pytest.mark.model
+def test_the_shipped_model_loads_offline_and_puts_a_shared_point_closer() -> None:
+    import json
+
+    from covrag.coverage.onnx_encoder import ENCODER_FILE, SAME_POINT_MODEL, onnx_encoder
+
+    assert (SAME_POINT_MODEL / ENCODER_FILE).stat().st_size < 25_000_000
+    card = json.loads((SAME_POINT_MODEL / "training_card.json").read_text())
+    assert "argkp2021:train" not in card["train_topics"]  # so ArgKP topics stay unseen
+    vectors = onnx_encoder(None).encode(TEXTS)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    similarity = vectors @ vectors.T
+    assert similarity[0, 1] > similarity[0, 2] and similarity[2, 3] > similarity[1, 3]
