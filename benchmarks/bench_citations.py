@@ -19,8 +19,10 @@ writer itself makes:
   (:func:`covrag.evaluate.answers.cheap_citations`).
 
 Prints, per question and overall: cited sentences, the share of them supported (aligned, judged),
-whether the answer has no supported citation at all, answer-level coverage (the share of the
-plan's wanted aspects the selected passages cover, from the run's ``uncovered``), and seconds.
+whether the answer has no supported citation at all, coverage (context: the share of the plan's
+wanted aspects the selected passages cover, from the run's ``uncovered``; answer: the share the
+answer states, from the run's ``aspect_coverage``), and seconds. ``--recheck`` scores the run
+files already in ``--out`` without asking again.
 ``summary.json`` in ``--out`` holds the same figures. Replies are cached (``COVRAG_CACHE_DIR``),
 so a rerun with the same code is fast.
 """
@@ -65,6 +67,7 @@ class Checked:
     coverage: float
     seconds: float
     declined: bool
+    answer_coverage: float = float("nan")
 
 
 def aligned(sentence: str, passage: str) -> bool:
@@ -80,12 +83,21 @@ def aligned(sentence: str, passage: str) -> bool:
     return any(tuple(said[i : i + n]) in runs for i in range(len(said) - n + 1))
 
 
+def answer_coverage(topic: Mapping[str, Any]) -> float:
+    """The share of wanted aspects the answer states (a supported sentence cites a passage that
+    covers it: the run's ``aspect_coverage``); NaN for a run file without that block."""
+    rows = topic.get("aspect_coverage")
+    if not rows:
+        return float("nan")
+    return sum(1 for r in rows if r.get("answer_sentences")) / len(rows)
+
+
 def check(
     record: Mapping[str, Any], judge: CrossEncoderCoverage
 ) -> tuple[int, int, int, float, bool]:
-    """Cited sentences, those aligned, those judged supported, coverage, and whether the answer
-    cites nothing (a refusal, or an answer
-    that forgot its citations) for one run file."""
+    """Cited sentences, those aligned, those judged supported, context coverage, and whether
+    the answer cites nothing (a refusal, or an answer that forgot its citations) for one run
+    file."""
     topic = record["topics"][0]
     passages = [RunPassage.model_validate(p).to_passage() for p in topic["passages"]]
     texts = {p.id: p.text for p in passages}
@@ -126,21 +138,50 @@ def run_folder(
         seconds = time.perf_counter() - started
         record = result.run_record()
         atomic_write_text(out / f"{folder}-{n}.json", json.dumps(record) + "\n")
-        cited, n_aligned, n_judged, coverage, declined = check(record, judge)
-        row = Checked(
-            folder,
-            q["kind"],
-            q["question"],
-            cited,
-            n_aligned,
-            n_judged,
-            coverage,
-            seconds,
-            declined,
-        )
+        row = checked_row(folder, q, record, judge, seconds)
         print(_row(row), flush=True)
         checked.append(row)
     return checked
+
+
+def checked_row(
+    folder: str,
+    question: Mapping[str, str],
+    record: Mapping[str, Any],
+    judge: CrossEncoderCoverage,
+    seconds: float,
+) -> Checked:
+    """One answer's figures from its run file."""
+    cited, n_aligned, n_judged, coverage, declined = check(record, judge)
+    return Checked(
+        folder,
+        question["kind"],
+        question["question"],
+        cited,
+        n_aligned,
+        n_judged,
+        coverage,
+        seconds,
+        declined,
+        answer_coverage(record["topics"][0]),
+    )
+
+
+def recheck(
+    folder: str, questions: Sequence[dict[str, str]], judge: CrossEncoderCoverage, out: Path
+) -> list[Checked]:
+    """The figures of run files an earlier run wrote to ``out`` (no question is asked again);
+    seconds are the run's own (its ``costs``)."""
+    rows = []
+    for n, q in enumerate(questions, start=1):
+        path = out / f"{folder}-{n}.json"
+        if not path.is_file():
+            continue
+        record = json.loads(path.read_text("utf-8"))
+        seconds = float(record.get("costs", {}).get("seconds", float("nan")))
+        rows.append(checked_row(folder, q, record, judge, seconds))
+        print(_row(rows[-1]), flush=True)
+    return rows
 
 
 def _share(part: int, whole: int) -> str:
@@ -153,7 +194,8 @@ def _row(c: Checked) -> str:
         none = "yes"
     return (
         f"| {c.kind} | {c.question[:60]} | {c.cited} | {_share(c.aligned, c.cited)} | "
-        f"{_share(c.judged, c.cited)} | {none} | {c.coverage:.2f} | {c.seconds:.0f} |"
+        f"{_share(c.judged, c.cited)} | {none} | {c.coverage:.2f} | {c.answer_coverage:.2f} | "
+        f"{c.seconds:.0f} |"
     )
 
 
@@ -169,6 +211,9 @@ def summary(rows: Sequence[Checked]) -> dict[str, float]:
         "no_supported_citation": sum(1 for r in rows if r.cited and not (r.aligned or r.judged)),
         "no_citation": sum(1 for r in rows if r.declined),
         "mean_coverage": sum(r.coverage for r in rows) / len(rows) if rows else float("nan"),
+        "mean_answer_coverage": sum(r.answer_coverage for r in rows) / len(rows)
+        if rows
+        else float("nan"),
         "seconds": sum(r.seconds for r in rows),
     }
 
@@ -179,16 +224,26 @@ def main() -> None:
     parser.add_argument("--folders", nargs="+", default=["licences", "compression"])
     parser.add_argument("--limit", type=int, default=None, help="first N questions per folder")
     parser.add_argument("--out", type=Path, default=Path("bench-citations"))
+    parser.add_argument(
+        "--recheck", action="store_true", help="score the run files already in --out, ask nothing"
+    )
     args = parser.parse_args()
     lines = (HERE / "questions.jsonl").read_text("utf-8").splitlines()
     questions = [json.loads(line) for line in lines if line.strip()]
     args.out.mkdir(parents=True, exist_ok=True)
-    llm, judge = parse_llm(args.llm), CrossEncoderCoverage()
-    print("| kind | question | cited | aligned | judged | none supported | coverage | s |")
+    judge = CrossEncoderCoverage()
+    llm = None if args.recheck else parse_llm(args.llm)
+    print(
+        "| kind | question | cited | aligned | judged | none supported | context coverage "
+        "| answer coverage | s |"
+    )
     rows: list[Checked] = []
     for folder in args.folders:
         mine = [q for q in questions if q["folder"] == folder][: args.limit]
-        rows += run_folder(folder, mine, llm, judge, args.out)
+        if args.recheck:
+            rows += recheck(folder, mine, judge, args.out)
+        else:
+            rows += run_folder(folder, mine, llm, judge, args.out)
     figures = {f: summary([r for r in rows if r.folder == f]) for f in args.folders}
     figures["overall"] = summary(rows)
     for name, values in figures.items():
