@@ -218,6 +218,17 @@ def summary(rows: Sequence[Checked]) -> dict[str, float]:
     }
 
 
+def interleaved(questions: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    """The questions kind by kind in turn, each kind in its own order."""
+    kinds: dict[str, list[dict[str, str]]] = {}
+    for q in questions:
+        kinds.setdefault(q["kind"], []).append(q)
+    order: list[dict[str, str]] = []
+    while any(kinds.values()):
+        order += [queue.pop(0) for queue in kinds.values() if queue]
+    return order
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--llm", default="local", help="LLM spec (covrag.llm)")
@@ -226,6 +237,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-citations"))
     parser.add_argument(
         "--recheck", action="store_true", help="score the run files already in --out, ask nothing"
+    )
+    parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="ask each folder's questions kind by kind in turn (single, across, unanswerable, "
+        "single, ...), so that --limit keeps every kind",
     )
     args = parser.parse_args()
     lines = (HERE / "questions.jsonl").read_text("utf-8").splitlines()
@@ -239,7 +256,8 @@ def main() -> None:
     )
     rows: list[Checked] = []
     for folder in args.folders:
-        mine = [q for q in questions if q["folder"] == folder][: args.limit]
+        mine = [q for q in questions if q["folder"] == folder]
+        mine = (interleaved(mine) if args.interleave else mine)[: args.limit]
         if args.recheck:
             rows += recheck(folder, mine, judge, args.out)
         else:
