@@ -3,7 +3,11 @@
 ``/v1/plan`` decomposes a question into sub-questions (DES) with include / exclude constraints and,
 when asked, a QPlanner outline. ``/v1/answer`` writes a cited answer from the caller's passages
 (optionally selecting ``k`` of them first by coverage of the caller's aspects) with
-critique-and-rewrite passes, and returns every draft, critique, invalid citation and what it cost.
+critique-and-rewrite passes, checks every citation against its passage as ``covrag ask`` does,
+and returns every draft, critique, invalid citation and what it cost, with each sentence's
+support check, the sentences the check dropped, the warnings, the filters' report and the
+coverage per aspect (the records of :mod:`covrag.schema.http_answer`, which reuse the run
+file's).
 Both run in the server's thread pool under ``llm_timeout_s``; an LLM that fails (unreachable,
 unusable replies after the retries) is answered with 502. The routes exist only when the server
 has an LLM (``ServerConfig.llm``).
@@ -416,5 +420,8 @@ def add_llm_routes(
     async def answer(request: AnswerRequest) -> AnswerResponse:
         """Writes a cited answer (about ``sentences`` sentences, each factual one citing
         passages as [n]) and ``passes`` critique-and-rewrite rounds; citations of passages that
-        do not exist are reported per draft, never kept."""
+        do not exist are reported per draft, never kept. Every sentence is checked against the
+        passages: its ``check`` says how it was verified and which span supports it, a
+        mis-pointed citation is repaired, an unsupported sentence is dropped (or marked), and a
+        reply with no supported sentence becomes quotations of the passages (or a refusal)."""
         return await in_thread(run_answer, request, llm, config)
