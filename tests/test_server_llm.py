@@ -114,9 +114,18 @@ def _check_aspect_coverage(data: dict[str, Any], aspects: list[dict[str, Any]]) 
 
 def test_llm_routes_exist_only_with_an_llm() -> None:
     assert "/v1/answer" not in create_app(ServerConfig(preload=False)).openapi()["paths"]
-    paths = create_app(ServerConfig(preload=False, llm=TINY)).openapi()["paths"]
+    schema = create_app(ServerConfig(preload=False, llm=TINY)).openapi()
+    paths = schema["paths"]
     assert {"/v1/plan", "/v1/answer", "/v1/select"} <= set(paths)
     assert "502" in paths["/v1/answer"]["post"]["responses"]
+    # the answer is described by the run file's records, not by records of its own
+    answer = schema["components"]["schemas"]["AnswerResponse"]["properties"]
+    for name in ("sentences", "dropped"):
+        assert answer[name]["items"]["$ref"] == "#/components/schemas/RunSentence"
+    assert answer["aspect_coverage"]["items"]["$ref"] == "#/components/schemas/AspectCoverageOut"
+    assert answer["filters"]["anyOf"][0]["$ref"] == "#/components/schemas/FiltersOut"
+    sentence = schema["components"]["schemas"]["RunSentence"]["properties"]
+    assert sentence["check"]["anyOf"][0]["$ref"] == "#/components/schemas/RunCheck"
 
 
 def test_answer_selects_writes_critiques_and_rewrites(client: Any) -> None:
