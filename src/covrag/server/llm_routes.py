@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, Field
@@ -35,7 +35,6 @@ from covrag.generate.records import Draft, LLMCost
 from covrag.llm.base import LLM
 from covrag.pipeline import AskConfig, PrepareConfig, build_generator, prepare
 from covrag.pipeline.ask import select_with_filters
-from covrag.pipeline.config import Fallback, UnsupportedPolicy, WriterName
 from covrag.plan import C2Query, LLMDecomposer, QPlanner
 from covrag.plan.sketch import AnswerSketcher
 from covrag.schema.ask import AspectCoverageOut, FiltersOut, LLMCostOut, OutlinePlanOut
@@ -43,7 +42,7 @@ from covrag.schema.http_answer import AnswerDraftOut, AnswerResponse, CritiqueOu
 from covrag.select.base import parse_selector
 from covrag.select.floor import FilterReport
 from covrag.server.config import ServerConfig
-from covrag.server.schemas import MAX_ASPECTS, MAX_TEXT, AspectIn, PassageIn, _Strict
+from covrag.server.schemas import MAX_TEXT, AnswerRequest, _Strict
 from covrag.server.service import (
     MODEL_LOCK,
     RequestFieldError,
@@ -55,7 +54,6 @@ from covrag.types import CoverageMatrix, Passage, Topic
 
 T = TypeVar("T")
 
-MAX_CONTEXT = 200
 
 #: The defaults of ask's stages, which the LLM routes share.
 _ASK = AskConfig()
@@ -104,73 +102,6 @@ class PlanResponse(BaseModel):
     seconds: float
     warnings: list[str] = Field(
         default_factory=list, description="what did not go as asked (an aspect left unsketched)"
-    )
-
-
-class AnswerRequest(_Strict):
-    """Write a cited answer from the given passages, with critique-and-rewrite passes."""
-
-    question: str = Field(min_length=1, max_length=MAX_TEXT)
-    passages: list[PassageIn] = Field(
-        min_length=1, max_length=MAX_CONTEXT, description="the context, numbered [1].. in order"
-    )
-    aspects: list[AspectIn] = Field(
-        default_factory=list,
-        max_length=MAX_ASPECTS,
-        description="what the answer must cover: the critique points at passages covering "
-        "aspects the answer misses; needed by k",
-    )
-    k: int | None = Field(
-        default=None, ge=1, le=MAX_CONTEXT, description="select k passages by coverage first"
-    )
-    floor: float = Field(
-        default=_ASK.floor,
-        ge=0.0,
-        le=1.0,
-        description="with k: only passages the estimator gives at least this probability of "
-        "answering an aspect enter the context (0: off); none clearing it means no context, "
-        "and the answer says the passages do not answer the question",
-    )
-    floor_question: bool = Field(
-        default=_ASK.floor_question,
-        description="with k: a passage also clears the floor when it answers the question "
-        "itself, not only an aspect",
-    )
-    gate: float = Field(
-        default=_ASK.gate,
-        ge=0.0,
-        le=1.0,
-        description="with k: only passages whose MiniLM cosine similarity to the question "
-        "reaches this enter the context (0: off)",
-    )
-    writer: WriterName = Field(
-        default=_ASK.writer,
-        description="extractive (cited sentences close to the passages) or synthesis (one "
-        "paragraph per covered aspect, in the writer's own words)",
-    )
-    passes: int = Field(default=_ASK.passes, ge=0, le=3, description="critique-and-rewrite passes")
-    feedback: Literal["self", "pointers"] = Field(default=_ASK.feedback)
-    max_words: int = Field(
-        default=cast(int, _ASK.max_words), ge=1, le=5000, description="words per passage in prompts"
-    )
-    sentences: int = Field(default=_ASK.sentences, ge=1, le=60)
-    rewrite_sentences: int = Field(default=_ASK.rewrite_sentences, ge=1, le=80)
-    max_tokens: int = Field(
-        default=_ASK.max_tokens,
-        ge=16,
-        le=8192,
-        description="most tokens per first answer (rewrites: 1.5x)",
-    )
-    unsupported: UnsupportedPolicy = Field(
-        default=_ASK.unsupported,
-        description="answer sentences no passage supports (by text alignment or the support "
-        "judge): drop = leave them out (listed in the response's dropped); mark = keep them, "
-        "their check verified unsupported",
-    )
-    fallback: Fallback = Field(
-        default=_ASK.fallback,
-        description="when no sentence of the model's reply is supported: quote = quote the "
-        "passages, each quotation cited; refuse = give no answer, and say why",
     )
 
 
