@@ -10,6 +10,8 @@ records of :mod:`covrag.types` (the records import nothing of this package):
   the sentences the check dropped);
 - :mod:`~covrag.schema.ask`: the run file of ``covrag ask`` (a run file with the plan, searches,
   drafts and costs);
+- :mod:`~covrag.schema.http_answer`: the reply of the server's ``POST /v1/answer`` (the run
+  file's sentences, checks, filters and aspect coverage, with the drafts and critiques);
 - :mod:`~covrag.schema.bench`: the ``summary.json`` of ``covrag bench``;
 - :mod:`~covrag.schema.documents`: the ``documents.json`` of an index of a user's files;
 - :mod:`~covrag.schema.plan`: what ``covrag plan --json`` prints;

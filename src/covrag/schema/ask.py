@@ -5,7 +5,7 @@ holds the plan, the searches, every draft and critique and the costs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -92,6 +92,18 @@ class AspectCoverageOut(BaseModel):
     in_answer: bool = Field(description="a supported sentence cites a passage that covers it")
     context_passages: list[str] = Field(description="the selected passages that cover it")
     answer_sentences: list[int] = Field(description="indexes of the sentences that state it")
+
+    @classmethod
+    def of(cls, aspect_id: str, passages: Sequence[str], sentences: Sequence[int]) -> Self:
+        """The row of one aspect from the context passages and the answer sentences that
+        cover it (``AspectCoverage``'s fields)."""
+        return cls.model_construct(
+            aspect_id=aspect_id,
+            in_context=bool(passages),
+            in_answer=bool(sentences),
+            context_passages=list(passages),
+            answer_sentences=list(sentences),
+        )
 
 
 class AskTopic(RunTopic):
@@ -184,16 +196,7 @@ def ask_run_record(
         plan=plan,
         retrieval=RetrievalOut.model_construct(queries=list(queries), pool=len(topic.passages)),
         uncovered=list(uncovered),
-        aspect_coverage=[
-            AspectCoverageOut.model_construct(
-                aspect_id=aspect_id,
-                in_context=bool(passages),
-                in_answer=bool(sentences),
-                context_passages=list(passages),
-                answer_sentences=list(sentences),
-            )
-            for aspect_id, passages, sentences in aspect_coverage
-        ],
+        aspect_coverage=[AspectCoverageOut.of(*row) for row in aspect_coverage],
         generation=dict(generation),
         costs={stage: dict(cost) for stage, cost in costs.items()},
         warnings=list(warnings),

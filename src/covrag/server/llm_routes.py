@@ -3,7 +3,11 @@
 ``/v1/plan`` decomposes a question into sub-questions (DES) with include / exclude constraints and,
 when asked, a QPlanner outline. ``/v1/answer`` writes a cited answer from the caller's passages
 (optionally selecting ``k`` of them first by coverage of the caller's aspects) with
-critique-and-rewrite passes, and returns every draft, critique, invalid citation and what it cost.
+critique-and-rewrite passes, checks every citation against its passage as ``covrag ask`` does,
+and returns every draft, critique, invalid citation and what it cost, with each sentence's
+support check, the sentences the check dropped, the warnings, the filters' report and the
+coverage per aspect (the records of :mod:`covrag.schema.http_answer`, which reuse the run
+file's).
 Both run in the server's thread pool under ``llm_timeout_s``; an LLM that fails (unreachable,
 unusable replies after the retries) is answered with 502. The routes exist only when the server
 has an LLM (``ServerConfig.llm``).
@@ -16,7 +20,8 @@ import functools
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeVar, cast
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, Field
@@ -24,19 +29,20 @@ from pydantic import BaseModel, Field
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError, LLMError
-from covrag.generate import CritiqueContext
+from covrag.generate import CritiqueContext, support_warnings
+from covrag.generate.answer_coverage import answer_coverage
 from covrag.generate.records import Draft, LLMCost
 from covrag.llm.base import LLM
 from covrag.pipeline import AskConfig, PrepareConfig, build_generator, prepare
 from covrag.pipeline.ask import select_with_filters
-from covrag.pipeline.config import WriterName
 from covrag.plan import C2Query, LLMDecomposer, QPlanner
 from covrag.plan.sketch import AnswerSketcher
-from covrag.schema.ask import LLMCostOut, OutlinePlanOut
-from covrag.schema.runfile import RunSentence
+from covrag.schema.ask import AspectCoverageOut, FiltersOut, LLMCostOut, OutlinePlanOut
+from covrag.schema.http_answer import AnswerDraftOut, AnswerResponse, CritiqueOut
 from covrag.select.base import parse_selector
+from covrag.select.floor import FilterReport
 from covrag.server.config import ServerConfig
-from covrag.server.schemas import MAX_ASPECTS, MAX_TEXT, AspectIn, PassageIn, _Strict
+from covrag.server.schemas import MAX_TEXT, AnswerRequest, _Strict
 from covrag.server.service import (
     MODEL_LOCK,
     RequestFieldError,
@@ -44,11 +50,10 @@ from covrag.server.service import (
     passage_records,
     unique_ids,
 )
-from covrag.types import CoverageMatrix, Topic
+from covrag.types import CoverageMatrix, Passage, Topic
 
 T = TypeVar("T")
 
-MAX_CONTEXT = 200
 
 #: The defaults of ask's stages, which the LLM routes share.
 _ASK = AskConfig()
@@ -81,10 +86,6 @@ class AspectOut(BaseModel):
     answers: list[str] = Field(default_factory=list, description="answer sketches")
 
 
-class CostOut(LLMCostOut):
-    """What the model calls cost (as in an ask run file)."""
-
-
 class OutlineOut(OutlinePlanOut):
     """The chosen outline (as in an ask run file's plan)."""
 
@@ -97,108 +98,11 @@ class PlanResponse(BaseModel):
     aspects: list[AspectOut] = Field(description="sub-questions, then include/exclude aspects")
     dropped: list[str] = Field(description="sub-questions dropped as near-duplicates")
     outline: OutlineOut | None
-    llm: CostOut
+    llm: LLMCostOut
     seconds: float
     warnings: list[str] = Field(
         default_factory=list, description="what did not go as asked (an aspect left unsketched)"
     )
-
-
-class AnswerRequest(_Strict):
-    """Write a cited answer from the given passages, with critique-and-rewrite passes."""
-
-    question: str = Field(min_length=1, max_length=MAX_TEXT)
-    passages: list[PassageIn] = Field(
-        min_length=1, max_length=MAX_CONTEXT, description="the context, numbered [1].. in order"
-    )
-    aspects: list[AspectIn] = Field(
-        default_factory=list,
-        max_length=MAX_ASPECTS,
-        description="what the answer must cover: the critique points at passages covering "
-        "aspects the answer misses; needed by k",
-    )
-    k: int | None = Field(
-        default=None, ge=1, le=MAX_CONTEXT, description="select k passages by coverage first"
-    )
-    floor: float = Field(
-        default=_ASK.floor,
-        ge=0.0,
-        le=1.0,
-        description="with k: only passages the estimator gives at least this probability of "
-        "answering an aspect enter the context (0: off); none clearing it means no context, "
-        "and the answer says the passages do not answer the question",
-    )
-    floor_question: bool = Field(
-        default=_ASK.floor_question,
-        description="with k: a passage also clears the floor when it answers the question "
-        "itself, not only an aspect",
-    )
-    gate: float = Field(
-        default=_ASK.gate,
-        ge=0.0,
-        le=1.0,
-        description="with k: only passages whose MiniLM cosine similarity to the question "
-        "reaches this enter the context (0: off)",
-    )
-    writer: WriterName = Field(
-        default=_ASK.writer,
-        description="extractive (cited sentences close to the passages) or synthesis (one "
-        "paragraph per covered aspect, in the writer's own words)",
-    )
-    passes: int = Field(default=_ASK.passes, ge=0, le=3, description="critique-and-rewrite passes")
-    feedback: Literal["self", "pointers"] = Field(default=_ASK.feedback)
-    max_words: int = Field(
-        default=cast(int, _ASK.max_words), ge=1, le=5000, description="words per passage in prompts"
-    )
-    sentences: int = Field(default=_ASK.sentences, ge=1, le=60)
-    rewrite_sentences: int = Field(default=_ASK.rewrite_sentences, ge=1, le=80)
-    max_tokens: int = Field(
-        default=_ASK.max_tokens,
-        ge=16,
-        le=8192,
-        description="most tokens per first answer (rewrites: 1.5x)",
-    )
-
-
-class SentenceOut(RunSentence):
-    """A sentence of the answer with the passages it cites (as in a run file's answer)."""
-
-
-class InvalidCitationOut(BaseModel):
-    sentence: int = Field(description="0-based index of the sentence")
-    number: int = Field(description="the [n] that names no passage")
-
-
-class DraftOut(BaseModel):
-    sentences: list[SentenceOut]
-    invalid_citations: list[InvalidCitationOut]
-    problems: list[str]
-    llm: CostOut
-
-
-class CritiqueOut(BaseModel):
-    llm_underused: list[str]
-    llm_notes: str
-    never_cited: list[str]
-    missing_aspects: list[str]
-    feedback: str
-    verdict: str = Field(
-        description="what became of the rewrite: accepted, unchanged, or rejected: why (the "
-        "previous draft is then kept)"
-    )
-    llm: CostOut
-
-
-class AnswerResponse(BaseModel):
-    """The final answer, every draft and critique, and the cost."""
-
-    passage_ids: list[str] = Field(description="the context as numbered in the prompts")
-    sentences: list[SentenceOut] = Field(description="the final answer")
-    problems: list[str] = Field(description="what is wrong with the final answer, if anything")
-    drafts: list[DraftOut] = Field(description="answers after 0, 1, ... passes")
-    critiques: list[CritiqueOut]
-    llm: CostOut
-    seconds: float
 
 
 class _Locked(CoverageEstimator):
@@ -217,8 +121,8 @@ class _Locked(CoverageEstimator):
         return repr(self.inner)
 
 
-def _cost(cost: LLMCost) -> CostOut:
-    return CostOut(**cost.as_dict())
+def _cost(cost: LLMCost) -> LLMCostOut:
+    return LLMCostOut(**cost.as_dict())
 
 
 def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
@@ -260,7 +164,7 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
         ],
         dropped=list(subquestions.dropped) if subquestions else [],
         outline=outline,
-        llm=CostOut(
+        llm=LLMCostOut(
             calls=int(spent["calls"]),
             cached_calls=int(spent["cached_calls"]),
             prompt_tokens=int(spent["prompt_tokens"]),
@@ -288,47 +192,54 @@ def _topic(request: AnswerRequest) -> Topic:
     )
 
 
-def _draft_out(draft: Draft) -> DraftOut:
-    return DraftOut(
-        sentences=[
-            SentenceOut(text=s.text, passage_ids=list(s.passage_ids))
-            for s in draft.answer.sentences
-        ],
-        invalid_citations=[
-            InvalidCitationOut(sentence=c.sentence, number=c.number) for c in draft.parsed.invalid
-        ],
-        problems=list(draft.problems),
-        llm=_cost(draft.cost),
+def _draft_out(draft: Draft) -> AnswerDraftOut:
+    return AnswerDraftOut.of_draft(
+        draft.answer,
+        invalid_citations=[(c.sentence, c.number) for c in draft.parsed.invalid],
+        problems=draft.problems,
+        fallback=draft.fallback,
+        cost=draft.cost.as_dict(),
     )
 
 
-def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> AnswerResponse:
-    """Select (when ``k`` is set) and write the answer; blocking, call from a thread."""
-    started = time.perf_counter()
-    topic = _topic(request)
-    context = list(topic.passages)
+@dataclass(frozen=True)
+class _Context:
+    """What reaches the writer: the context passages, the coverage of the request's passages x
+    aspects (None without aspects), the estimator that computed it, and with ``k`` the filters'
+    report."""
+
+    passages: list[Passage]
     coverage: CoverageMatrix | None = None
     estimator: CoverageEstimator | None = None
-    refusal = ""
-    if topic.aspects:
-        base = parse_estimator(config.default_coverage)
-        estimator = _Locked(base if base.name != "gold" else CrossEncoderCoverage())
-        candidates = prepare(topic, estimator, PrepareConfig(relevance="order")).candidates
-        coverage = candidates.coverage
-        if request.k is not None:
-            selection, filters = select_with_filters(
-                parse_selector(config.default_selector),
-                candidates,
-                estimator,
-                request.k,
-                request.floor,
-                question=request.question if request.floor_question else None,
-                gate=request.gate,
-            )
-            by_id = {p.id: p for p in candidates.passages}
-            context = [by_id[p] for p in selection.passage_ids]
-            refusal = filters.reason() or ""
-    settings = AskConfig(
+    filters: FilterReport | None = None
+
+
+def _context(request: AnswerRequest, topic: Topic, config: ServerConfig) -> _Context:
+    """Estimate coverage when there are aspects and, with ``k``, select among the passages that
+    clear the coverage floor and the topic gate (as ``covrag ask`` does)."""
+    if not topic.aspects:
+        return _Context(list(topic.passages))
+    base = parse_estimator(config.default_coverage)
+    estimator = _Locked(base if base.name != "gold" else CrossEncoderCoverage())
+    candidates = prepare(topic, estimator, PrepareConfig(relevance="order")).candidates
+    if request.k is None:
+        return _Context(list(topic.passages), candidates.coverage, estimator)
+    selection, filters = select_with_filters(
+        parse_selector(config.default_selector),
+        candidates,
+        estimator,
+        request.k,
+        request.floor,
+        question=request.question if request.floor_question else None,
+        gate=request.gate,
+    )
+    by_id = {p.id: p for p in candidates.passages}
+    context = [by_id[p] for p in selection.passage_ids]
+    return _Context(context, candidates.coverage, estimator, filters)
+
+
+def _settings(request: AnswerRequest) -> AskConfig:
+    return AskConfig(
         writer=request.writer,
         passes=request.passes,
         feedback=request.feedback,
@@ -336,20 +247,49 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
         sentences=request.sentences,
         rewrite_sentences=request.rewrite_sentences,
         max_tokens=request.max_tokens,
+        unsupported=request.unsupported,
+        fallback=request.fallback,
     )
-    judge = estimator if request.feedback == "pointers" else None
+
+
+def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> AnswerResponse:
+    """Select (when ``k`` is set) and write the answer; blocking, call from a thread."""
+    started = time.perf_counter()
+    topic = _topic(request)
+    chosen = _context(request, topic, config)
+    refusal = (chosen.filters.reason() if chosen.filters is not None else None) or ""
+    judge = chosen.estimator if request.feedback == "pointers" else None
     exclude = [a.text for a in topic.aspects if a.polarity == "exclude"]
     # the citation check's judge runs under the model lock too (it shares the scorer's cache)
     support = _Locked(CrossEncoderCoverage(assignment="independent", answers_gate=0.0))
-    result = build_generator(llm, settings, judge, exclude, support).generate(
-        request.question, context, context=CritiqueContext(topic.aspects, coverage, refusal=refusal)
+    result = build_generator(llm, _settings(request), judge, exclude, support).generate(
+        request.question,
+        chosen.passages,
+        context=CritiqueContext(topic.aspects, chosen.coverage, refusal=refusal),
     )
     final = result.drafts[-1]
+    shown = _draft_out(final)
+    context_ids = [p.id for p in result.passages]
+    covered = (
+        answer_coverage(final.answer, chosen.coverage, topic.aspects, context_ids)
+        if chosen.coverage is not None
+        else ()
+    )
     return AnswerResponse(
-        passage_ids=[p.id for p in result.passages],
-        sentences=_draft_out(final).sentences,
-        problems=list(final.problems),
-        drafts=[_draft_out(d) for d in result.drafts],
+        passage_ids=context_ids,
+        sentences=shown.sentences,
+        dropped=shown.dropped,
+        fallback=shown.fallback,
+        problems=shown.problems,
+        warnings=[*([f"no answer: {refusal}"] if refusal else []), *support_warnings(final)],
+        filters=None
+        if chosen.filters is None
+        else FiltersOut.model_validate(chosen.filters.as_dict()),
+        aspect_coverage=[
+            AspectCoverageOut.of(row.aspect_id, row.context_passages, row.answer_sentences)
+            for row in covered
+        ],
+        drafts=[*(_draft_out(d) for d in result.drafts[:-1]), shown],
         critiques=[
             CritiqueOut(
                 llm_underused=list(c.llm_underused),
@@ -411,5 +351,8 @@ def add_llm_routes(
     async def answer(request: AnswerRequest) -> AnswerResponse:
         """Writes a cited answer (about ``sentences`` sentences, each factual one citing
         passages as [n]) and ``passes`` critique-and-rewrite rounds; citations of passages that
-        do not exist are reported per draft, never kept."""
+        do not exist are reported per draft, never kept. Every sentence is checked against the
+        passages: its ``check`` says how it was verified and which span supports it, a
+        mis-pointed citation is repaired, an unsupported sentence is dropped (or marked), and a
+        reply with no supported sentence becomes quotations of the passages (or a refusal)."""
         return await in_thread(run_answer, request, llm, config)
