@@ -15,6 +15,7 @@ import pytest
 
 from covrag.report import render_report
 from test_report import bench_summary, run_by_aspect, run_data
+from test_report_answer import ask_run
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
@@ -169,5 +170,37 @@ def test_answer_by_aspect_sits_beside_its_aspect_and_cited_passages(
     rows.nth(1).locator("ul.cited a.pid").first.click()
     assert "Car bans hurt shops." in page.locator(":target").inner_text()
     save(page, tmp_path, "report-by-aspect.png")
+    assert browser.errors == []
+    assert all(url.startswith(("file:", "data:", "about:")) for url in browser.requests)
+
+
+def test_the_reports_support_highlight_works_in_chromium(browser: Browser, tmp_path: Path) -> None:
+    data = ask_run()  # a real ask run: its first sentence is aligned to a span of passage c1
+    topic = data["topics"][0]
+    check = topic["answer"]["sentences"][0]["check"]
+    text = next(p["text"] for p in topic["passages"] if p["id"] == check["passage_id"])
+    start, end = check["span"]
+    page = browser.open(render_report(data), tmp_path / "ask.html")
+    panel = page.locator("#t0-s0")
+    assert not panel.is_visible()  # shown only when a citation leads to it
+    page.locator("a.cite.supported").first.click()
+    assert page.evaluate("location.hash") == "#t0-s0"
+    assert panel.is_visible() and panel.get_attribute("data-passage") == check["passage_id"]
+    marks = page.locator(":target mark")
+    assert marks.count() == 1
+    assert marks.first.evaluate("e => e.textContent") == text[start:end]
+    assert marks.first.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 224, 102)"
+    # the whole passage is there around the span, its hostile markup shown as text
+    quoted = page.locator(":target blockquote").evaluate("e => e.textContent")
+    assert quoted == text and "<script>" in quoted
+    assert (
+        page.evaluate("typeof window.__pwned") == "undefined" and page.locator("img").count() == 0
+    )
+    # the support table's passage link opens the same panel; the passage list still links
+    page.locator("table.support a.pid").first.click()
+    assert page.evaluate("location.hash") == "#t0-s0"
+    page.locator(":target a.pid").click()
+    assert page.locator(":target").get_attribute("id") == "t0-p2" and not panel.is_visible()
+    save(page, tmp_path, "report-ask.png")
     assert browser.errors == []
     assert all(url.startswith(("file:", "data:", "about:")) for url in browser.requests)

@@ -86,7 +86,7 @@ def test_ask_drafts_are_read_through_the_schema(tmp_path: Path) -> None:
     drafts = data["topics"][0]["generation"]["drafts"]
     drafts[1]["sentences"][0]["passage_ids"] = ["nope"]
     path.write_text(json.dumps(data))
-    field = r"topics\[0\]\.generation\.drafts\[1\]\.sentences\[0\]'"
+    field = r"topics\[0\]\.generation\.drafts\[1\]\.sentences\[0\]\.passage_ids'"
     with pytest.raises(DataError, match=field + ": cites an unknown passage"):
         load_variants([path], all_passes=True)
     del drafts[1]["sentences"]

@@ -52,6 +52,16 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .legend span.swatch.oracle{border-top:3px dashed #111;height:0}
 .charts{display:flex;flex-wrap:wrap;gap:10px}
 nav select{font-size:14px;padding:2px}
+.support-panel{display:none;border:1px solid #e69f00;border-radius:6px;padding:6px 12px;
+ margin:8px 0;background:#fffdf5}
+.support-panel:target{display:block}
+.support-panel blockquote{margin:4px 0 6px 8px;white-space:pre-wrap}
+mark{background:#ffe066;padding:0 1px}
+a.cite.supported{font-weight:bold}
+.changes li.added{color:#1b5e20}.changes li.removed{color:#8a1c1c}
+pre.feedback{white-space:pre-wrap;background:#f6f6f6;padding:6px;margin:4px 0;font-size:12px}
+ol.passes li.pass{margin:8px 0}
+.filters{background:#f4f0fa;padding:4px 8px;border-radius:4px}
 """
 
 # Shows one topic at a time when there are several (all stay visible without JavaScript), and

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from covrag.report.answer_html import (
+    AnswerView,
+    costs_section,
+    passage_anchor,
+    passes_section,
+    source_line,
+    warnings_section,
+)
 from covrag.report.page import page
 from covrag.report.runfile import RunFile, TopicRun
 from covrag.report.svg import HeatmapRow, esc, heatmap_svg, scale_svg
-from covrag.types import Citation, Passage
-
-_DOT = " \u00b7 "
-
-
-def passage_anchor(topic_index: int, passage_index: int) -> str:
-    return f"t{topic_index}-p{passage_index}"
+from covrag.schema.ask import FiltersOut
 
 
 def render_run(run: RunFile) -> str:
@@ -47,9 +51,27 @@ def _wanted(run: TopicRun) -> list[str]:
     return [a.id for a in run.topic.aspects if a.polarity != "exclude"]
 
 
+def _in_context(run: TopicRun) -> dict[str, int]:
+    """Aspect id -> the pick (1-based) of the first selected passage that covers it: its
+    probability reaches the coverage matrix's threshold, the one threshold every part of the
+    report uses (the heatmap's dots, the answer's coverage)."""
+    coverage = run.coverage
+    if coverage is None:
+        return {}
+    row_of = {pid: i for i, pid in enumerate(coverage.passage_ids)}
+    covered = np.asarray(coverage.probs) >= coverage.thresholds
+    first: dict[str, int] = {}
+    for r, step in enumerate(run.selection.steps, start=1):
+        if step.passage_id not in row_of:
+            continue
+        for j in np.flatnonzero(covered[row_of[step.passage_id]]):
+            first.setdefault(coverage.aspect_ids[j], r)
+    return first
+
+
 def _summary(run: RunFile) -> str:
     wanted = sum(len(_wanted(t)) for t in run.topics)
-    covered = sum(len(set(t.selection.covered) & set(_wanted(t))) for t in run.topics if t.coverage)
+    covered = sum(len(set(_in_context(t)) & set(_wanted(t))) for t in run.topics)
     picked = sum(len(t.selection) for t in run.topics)
     return (
         '<section class="block"><h2>Summary</h2>'
@@ -72,21 +94,29 @@ def _topic_section(ti: int, run: TopicRun) -> str:
         + (f" \u00b7 coverage <b>{esc(run.coverage.source)}</b>" if run.coverage else "")
         + "</p>"
     )
-    parts = [head, _aspects_table(run, labels)]
+    parts = [head]
+    if run.ask is not None:
+        parts.append(warnings_section(run.ask))
+    parts.append(_aspects_table(run, labels))
     parts.append(_heatmap(ti, run, index, rank, labels))
     parts.append(_trace(ti, run, index, labels))
     if run.answer is not None:
-        parts.append(_answer(ti, run, index, rank))
+        parts.append(AnswerView(ti, run, rank).section())
+    if run.ask is not None:
+        parts.append(passes_section(run.ask))
+        parts.append(costs_section(run.ask))
     parts.append(_passages(ti, run, rank))
     parts.append("</section>")
     return "".join(parts)
 
 
 def _aspects_table(run: TopicRun, labels: dict[str, str]) -> str:
-    first: dict[str, int] = {}
-    for r, step in enumerate(run.selection.steps, start=1):
-        for aspect_id in step.newly_covered:
-            first.setdefault(aspect_id, r)
+    first = _in_context(run)
+    answered = (
+        {row.aspect_id: row.in_answer for row in run.ask.aspect_coverage}
+        if run.ask is not None and run.ask.aspect_coverage
+        else None
+    )
     rows = []
     for aspect in run.topic.aspects:
         excluded = aspect.polarity == "exclude"
@@ -95,32 +125,45 @@ def _aspects_table(run: TopicRun, labels: dict[str, str]) -> str:
         elif aspect.id in first and excluded:
             status = f'<span class="tag exclude">unwanted, covered by #{first[aspect.id]}</span>'
         elif aspect.id in first:
-            status = f"covered by #{first[aspect.id]}"
+            status = f'<span class="in-context">covered by #{first[aspect.id]}</span>'
         elif excluded:
             status = '<span class="tag exclude">excluded, avoided</span>'
         else:
             status = '<span class="tag uncovered">uncovered</span>'
+        in_answer = ""
+        if answered is not None:
+            state = answered.get(aspect.id)
+            in_answer = (
+                '<td class="muted">-</td>'
+                if state is None
+                else '<td class="in-answer">yes</td>'
+                if state
+                else '<td class="in-answer"><span class="tag uncovered">no</span></td>'
+            )
         kind = "exclude" if excluded else ""
         rows.append(
             f'<tr class="aspect {kind}"><td>{esc(labels[aspect.id])}</td>'
             f'<td class="pid">{esc(aspect.id)}</td><td>{esc(aspect.text)}</td>'
             f"<td>{esc(aspect.polarity)}{' (vital)' if aspect.vital else ''}</td>"
-            f"<td>{status}</td></tr>"
+            f"<td>{status}</td>{in_answer}</tr>"
         )
     uncovered = [a for a in run.topic.aspects if a.polarity != "exclude" and a.id not in first]
     note = ""
     if run.coverage is not None:
         note = (
-            f"<p><b>Uncovered</b> ({len(uncovered)}): "
+            f"<p><b>Uncovered</b> by the context ({len(uncovered)}): "
             + (
                 ", ".join(f'<span class="tag uncovered">{esc(a.text)}</span>' for a in uncovered)
                 or "none"
             )
-            + "</p>"
+            + f" (covered: a selected passage's probability reaches the threshold "
+            f"{esc(run.coverage.threshold_text())})</p>"
         )
+    answer_head = "<th>in answer</th>" if answered is not None else ""
     return (
         "<h3>Aspects</h3><table><thead><tr><th></th><th>id</th><th>aspect</th><th>polarity</th>"
-        f"<th>status</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{note}"
+        f"<th>in context</th>{answer_head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"{note}"
     )
 
 
@@ -137,23 +180,61 @@ def _heatmap(
             '<h3>Coverage heatmap</h3><p class="muted">This selector read no coverage matrix, '
             "so there is none to show.</p>"
         )
+    filters = run.ask.filters if run.ask is not None else None
+    by_id = {a.id: a for a in run.topic.aspects}
+    excluded = [by_id[a].polarity == "exclude" for a in coverage.aspect_ids]
+    floor = filters.floor if filters is not None and filters.floor > 0 else None
+    probs = np.asarray(coverage.probs)
+    wanted = ~np.asarray(excluded, dtype=bool)
+    support = probs[:, wanted].max(axis=1) if wanted.any() and len(probs) else np.zeros(len(probs))
     row_of = {pid: i for i, pid in enumerate(coverage.passage_ids)}
     selected = [s.passage_id for s in run.selection.steps if s.passage_id in row_of]
     rest = [pid for pid in coverage.passage_ids if pid not in rank]
     rows = [
-        HeatmapRow(row_of[pid], pid, passage_anchor(ti, index[pid]), rank.get(pid, 0))
+        HeatmapRow(
+            row_of[pid],
+            pid,
+            passage_anchor(ti, index[pid]),
+            rank.get(pid, 0),
+            floor is not None and pid not in rank and support[row_of[pid]] < floor,
+        )
         for pid in [*selected, *rest]
     ]
-    by_id = {a.id: a for a in run.topic.aspects}
-    excluded = [by_id[a].polarity == "exclude" for a in coverage.aspect_ids]
     svg = heatmap_svg(coverage, rows, [labels[a] for a in coverage.aspect_ids], excluded)
     return (
         "<h3>Coverage heatmap</h3>"
         f'<p class="muted">Rows: passages, the {len(selected)} selected first (in pick order, '
         "highlighted), then the rest of the pool. Columns: aspects (red = excluded). Colour: "
         "estimated probability; a dot marks a covered pair (probability at or above the "
-        f"threshold {coverage.threshold_text()}).</p>{scale_svg(coverage.threshold)}"
+        f"threshold {coverage.threshold_text()}). An aspect is covered by the context only "
+        f"through a selected row.</p>{_filters_note(filters)}"
+        f"{scale_svg(coverage.threshold, floor)}"
         f'<div class="figure">{svg}</div>'
+    )
+
+
+def _filters_note(filters: FiltersOut | None) -> str:
+    """What the coverage floor and the topic gate let through before selection."""
+    if filters is None:
+        return ""
+    floor = (
+        f"coverage floor <b>{filters.floor:g}</b>: {filters.cleared_floor} of {filters.pool} "
+        f"passages reach it (best support {filters.best_support:.2f}; rows marked \u2715 fall "
+        "below it on the sub-questions)"
+        if filters.floor > 0
+        else "no coverage floor"
+    )
+    best = filters.best_similarity
+    gate = (
+        f"topic gate <b>{filters.gate:g}</b>: {filters.cleared_gate} of {filters.pool} are "
+        "that similar to the question" + (f" (best {best:.2f})" if best is not None else "")
+        if filters.gate > 0
+        else "no topic gate"
+    )
+    return (
+        f'<p class="filters">Filters before selection: {floor}; {gate}; <b>{filters.kept}</b> '
+        "clear both and are the only candidates the selector saw: a covered dot on any other "
+        "row does not make its aspect covered.</p>"
     )
 
 
@@ -180,76 +261,6 @@ def _trace(ti: int, run: TopicRun, index: dict[str, int], labels: dict[str, str]
     )
 
 
-def _cites(ti: int, pids: tuple[str, ...], index: dict[str, int], rank: dict[str, int]) -> str:
-    return "".join(
-        f'<a class="cite" href="#{passage_anchor(ti, index[pid])}" '
-        f'title="{esc(pid)}">[{rank[pid] if pid in rank else esc(pid)}]</a>'
-        for pid in pids
-        if pid in index
-    )
-
-
-def _answer(ti: int, run: TopicRun, index: dict[str, int], rank: dict[str, int]) -> str:
-    assert run.answer is not None
-    sentences = run.answer.sentences
-    if any(s.aspect_id is not None or s.framing for s in sentences):
-        return _answer_by_aspect(ti, run, index, rank)
-    body = " ".join(f"{esc(s.text)}{_cites(ti, s.passage_ids, index, rank)}" for s in sentences)
-    return f'<h3>Answer</h3><div class="answer"><p>{body}</p></div>'
-
-
-def _source(passage: Passage) -> str:
-    """What a passage says of its document, when the index recorded it."""
-    facts = [
-        str(value)
-        for name in ("title", "doc_id", "source")
-        if (value := getattr(passage, name, None) or passage.metadata.get(name))
-    ]
-    return f' <span class="muted">{esc(_DOT.join(facts))}</span>' if facts else ""
-
-
-def _answer_by_aspect(ti: int, run: TopicRun, index: dict[str, int], rank: dict[str, int]) -> str:
-    """One row per paragraph: the aspect it covers, its sentences, the passages it cites."""
-    assert run.answer is not None
-    aspects = {a.id: a for a in run.topic.aspects}
-    labels = {a.id: f"A{j}" for j, a in enumerate(run.topic.aspects, start=1)}
-    passages = {p.id: p for p in run.topic.passages}
-    groups: dict[str | None, list[Citation]] = {}
-    framing: list[Citation] = []
-    for s in run.answer.sentences:
-        (framing if s.framing else groups.setdefault(s.aspect_id, [])).append(s)
-    rows = []
-    for aspect_id, group in groups.items():
-        aspect = aspects.get(aspect_id or "")
-        head = (
-            f'<span class="tag">{esc(labels[aspect.id])}</span> {esc(aspect.text)}'
-            if aspect is not None
-            else '<span class="muted">no aspect</span>'
-        )
-        text = " ".join(f"{esc(s.text)}{_cites(ti, s.passage_ids, index, rank)}" for s in group)
-        cited = dict.fromkeys(p for s in group for p in s.passage_ids if p in passages)
-        sources = "".join(
-            f'<li><a class="pid" href="#{passage_anchor(ti, index[p])}">'
-            f"[{rank.get(p, '-')}] {esc(p)}</a>{_source(passages[p])}</li>"
-            for p in cited
-        )
-        rows.append(
-            f'<tr class="paragraph"><td class="aspect-cell">{head}</td><td><p>{text}</p></td>'
-            f'<td><ul class="cited">{sources}</ul></td></tr>'
-        )
-    for s in framing:
-        rows.append(
-            '<tr class="paragraph framing"><td><span class="tag uncovered">not answered'
-            f'</span></td><td><p><i>{esc(s.text)}</i></p></td><td class="muted">'
-            "the writer's framing: cites nothing</td></tr>"
-        )
-    return (
-        '<h3>Answer</h3><table class="answer-by-aspect"><thead><tr><th>aspect</th>'
-        f"<th>paragraph</th><th>cited passages</th></tr></thead><tbody>{''.join(rows)}"
-        "</tbody></table>"
-    )
-
-
 def _passages(ti: int, run: TopicRun, rank: dict[str, int]) -> str:
     items = []
     for pi, passage in enumerate(run.topic.passages):
@@ -258,6 +269,7 @@ def _passages(ti: int, run: TopicRun, rank: dict[str, int]) -> str:
         tokens = f" \u00b7 {passage.tokens} tokens" if passage.tokens is not None else ""
         items.append(
             f'<li id="{passage_anchor(ti, pi)}" class="{"selected" if r else ""}">{badge}'
-            f'<span class="pid">{esc(passage.id)}{tokens}</span><br>{esc(passage.text)}</li>'
+            f'<span class="pid">{esc(passage.id)}{tokens}</span>{source_line(passage)}<br>'
+            f'<span class="ptext">{esc(passage.text)}</span></li>'
         )
     return f'<h3>Passages</h3><ol class="passages">{"".join(items)}</ol>'

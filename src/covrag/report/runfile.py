@@ -8,10 +8,11 @@ names the offending field.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from covrag.errors import DataError
+from covrag.report.askview import AskView, read_ask
 from covrag.schema._base import RecordError, read_model
 from covrag.schema.runfile import (
     RUN_FORMAT,
@@ -37,13 +38,19 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TopicRun:
-    """One topic of a run file: its pool and aspects, coverage, selection and answer."""
+    """One topic of a run file: its pool and aspects, coverage, selection and answer, and what
+    ``covrag ask`` adds (drafts, critiques, filters, costs; None for other run files).
+
+    ``ask`` is what the report shows beside the run; it is not part of the records a run file
+    round-trips (:func:`write_run_file` writes the run-file format only), so equality skips it.
+    """
 
     topic: Topic
     coverage: CoverageMatrix | None
     selection: Selection
     budget: str
     answer: Answer | None = None
+    ask: AskView | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -97,9 +104,11 @@ def parse_run_file(data: Any, path: str | None = None) -> RunFile:
     for i, item in enumerate(run.topics):
         try:
             topic, coverage, selection, answer = item.to_records(f"topics[{i}]")
+            lengths = {p.id: len(p.text) for p in topic.passages}
+            ask = read_ask(item.model_extra or {}, lengths, f"topics[{i}]", path)
         except RecordError as exc:
             raise DataError(exc.message, path=path, field=exc.field) from None
-        topics.append(TopicRun(topic, coverage, selection, item.selection.budget, answer))
+        topics.append(TopicRun(topic, coverage, selection, item.selection.budget, answer, ask))
     return RunFile(tuple(topics), run.dataset, run.selector, run.coverage, run.budget)
 
 

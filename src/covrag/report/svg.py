@@ -40,12 +40,14 @@ def shade(p: float) -> str:
 
 @dataclass(frozen=True)
 class HeatmapRow:
-    """One passage row: its index in the matrix, its anchor id and its rank (0 = not selected)."""
+    """One passage row: its index in the matrix, its anchor id, its rank (0 = not selected) and
+    whether the coverage floor removed it from the pool before selection."""
 
     index: int
     passage_id: str
     anchor: str
     rank: int
+    below_floor: bool = False
 
 
 def heatmap_svg(
@@ -93,6 +95,11 @@ def heatmap_svg(
                 'rx="3" fill="#fff3c4"/>'
                 f'<text x="10" y="{y + cell_h - 4}" font-weight="bold">#{row.rank}</text>'
             )
+        if row.below_floor:
+            parts.append(
+                f'<text class="below-floor" x="30" y="{y + cell_h - 4}" fill="#6a3d9a">'
+                "\u2715<title>below the coverage floor: not a candidate</title></text>"
+            )
         label = row.passage_id if len(row.passage_id) <= 20 else row.passage_id[:19] + "\u2026"
         parts.append(
             f'<a href="#{esc(row.anchor)}"><text class="row" x="{left - 6}" '
@@ -126,22 +133,32 @@ def heatmap_svg(
     return "".join(parts)
 
 
-def scale_svg(threshold: float) -> str:
-    """The colour scale 0..1 with the coverage threshold marked."""
+def scale_svg(threshold: float, floor: float | None = None) -> str:
+    """The colour scale 0..1 with the coverage threshold marked, and the floor when given."""
     width, bar = 260, 200
+    height = 46 if floor is None else 60
     stops = "".join(
         f'<stop offset="{t / 10:.1f}" stop-color="{shade(t / 10)}"/>' for t in range(11)
     )
     x = 10 + bar * threshold
+    marks = ""
+    if floor is not None:
+        fx = 10 + bar * min(max(floor, 0.0), 1.0)
+        marks = (
+            f'<line x1="{fx:.1f}" x2="{fx:.1f}" y1="3" y2="25" stroke="#6a3d9a" '
+            f'stroke-width="2" stroke-dasharray="3 2"/><text class="floor" x="{fx:.1f}" y="54" '
+            f'text-anchor="middle" fill="#6a3d9a">floor {floor:g}</text>'
+        )
     return (
-        f'<svg class="scale" xmlns="http://www.w3.org/2000/svg" width="{width}" height="46" '
-        f'viewBox="0 0 {width} 46" role="img" aria-label="probability scale, threshold '
-        f'{threshold:g}"><defs><linearGradient id="covrag-scale">{stops}</linearGradient>'
-        f'</defs><rect x="10" y="8" width="{bar}" height="12" fill="url(#covrag-scale)" '
-        f'stroke="#999"/><line x1="{x:.1f}" x2="{x:.1f}" y1="3" y2="25" stroke="#c62828" '
-        f'stroke-width="2"/><text x="10" y="40">0</text><text x="{10 + bar}" y="40" '
-        f'text-anchor="end">1</text><text class="threshold" x="{x:.1f}" y="40" '
-        f'text-anchor="middle" fill="#c62828">threshold {threshold:g}</text></svg>'
+        f'<svg class="scale" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="probability '
+        f'scale, threshold {threshold:g}"><defs><linearGradient id="covrag-scale">{stops}'
+        f'</linearGradient></defs><rect x="10" y="8" width="{bar}" height="12" '
+        f'fill="url(#covrag-scale)" stroke="#999"/><line x1="{x:.1f}" x2="{x:.1f}" y1="3" '
+        f'y2="25" stroke="#c62828" stroke-width="2"/>{marks}<text x="10" y="40">0</text>'
+        f'<text x="{10 + bar}" y="40" text-anchor="end">1</text><text class="threshold" '
+        f'x="{x:.1f}" y="40" text-anchor="middle" fill="#c62828">threshold {threshold:g}</text>'
+        "</svg>"
     )
 
 

@@ -27,9 +27,9 @@ from a user's document (``covrag index --docs``) also names the document (``doc_
 ``source``) and where in its extracted text it lies (``start``, ``end``; from a PDF also the
 ``page`` it starts on); other passages leave these out. Non-finite
 step scores are written as null and read back as NaN; probabilities are written to 6 decimals.
-Other fields (``covrag ask`` adds its plan, searches, drafts and costs) are allowed and ignored
-by the reader. A run file round-trips: the records read back equal the records written, their
-budget included.
+Other fields (``covrag ask`` adds its plan, searches, drafts and costs) are allowed; the report
+reads the ask blocks it shows (:mod:`covrag.report.askview`) and ignores the rest. A run file
+round-trips: the records read back equal the records written, their budget included.
 """
 
 from __future__ import annotations
