@@ -28,6 +28,9 @@ The rules:
    ``version``, ``schema``, ``data``, ``llm``) never import a stage (``ingest``, ``plan``,
    ``retrieve``, ``coverage``, ``select``, ``generate``, ``evaluate``, ``report``).
 8. Only ``covrag.pipeline.distributed`` imports ``ray`` (rule 7, on ``report``, is a case of 2).
+9. Sizes (issue 33): no function or method is over :data:`MAX_FUNCTION_LINES` lines (from its
+   ``def`` line to its last line, docstring included), and at most :data:`MAX_LONG_MODULES`
+   modules are over :data:`MAX_MODULE_LINES` lines: split rather than grow a long module.
 """
 
 from __future__ import annotations
@@ -62,6 +65,11 @@ FOUNDATIONS = frozenset(
 STAGES = frozenset(
     {"ingest", "plan", "retrieve", "coverage", "select", "generate", "evaluate", "report"}
 )
+
+MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 400
+MAX_LONG_MODULES = 4
+"""At most this many modules may be over MAX_MODULE_LINES lines (a ceiling that only goes down)."""
 
 RECORDS = "covrag.types"
 RECORDS_MAY_IMPORT = frozenset({"covrag.errors"})
@@ -185,6 +193,30 @@ def layer_violations(graph: Graph) -> list[str]:
     return problems
 
 
+def long_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[tuple[str, str, int]]:
+    """(file, function, lines) for every function or method under ``root`` over ``limit``
+    lines, counted from its ``def`` line to its last line (docstring included, decorators not).
+    """
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > limit:
+                    found.append((str(path.relative_to(root.parent)), node.name, lines))
+    return found
+
+
+def long_modules(root: Path, limit: int = MAX_MODULE_LINES) -> list[tuple[str, int]]:
+    """(file, lines) for every module under ``root`` over ``limit`` lines."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > limit:
+            found.append((str(path.relative_to(root.parent)), lines))
+    return found
+
+
 # -- the rules on covrag ----------------------------------------------------------------------
 
 
@@ -233,6 +265,18 @@ def test_only_the_distributed_module_imports_ray(tmp_path: Path) -> None:
     (tmp_path / "covrag" / "b.py").write_text("import raytracer\nimport ray.data\n")
     (tmp_path / "covrag" / "c.py").write_text("from .ray import x\n")
     assert importers_of(tmp_path / "covrag", "ray") == {"covrag.a", "covrag.b"}
+
+
+def test_no_function_is_over_80_lines() -> None:
+    found = long_functions(SRC)
+    print(f"functions over {MAX_FUNCTION_LINES} lines: {len(found)}", *found, sep="\n  ")
+    assert found == [], "split these into named helpers"
+
+
+def test_few_modules_are_over_400_lines() -> None:
+    found = long_modules(SRC)
+    print(f"modules over {MAX_MODULE_LINES} lines: {len(found)}", *found, sep="\n  ")
+    assert len(found) <= MAX_LONG_MODULES, "split a module along a seam rather than grow it"
 
 
 # -- the checker can fail -----------------------------------------------------------------------
@@ -324,3 +368,23 @@ def test_the_graph_reads_relative_function_and_type_checking_imports(tmp_path: P
         "covrag.sub.b": frozenset({"covrag.sub.a"}),
     }
     assert cycles(graph) == [["covrag.sub.a", "covrag.sub.b"]]
+
+
+def test_the_size_checks_count_def_to_last_line_and_module_lines(tmp_path: Path) -> None:
+    root = tmp_path / "covrag"
+    root.mkdir()
+    body = "".join(f"    x{i} = {i}\n" for i in range(78))
+    inner = body.replace("    ", "        ")
+    (root / "a.py").write_text(
+        f'@decorator\ndef at_limit():\n    """Doc."""\n{body}'  # 1 + 1 + 78 = 80 lines
+        f'class C:\n    async def over(self):\n        """Doc."""\n{inner}'
+        "        return 1\n"  # 81 lines
+    )
+    (root / "b.py").write_text("x = 1\n" * 3)
+    assert long_functions(root) == [("covrag/a.py", "over", 81)]
+    assert long_functions(root, limit=79) == [
+        ("covrag/a.py", "at_limit", 80),
+        ("covrag/a.py", "over", 81),
+    ]
+    assert long_modules(root, limit=3) == [("covrag/a.py", 163)]
+    assert long_modules(root, limit=2) == [("covrag/a.py", 163), ("covrag/b.py", 3)]

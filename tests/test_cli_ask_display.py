@@ -7,7 +7,8 @@ import io
 from rich.console import Console
 
 from covrag.cli._common import progress_bar
-from covrag.cli.ask import _llm_progress, _print_ask
+from covrag.cli.ask import _llm_progress
+from covrag.cli.ask_display import print_ask
 from covrag.llm.progress import TokenProgress
 from covrag.pipeline import AskConfig, ask
 from covrag.retrieve import BM25Retriever
@@ -35,7 +36,7 @@ def test_an_empty_selection_is_one_line_not_a_table_with_a_wrapped_title() -> No
     )
     assert result.selection.passage_ids == ()
     buffer = io.StringIO()
-    _print_ask(result, Console(file=buffer, width=160, emoji=False))
+    print_ask(result, Console(file=buffer, width=160, emoji=False))
     lines = buffer.getvalue().splitlines()
     title = f"Selection: {result.selection.selector}, k=0: no passage selected"
     (line,) = [line for line in lines if "Selection" in line]

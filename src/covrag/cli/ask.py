@@ -7,12 +7,10 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from covrag.cli._common import (
@@ -32,6 +30,7 @@ from covrag.cli._docs import (
     index_documents,
     read_limits,
 )
+from covrag.cli.ask_display import print_ask
 from covrag.pipeline.config import AskConfig
 from covrag.types import Aspect
 
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from covrag.llm.progress import ProgressCallback, TokenProgress
-    from covrag.pipeline import AskResult
     from covrag.retrieve import Retriever
 
 DEFAULT_ASK_OUT = Path("ask-run.json")
@@ -211,7 +209,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
         for warning in result.warnings:
             console.print(f"[yellow]warning:[/] {warning}", highlight=False)
         return 0
-    _print_ask(result, console)
+    print_ask(result, console)
     console.print(f"\nwrote {out} (render it: covrag report {out} -o answer.html)")
     return 0
 
@@ -230,158 +228,6 @@ def _llm_progress(progress: Progress, console: Console) -> ProgressCallback:
             err_console.print(f"[dim]llm: {figures} ({now.seconds:.1f} s)[/]", highlight=False)
 
     return show
-
-
-def covered_by(result: AskResult, number: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
-    """Aspect id -> the context numbers of the selected passages that cover it (estimated)."""
-    found: dict[str, list[int]] = {a: [] for a in result.coverage.aspect_ids}
-    for pid, n in sorted(number.items(), key=lambda item: item[1]):
-        for aspect in result.coverage.aspects_of(pid):
-            found[aspect].append(n)
-    return {a: tuple(ns) for a, ns in found.items()}
-
-
-def coverage_cell(
-    result: AskResult, number: Mapping[str, int], aspect_id: str, covering: Sequence[int]
-) -> str:
-    """The plan table's cell: each covering passage (``covering``, from :func:`covered_by`)
-    with its probability (``[1] 0.83``), or "not covered" with the best probability any
-    selected passage reached, so that a near miss and a blank can be told apart."""
-    coverage = result.coverage
-    if aspect_id not in coverage.aspect_ids:
-        return "[red]not covered[/]"
-    column = coverage.aspect_ids.index(aspect_id)
-    probs = {
-        n: float(coverage.probs[coverage.passage_ids.index(pid), column])
-        for pid, n in number.items()
-        if pid in coverage.passage_ids
-    }
-    if covering:
-        return escape(" ".join(f"[{n}] {probs[n]:.2f}" for n in covering))
-    best = f" (best {max(probs.values()):.2f})" if probs else ""
-    return f"[red]not covered[/]{best}"
-
-
-def _print_selection(
-    result: AskResult, number: Mapping[str, int], aspect_text: Mapping[str, str], console: Console
-) -> None:
-    """The selection table: each pick, its passage (with its document's title) and what it
-    newly covers; one line when nothing was selected."""
-    topic = result.topic
-    texts = {p.id: p.text for p in topic.passages}
-    # A passage of a user's document shows the document's title before its id.
-    origins = {p.id: f"{p.metadata['title']}, " for p in topic.passages if "title" in p.metadata}
-    title = f"Selection: {result.selection.selector}, k={len(result.selection)}"
-    if not result.selection.steps:
-        # An empty table is as narrow as its headers, and its title would wrap to fit them.
-        console.print(
-            f"[italic]{escape(title)}[/]: no passage selected (none in the pool cleared the "
-            "coverage floor and the topic gate)",
-            highlight=False,
-        )
-    else:
-        table = Table(title=title)
-        table.add_column("[n]", justify="right")
-        table.add_column("passage")
-        table.add_column("newly covers")
-        for step in result.selection.steps:
-            text = texts[step.passage_id]
-            table.add_row(
-                str(number[step.passage_id]),
-                f"{text[:220]}{'...' if len(text) > 220 else ''} "
-                f"[dim]({origins.get(step.passage_id, '')}{step.passage_id})[/]",
-                "\n".join(aspect_text[a] for a in step.newly_covered) or "-",
-            )
-        console.print(table)
-
-
-def answer_cell(sentences: Sequence[int]) -> str:
-    """The plan table's answer cell: the answer sentences (1-based) that state the aspect."""
-    if not sentences:
-        return "[red]not in the answer[/]"
-    return "sentence " + ", ".join(str(i + 1) for i in sentences)
-
-
-def _print_ask(result: AskResult, console: Console) -> None:
-    topic = result.topic
-    aspect_text = {a.id: a.text for a in topic.aspects}
-    console.rule(f"[bold]{result.query.request}[/]")
-    number = {pid: i for i, pid in enumerate(result.selection.passage_ids, start=1)}
-    covering = covered_by(result, number)
-    wanted = [a for a in topic.aspects if a.polarity != "exclude"]
-    answered = sum(1 for a in wanted if covering.get(a.id))
-    in_answer = {row.aspect_id: row for row in result.aspect_coverage}
-    stated = sum(1 for row in in_answer.values() if row.in_answer)
-    table = Table(
-        title="Plan: the aspects a complete answer covers",
-        caption=f"{answered} of {len(wanted)} wanted aspects are covered by the selected "
-        f"passages, {stated} by the answer (a supported sentence cites a passage that covers "
-        f"it; estimated probability >= {result.coverage.threshold_text()})",
-    )
-    table.add_column("id")
-    table.add_column("aspect")
-    table.add_column("kind")
-    table.add_column("covered by")
-    table.add_column("in the answer")
-    for a in topic.aspects:
-        kind = a.polarity if a.polarity != "neutral" else "sub-question"
-        shown = (
-            "(excluded)"
-            if a.polarity == "exclude"
-            else coverage_cell(result, number, a.id, covering.get(a.id, ()))
-        )
-        row = in_answer.get(a.id)
-        said = "-" if row is None else answer_cell(row.answer_sentences)
-        table.add_row(a.id, a.text, kind, shown, said)
-    console.print(table)
-
-    _print_selection(result, number, aspect_text, console)
-    if result.uncovered:
-        console.print("[bold]Not covered by the selection:[/]")
-        for a in result.uncovered:
-            console.print(f"  - {a.text}")
-    else:
-        console.print("Every aspect is covered by the selection.")
-
-    for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    final = result.generation.drafts[-1]
-    console.print(f"\n[bold]Answer[/] (after {len(result.generation.drafts) - 1} passes)")
-    heading = None
-    for i, sentence in enumerate(final.answer.sentences, start=1):
-        if sentence.aspect_id is not None and sentence.aspect_id != heading:
-            heading = sentence.aspect_id  # a paragraph per aspect: name the aspect first
-            console.print(
-                f"  [bold]{escape(aspect_text.get(heading, heading))}[/]", highlight=False
-            )
-        marks = "".join(f"[{number[p]}]" for p in sentence.passage_ids if p in number)
-        body = escape(sentence.text)
-        text = f"[italic]{body}[/]" if sentence.framing else f"{body} {escape(marks)}"
-        if sentence.check is not None and not sentence.supported:
-            text += " [red](unsupported: no passage holds this)[/]"
-        console.print(f"  {i}. {text}", highlight=False)
-    for problem in final.problems:
-        if problem not in result.warnings:  # the run's warnings are printed above
-            console.print(f"[yellow]warning:[/] {problem}", highlight=False)
-    for i, critique in enumerate(result.generation.critiques, start=1):
-        if critique.feedback:
-            console.print(f"[dim]critique {i}:\n{critique.feedback}[/]", highlight=False)
-
-    table = Table(title="Costs")
-    columns = ("stage", "seconds", "CPU s", "LLM calls", "prompt tokens", "completion tokens")
-    for column in (*columns, "pairs"):
-        table.add_column(column, justify="right" if column != "stage" else "left")
-    for stage, cost in result.costs.items():
-        table.add_row(
-            stage,
-            f"{cost.seconds:.1f}",
-            f"{cost.cpu_seconds:.1f}",
-            f"{cost.llm.calls} (+{cost.llm.cached_calls} cached)",
-            str(cost.llm.prompt_tokens),
-            str(cost.llm.completion_tokens),
-            str(cost.pairs_scored or "-"),
-        )
-    console.print(table)
 
 
 def run_eval_answers(args: argparse.Namespace, console: Console) -> int:

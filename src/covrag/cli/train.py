@@ -7,8 +7,6 @@ commands parse the options, show progress and print what was fitted.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import itertools
 from pathlib import Path
 
 from rich.console import Console
@@ -24,6 +22,7 @@ from covrag.cli._common import (
     progress_iter,
 )
 from covrag.cli.train_cover import add_train_cover
+from covrag.cli.train_planner import add_train_planner, add_train_planner_data
 from covrag.errors import ConfigError, MissingExtraError
 
 FEATURE_SET_NAMES = ("full", "m0", "no-atomic", "static")
@@ -38,8 +37,8 @@ def register(sub: Subparsers) -> None:
     train = p.add_subparsers(dest="what", required=True, metavar="what")
     _add_train_coverage(train)
     _add_train_question_forms(train)
-    _add_train_planner_data(train)
-    _add_train_planner(train)
+    add_train_planner_data(train)
+    add_train_planner(train)
     add_train_cover(train)
 
     p = sub.add_parser("qrels", help="export diversity qrels (gold labels or a coverage matrix)")
@@ -196,92 +195,6 @@ def _add_train_question_forms(train: Subparsers) -> None:
     )
     add_llm_args(p)
     p.set_defaults(run_command=run_train_question_forms)
-
-
-def _add_train_planner_data(train: Subparsers) -> None:
-    from covrag.train.planner_data import KINDS, DataConfig
-
-    p = train.add_parser(
-        "planner-data",
-        help="judged outlines of include/exclude requests: SFT examples and DPO pairs (LLM)",
-    )
-    p.add_argument(
-        "--datasets",
-        nargs="+",
-        default=["argkp2021:train", "perspectrum:train"],
-        help="labelled topics whose questions and aspects make the requests",
-    )
-    p.add_argument("--out", required=True, type=Path, help="folder to write the data into")
-    p.add_argument("--limit-topics", type=int, default=None, help="first N topics of each dataset")
-    p.add_argument("--per-topic", type=int, default=2, help="requests per topic")
-    p.add_argument(
-        "--max-requests",
-        type=int,
-        default=None,
-        help="only the first N requests (topics taken in turn from each dataset)",
-    )
-    p.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
-    add_llm_args(p)
-    p.add_argument("--judge-llm", default=None, help="LLM spec of the judge (default: --llm)")
-    for name in ("depth", "branching", "outline_size", "candidates", "retries", "seed"):
-        p.add_argument(
-            "--" + name.replace("_", "-"), type=int, default=field_default(DataConfig, name)
-        )
-    p.add_argument("--tree-strategy", choices=("levels", "whole"), default=DataConfig.tree_strategy)
-    p.add_argument(
-        "--outline-strategy", choices=("nodes", "whole"), default=DataConfig.outline_strategy
-    )
-    p.add_argument("--min-sft-score", type=int, default=3, help="best outline's least score")
-    p.add_argument("--margin", type=int, default=1, help="least score gap of a DPO pair")
-    p.add_argument(
-        "--no-baseline-pairs",
-        action="store_true",
-        help="never use the random outline as a DPO pair's rejected outline",
-    )
-    p.set_defaults(run_command=run_train_planner_data)
-
-
-def run_train_planner_data(args: argparse.Namespace, console: Console) -> int:
-    from covrag.data import load_dataset
-    from covrag.train.planner_data import DataConfig, make_requests, write_planner_data
-
-    check_outputs([("--datasets", d) for d in args.datasets], [], [("--out", args.out)])
-    per_dataset = [load_dataset(spec)[: args.limit_topics or None] for spec in args.datasets]
-    topics = [t for group in itertools.zip_longest(*per_dataset) for t in group if t is not None]
-    requests = make_requests(topics, args.per_topic, args.seed, args.kinds)
-    requests = requests[: args.max_requests or None]
-    teacher = build_llm(args.llm, args.no_llm_cache)
-    judge = build_llm(args.judge_llm, args.no_llm_cache) if args.judge_llm else teacher
-    config = DataConfig(
-        depth=args.depth,
-        branching=args.branching,
-        outline_size=args.outline_size,
-        candidates=args.candidates,
-        tree_strategy=args.tree_strategy,
-        outline_strategy=args.outline_strategy,
-        retries=args.retries,
-        seed=args.seed,
-    )
-    with progress_bar(console) as progress:
-        task = progress.add_task("planning and judging", total=len(requests))
-        card = write_planner_data(
-            requests,
-            teacher,
-            judge,
-            args.out,
-            config,
-            min_sft_score=args.min_sft_score,
-            margin=args.margin,
-            baseline_in_pairs=not args.no_baseline_pairs,
-            progress=lambda _: progress.advance(task),
-        )
-    histogram = card["score_histogram"]["candidates"]
-    console.print(
-        f"{card['judged_requests']} of {card['requests']} requests judged: "
-        f"{card['sft_examples']} SFT examples, {card['dpo_pairs']} DPO pairs -> {args.out}; "
-        f"candidate scores 1-5: {' '.join(map(str, histogram.values()))}"
-    )
-    return 0
 
 
 def run_train_question_forms(args: argparse.Namespace, console: Console) -> int:
@@ -457,49 +370,4 @@ def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
         f"{card.steps} steps in {card.seconds:.0f} s; threshold {run.calibration.threshold:.2f} "
         f"(chosen on dev); {card.truncated_pairs} training pairs reached {args.max_length} tokens"
     )
-    return 0
-
-
-def _add_train_planner(train: Subparsers) -> None:
-    from covrag.train.planner import PlannerTrainConfig
-
-    p = train.add_parser(
-        "planner", help="SFT then DPO (TRL, LoRA) of a small LM on the planner data"
-    )
-    p.add_argument("--data", required=True, type=Path, help="folder of `train planner-data`")
-    p.add_argument("--out", required=True, type=Path, help="folder to write sft/, dpo/ into")
-    for field in dataclasses.fields(PlannerTrainConfig):
-        p.add_argument(
-            "--" + field.name.replace("_", "-"),
-            type=type(field.default),
-            default=field.default,
-            help="default: %(default)s",
-        )
-    p.add_argument("--skip-dpo", action="store_true", help="stop after SFT")
-    p.set_defaults(run_command=run_train_planner)
-
-
-def run_train_planner(args: argparse.Namespace, console: Console) -> int:
-    from covrag.train.planner import PlannerTrainConfig, train_planner
-
-    check_outputs([("--data", args.data)], [], [("--out", args.out)])
-    config = PlannerTrainConfig(
-        **{f.name: getattr(args, f.name) for f in dataclasses.fields(PlannerTrainConfig)}
-    )
-    with progress_bar(console) as progress:
-        task = progress.add_task("training", total=None)
-
-        def report(stage: str, step: int, total: int, loss: float | None) -> None:
-            shown = f"{stage} loss {loss:.3f}" if loss is not None else stage
-            progress.update(task, completed=step, total=total, description=shown)
-
-        card = train_planner(args.data, args.out, config, skip_dpo=args.skip_dpo, progress=report)
-    for stage in ("sft", "dpo"):
-        if card.get(stage):
-            figures = card[stage]
-            console.print(
-                f"{stage}: {figures['steps']} steps in {figures['seconds']:.0f} s, peak "
-                f"{figures['peak_rss_mb']:.0f} MB, last loss {figures['losses'][-1]:.3f} "
-                f"-> {args.out / stage}"
-            )
     return 0

@@ -8,7 +8,8 @@ pairs of its batch or on their padding, and the weights are stored as uint8
 (:func:`unsigned_weights`), so the products are exact and the score the same on every x86 CPU.
 :class:`OnnxPairScorer` scores pairs with it: the Rust tokenizer encodes, pairs are sorted by
 length so each batch carries little padding, and the logits go through a sigmoid.
-``benchmarks/bench_cross_encoder.py`` measures speed and quality.
+``benchmarks/bench_cross_encoder.py`` measures speed and quality. The graph rewrites live in
+:mod:`covrag.coverage.onnx_rewrite`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from covrag.coverage.onnx_rewrite import per_row_activations as per_row_activations  # re-exported
+from covrag.coverage.onnx_rewrite import rewrite_products as rewrite_products  # re-exported
+from covrag.coverage.onnx_rewrite import unsigned_weights as unsigned_weights  # re-exported
 from covrag.deadline import check_deadline
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.types import FloatArray
@@ -122,207 +126,6 @@ def _logits_module(model: Any, names: Sequence[str]) -> Any:
             return self.model(**dict(zip(names, inputs, strict=True))).logits
 
     return Logits()
-
-
-def rewrite_products(
-    source: Path, target: Path | None = None, *, per_row: bool = True, unsigned: bool = True
-) -> int:
-    """Rewrite the int8 products of a dynamically quantised ONNX model (``quantize_dynamic``):
-    per-row activation scales (:func:`per_row_activations`) and uint8 weights
-    (:func:`unsigned_weights`); ``target`` defaults to ``source``. Returns how many matrix
-    products were rewritten."""
-    import onnx
-
-    model = onnx.load(str(source))
-    count = per_row_activations(model) if per_row else 0
-    if unsigned:
-        count = max(count, unsigned_weights(model))
-    onnx.checker.check_model(model)
-    target = source if target is None else target
-    partial = target.with_name(target.name + ".partial")
-    try:
-        onnx.save(model, str(partial))
-        partial.replace(target)
-    finally:
-        partial.unlink(missing_ok=True)
-    return count
-
-
-def unsigned_weights(model: Any) -> int:
-    """Store the int8 weights of ``model``'s integer products as uint8 (w + 128, zero point + 128):
-    the same numbers, computed exactly on every x86 CPU; returns how many products changed.
-
-    ONNX Runtime multiplies uint8 activations by int8 weights, on x86 CPUs without VNNI, by adding
-    two adjacent byte products in a signed 16-bit lane, which saturates once 2 x 255 x |w| passes
-    32,767 (weights beyond +-64; ``benchmarks/int8_exactness.py``), so the same model scored the
-    same pair differently on two machines. Its uint8 x uint8 product widens to 16 bits first and
-    is exact everywhere (a pair about 6% slower on such a CPU;
-    docs/experiments/20-question-aware-coverage.md).
-    """
-    from onnx import TensorProto, numpy_helper
-
-    initializers = {i.name: i for i in model.graph.initializer}
-    done: set[str] = set()
-    count = 0
-    for node in model.graph.node:
-        if node.op_type not in ("MatMulInteger", "MatMulIntegerToFloat"):
-            continue
-        weight = node.input[1]
-        point = node.input[3] if node.op_type == "MatMulInteger" else node.input[5]
-        if weight not in initializers or point not in initializers:
-            continue
-        if initializers[weight].data_type == TensorProto.UINT8:
-            continue
-        for name in (weight, point):
-            if name in done:
-                continue
-            init = initializers[name]
-            if init.data_type != TensorProto.INT8:
-                raise ConfigError(f"{name}: expected int8 weights or zero points")
-            values = numpy_helper.to_array(init).astype(np.int16) + 128
-            init.CopyFrom(numpy_helper.from_array(values.astype(np.uint8), name))
-            done.add(name)
-        count += 1
-    return count
-
-
-def per_row_activations(model: Any) -> int:
-    """Give every int8 matrix product of ``model`` (an ``onnx.ModelProto`` written by
-    ``quantize_dynamic``) one activation scale per row instead of one per tensor; returns how
-    many products were rewritten.
-
-    ``quantize_dynamic`` quantises each activation tensor x with ``DynamicQuantizeLinear``: one
-    scale and zero point from the min and max of the whole tensor, which for a batch is every
-    pair in it, padding included. Here each row r of x (one token of one pair) gets its own
-    symmetric scale s_r = max|x_r| / 127 and is stored as round(x_r / s_r) + 128 in uint8
-    (``QuantizeLinear`` along the rows of x flattened to 2-D). The product runs as ONNX Runtime's
-    ``MatMulIntegerToFloat`` with an activation scale of 1 and the weights' per-channel scales,
-    and its result is multiplied by s_r. A row's result then depends on that row alone, so a
-    pair's score does not depend on its batch or its padding, and rows with small activations
-    keep their precision.
-    """
-    from onnx import TensorProto, helper, numpy_helper
-
-    graph = model.graph
-    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
-    if opset < 15:
-        raise ConfigError(f"per-row activation scales need ONNX opset 15 or later, not {opset}")
-    if not any(o.domain == "com.microsoft" for o in model.opset_import):
-        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    k = "covrag_row"
-    constants: dict[str, np.ndarray[Any, Any]] = {
-        f"{k}/127": np.array(127.0, np.float32),
-        f"{k}/tiny": np.array(1e-12, np.float32),
-        f"{k}/0": np.array(0.0, np.float32),
-        f"{k}/128": np.array(128.0, np.float32),
-        f"{k}/1": np.array(1.0, np.float32),
-        f"{k}/zero_point": np.array(128, np.uint8),
-        f"{k}/rows": np.array([-1], np.int64),
-        f"{k}/one_column": np.array([1], np.int64),
-    }
-    graph.initializer.extend(numpy_helper.from_array(v, n) for n, v in constants.items())
-    consumers: dict[str, list[Any]] = {}
-    producer: dict[str, Any] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-        for name in node.output:
-            producer[name] = node
-
-    def only(name: str, op_type: str) -> Any:
-        found = consumers.get(name, [])
-        if len(found) != 1 or found[0].op_type != op_type:
-            raise ConfigError(
-                f"not a model as quantize_dynamic writes it: {name} should feed one {op_type}"
-            )
-        return found[0]
-
-    def quantise(x: str, quantised: str) -> tuple[str, list[Any]]:
-        n = f"{k}/{x}"
-
-        def reduce(op: str, out: str) -> Any:  # over the last axis, kept
-            if opset >= 18:
-                return helper.make_node(op, [f"{n}/x", f"{k}/rows"], [out], keepdims=1)
-            return helper.make_node(op, [f"{n}/x"], [out], axes=[-1], keepdims=1)
-
-        return f"{n}/scale", [
-            helper.make_node("Shape", [x], [f"{n}/shape"]),
-            helper.make_node("Shape", [x], [f"{n}/width"], start=-1),
-            helper.make_node("Shape", [x], [f"{n}/leading"], end=-1),
-            helper.make_node("Concat", [f"{k}/rows", f"{n}/width"], [f"{n}/flat"], axis=0),
-            helper.make_node("Reshape", [x, f"{n}/flat"], [f"{n}/x"]),
-            reduce("ReduceMax", f"{n}/max"),  # max |x| = max(max x, -min x), with no |x| tensor
-            reduce("ReduceMin", f"{n}/min"),
-            helper.make_node("Neg", [f"{n}/min"], [f"{n}/-min"]),
-            helper.make_node("Max", [f"{n}/max", f"{n}/-min", f"{k}/tiny"], [f"{n}/max_"]),
-            helper.make_node("Div", [f"{n}/max_", f"{k}/127"], [f"{n}/column"]),
-            helper.make_node("Reshape", [f"{n}/column", f"{k}/rows"], [f"{n}/vector"]),
-            helper.make_node("Mul", [f"{n}/vector", f"{k}/0"], [f"{n}/zeros"]),
-            helper.make_node("Add", [f"{n}/zeros", f"{k}/128"], [f"{n}/points_"]),
-            helper.make_node("Cast", [f"{n}/points_"], [f"{n}/points"], to=TensorProto.UINT8),
-            helper.make_node(
-                "QuantizeLinear", [f"{n}/x", f"{n}/vector", f"{n}/points"], [f"{n}/q"], axis=0
-            ),
-            helper.make_node("Reshape", [f"{n}/q", f"{n}/shape"], [quantised]),
-            helper.make_node(
-                "Concat", [f"{n}/leading", f"{k}/one_column"], [f"{n}/scale_shape"], axis=0
-            ),
-            helper.make_node("Reshape", [f"{n}/column", f"{n}/scale_shape"], [f"{n}/scale"]),
-        ]
-
-    row_scale: dict[str, str] = {}  # a quantised activation -> its per-row scales
-    tensor_scale: dict[str, str] = {}  # ... -> the per-tensor scale it replaces
-    done: set[int] = set()
-    nodes: list[Any] = []
-    count = 0
-    for node in graph.node:
-        if id(node) in done:
-            continue
-        if node.op_type == "DynamicQuantizeLinear":
-            scale, quantising = quantise(node.input[0], node.output[0])
-            row_scale[node.output[0]] = scale
-            tensor_scale[node.output[0]] = node.output[1]
-            nodes += quantising
-        elif node.op_type == "MatMulInteger" and node.input[0] in row_scale:
-            cast = only(node.output[0], "Cast")
-            product = only(cast.output[0], "Mul")
-            a, b, _, b_zero_point = node.input
-            result = product.output[0]
-            scales = producer[next(i for i in product.input if i != cast.output[0])]
-            if scales.op_type != "Mul" or tensor_scale[a] not in scales.input:
-                raise ConfigError(
-                    f"not a model as quantize_dynamic writes it: {product.name or result} "
-                    "is not scaled by the activation's scale times the weight's"
-                )
-            weight_scale = next(i for i in scales.input if i != tensor_scale[a])
-            nodes += [
-                helper.make_node(
-                    "MatMulIntegerToFloat",
-                    [a, b, f"{k}/1", weight_scale, f"{k}/zero_point", b_zero_point],
-                    [f"{result}/{k}"],
-                    domain="com.microsoft",
-                ),
-                helper.make_node("Mul", [f"{result}/{k}", row_scale[a]], [result]),
-            ]
-            done |= {id(cast), id(product)}
-            count += 1
-        else:
-            nodes.append(node)
-    if any(n.op_type == "MatMulInteger" for n in nodes):
-        raise ConfigError("not a model as quantize_dynamic writes it: an int8 product is left")
-    needed = {o.name for o in graph.output}
-    kept: list[Any] = []
-    for node in reversed(nodes):  # drop what fed only the old per-tensor scales
-        if any(name in needed for name in node.output):
-            kept.append(node)
-            needed.update(node.input)
-    del graph.node[:]
-    graph.node.extend(reversed(kept))
-    initializers = [i for i in graph.initializer if i.name in needed]
-    del graph.initializer[:]
-    graph.initializer.extend(initializers)
-    del graph.value_info[:]  # shapes inferred for the old per-tensor scales no longer hold
-    return count
 
 
 def _quantize_static(

@@ -19,18 +19,15 @@ file that ``covrag report`` renders, and evaluated later (``covrag eval-answers`
   also covers representatives of what cleared the floor (:func:`select_context`).
 - **generate**: a cited answer (free cited prose, or planned by aspect with
   ``writer="synthesis"``, :class:`~covrag.generate.SynthesisWriter`) and critique-and-rewrite
-  passes
-  (:class:`~covrag.generate.CritiqueRewriteGenerator`).
+  passes (:class:`~covrag.generate.CritiqueRewriteGenerator`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -47,156 +44,24 @@ from covrag.generate import (
     Writer,
     support_warnings,
 )
-from covrag.generate.answer_coverage import AspectCoverage, answer_coverage
-from covrag.generate.records import GenerationResult, LLMCost
+from covrag.generate.records import GenerationResult
 from covrag.llm.base import LLM
+from covrag.pipeline.ask_records import STAGES as STAGES  # re-exported
+from covrag.pipeline.ask_records import AskResult as AskResult  # re-exported
+from covrag.pipeline.ask_records import StageCallback as StageCallback  # re-exported
+from covrag.pipeline.ask_records import StageClock, UsageMeter
+from covrag.pipeline.ask_records import StageCost as StageCost  # re-exported
 from covrag.pipeline.config import AskConfig, PrepareConfig
 from covrag.pipeline.prepare import prepare
 from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
 from covrag.plan.sketch import AnswerSketcher
 from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
-from covrag.schema.ask import ask_plan, ask_run_record
 from covrag.select import parse_selector
 from covrag.select.base import Candidates, Selector
 from covrag.select.floor import FilterReport, filter_pool, question_similarity
 from covrag.types import Aspect, Budget, CoverageMatrix, Selection, Topic
 
 logger = logging.getLogger(__name__)
-
-#: Called when a stage starts (``plan``, ``retrieve``, ...) and after each generation step.
-StageCallback = Callable[[str], None]
-
-STAGES = ("plan", "retrieve", "estimate", "select", "generate")
-
-
-@dataclass(frozen=True)
-class StageCost:
-    """What one stage cost: wall-clock seconds, LLM spend and coverage pairs scored.
-
-    ``cpu_seconds`` is the CPU time of the whole process during the stage (every thread: the
-    embedded model's, ONNX Runtime's): on a shared machine it measures the work done, where
-    ``seconds`` also counts the time spent waiting for a core.
-    """
-
-    seconds: float
-    llm: LLMCost = LLMCost()
-    pairs_scored: int = 0
-    cpu_seconds: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "seconds": round(self.seconds, 3),
-            "cpu_seconds": round(self.cpu_seconds, 3),
-            "llm": self.llm.as_dict(),
-            "pairs_scored": self.pairs_scored,
-        }
-
-
-@dataclass(frozen=True)
-class AskResult:
-    """Everything one question produced.
-
-    Attributes:
-        query: The request: base question, include and exclude constraints.
-        subquestions: The LLM's decomposition (None when aspects were given).
-        plan: The QPlanner plan when an outline was asked for.
-        queries: The search queries, in search order.
-        topic: The question with the candidate pool (token costs set) and the aspects.
-        coverage: The estimated pool x aspects coverage.
-        selection: The selected context with its trace.
-        generation: Every draft and critique.
-        costs: Stage -> its cost.
-        warnings: What did not go as asked (e.g. an outline the LLM could not plan).
-        filters: What the coverage floor and the topic gate let through (None when the
-            result was built without them).
-    """
-
-    query: C2Query
-    subquestions: SubQuestions | None
-    plan: Plan | None
-    queries: tuple[str, ...]
-    topic: Topic
-    coverage: CoverageMatrix
-    selection: Selection
-    generation: GenerationResult
-    costs: Mapping[str, StageCost] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
-    filters: FilterReport | None = None
-
-    @property
-    def aspect_coverage(self) -> tuple[AspectCoverage, ...]:
-        """Per wanted aspect: the selected passages and the answer's supported sentences that
-        cover it (one threshold, the estimator's)."""
-        return answer_coverage(
-            self.generation.answer, self.coverage, self.topic.aspects, self.selection.passage_ids
-        )
-
-    @property
-    def uncovered(self) -> tuple[Aspect, ...]:
-        """Wanted aspects no selected passage covers."""
-        covered = set(self.selection.covered)
-        return tuple(
-            a for a in self.topic.aspects if a.polarity != "exclude" and a.id not in covered
-        )
-
-    def run_record(self) -> dict[str, Any]:
-        """The run file of this question (``covrag report`` renders it; ``covrag eval-answers``
-        reads it), with the plan, the searches, every draft and critique and the costs."""
-        subs, outline = self.subquestions, self.plan
-        plan = ask_plan(
-            request=self.query.request,
-            base=self.query.base,
-            include=self.query.include,
-            exclude=self.query.exclude,
-            subquestions=None if subs is None else (subs.texts, subs.dropped, subs.calls),
-            outline=None
-            if outline is None
-            else (
-                outline.best.texts,
-                outline.best.score,
-                outline.best.rationale,
-                outline.baseline.score,
-            ),
-        )
-        return ask_run_record(
-            topic=self.topic,
-            selection=self.selection,
-            coverage=self.coverage,
-            answer=self.generation.answer,
-            plan=plan,
-            queries=self.queries,
-            uncovered=[a.id for a in self.uncovered],
-            generation=self.generation.to_json(),
-            aspect_coverage=[
-                (row.aspect_id, row.context_passages, row.answer_sentences)
-                for row in self.aspect_coverage
-            ],
-            costs={stage: cost.as_dict() for stage, cost in self.costs.items()},
-            warnings=self.warnings,
-            filters=None if self.filters is None else self.filters.as_dict(),
-            seconds=sum(c.seconds for c in self.costs.values()),
-        )
-
-
-class _Usage:
-    """LLM spend between two points, read from the backend's running totals."""
-
-    def __init__(self, llm: LLM) -> None:
-        self.llm = llm
-        self.start = dict(llm.usage.as_dict())
-
-    def cost(self) -> LLMCost:
-        now = self.llm.usage.as_dict()
-        return LLMCost(
-            calls=int(now["calls"] - self.start["calls"]),
-            cached_calls=int(now["cached_calls"] - self.start["cached_calls"]),
-            prompt_tokens=int(now["prompt_tokens"] - self.start["prompt_tokens"]),
-            completion_tokens=int(now["completion_tokens"] - self.start["completion_tokens"]),
-            seconds=float(now["seconds"] - self.start["seconds"]),
-            reused_prompt_tokens=int(
-                now["reused_prompt_tokens"] - self.start["reused_prompt_tokens"]
-            ),
-        )
 
 
 @dataclass(frozen=True)
@@ -315,26 +180,6 @@ def build_generator(
         support_judge, unsupported=config.unsupported, fallback=config.fallback
     )
     return CritiqueRewriteGenerator(writer, critic, passes=config.passes, checker=checker)
-
-
-class _Clock:
-    """Times the stages of one run and tells ``notify`` when each starts."""
-
-    def __init__(self, notify: StageCallback) -> None:
-        self.notify = notify
-        self.costs: dict[str, StageCost] = {}
-        self.started = time.perf_counter()
-        self.cpu_started = time.process_time()
-
-    def start(self, stage: str) -> None:
-        self.notify(stage)
-        self.started = time.perf_counter()
-        self.cpu_started = time.process_time()
-
-    def stop(self, stage: str, llm: LLMCost | None = None, pairs_scored: int = 0) -> None:
-        spent = time.perf_counter() - self.started
-        cpu = time.process_time() - self.cpu_started
-        self.costs[stage] = StageCost(spent, llm or LLMCost(), pairs_scored, cpu)
 
 
 def select_context(
@@ -457,10 +302,10 @@ def ask(
         on_stage: Progress callback.
     """
     config = config or AskConfig()
-    clock = _Clock(on_stage or (lambda _: None))
+    clock = StageClock(on_stage or (lambda _: None))
 
     clock.start("plan")
-    usage = _Usage(llm)
+    usage = UsageMeter(llm)
     planned = plan_aspects(question, llm, config, include=include, exclude=exclude, aspects=aspects)
     query = planned.query
     clock.stop("plan", usage.cost())
@@ -471,36 +316,17 @@ def ask(
 
     clock.start("estimate")
     estimator = estimator or parse_estimator(config.coverage)
-    candidates = prepare(topic, estimator, PrepareConfig(relevance="score")).candidates
-    coverage = candidates.coverage
-    assert coverage is not None
-    topic = dataclasses.replace(topic, passages=candidates.passages)
+    topic, candidates, coverage = _estimate_pool(topic, estimator)
     clock.stop("estimate", pairs_scored=coverage.pairs_scored)
 
     clock.start("select")
-    selector = parse_selector(config.selector)
-    selection, filters = select_with_filters(
-        selector,
-        candidates,
-        estimator,
-        config.k,
-        config.floor,
-        config.pool_aspects,
-        query.base if config.floor_question else None,
-        config.gate,
-    )
+    selection, filters = _select(candidates, estimator, config, query)
     clock.stop("select")
     refusal = filters.reason() if not selection.passage_ids else None
 
     clock.start("generate")
-    by_id = {p.id: p for p in topic.passages}
-    judge = estimator if isinstance(estimator, CrossEncoderCoverage) else CrossEncoderCoverage()
-    generation = build_generator(llm, config, judge, query.exclude).generate(
-        query.request,
-        [by_id[p] for p in selection.passage_ids],
-        context=CritiqueContext(planned.aspects, coverage, refusal=refusal or ""),
-        outline=planned.plan.best.texts if planned.plan is not None else (),
-        on_step=clock.notify,
+    generation = _generate(
+        llm, config, estimator, planned, topic, selection, coverage, refusal, clock.notify
     )
     clock.stop("generate", generation.cost)
     return AskResult(
@@ -519,4 +345,56 @@ def ask(
             *support_warnings(generation.drafts[-1]),
         ),
         filters=filters,
+    )
+
+
+def _estimate_pool(
+    topic: Topic, estimator: CoverageEstimator
+) -> tuple[Topic, Candidates, CoverageMatrix]:
+    """The estimate stage: the pool's coverage of the aspects; returns the topic with the
+    prepared passages (token costs set), the selector's candidates and the coverage."""
+    candidates = prepare(topic, estimator, PrepareConfig(relevance="score")).candidates
+    coverage = candidates.coverage
+    assert coverage is not None
+    topic = dataclasses.replace(topic, passages=candidates.passages)
+    return topic, candidates, coverage
+
+
+def _select(
+    candidates: Candidates, estimator: CoverageEstimator, config: AskConfig, query: C2Query
+) -> tuple[Selection, FilterReport]:
+    """The select stage: ``config``'s selector behind the coverage floor and the topic gate."""
+    return select_with_filters(
+        parse_selector(config.selector),
+        candidates,
+        estimator,
+        config.k,
+        config.floor,
+        config.pool_aspects,
+        query.base if config.floor_question else None,
+        config.gate,
+    )
+
+
+def _generate(
+    llm: LLM,
+    config: AskConfig,
+    estimator: CoverageEstimator,
+    planned: Planned,
+    topic: Topic,
+    selection: Selection,
+    coverage: CoverageMatrix,
+    refusal: str | None,
+    on_step: StageCallback,
+) -> GenerationResult:
+    """The generate stage: the cited, critiqued answer from the selected passages (the
+    estimator judges support when it is a cross-encoder, else the shipped one does)."""
+    by_id = {p.id: p for p in topic.passages}
+    judge = estimator if isinstance(estimator, CrossEncoderCoverage) else CrossEncoderCoverage()
+    return build_generator(llm, config, judge, planned.query.exclude).generate(
+        planned.query.request,
+        [by_id[p] for p in selection.passage_ids],
+        context=CritiqueContext(planned.aspects, coverage, refusal=refusal or ""),
+        outline=planned.plan.best.texts if planned.plan is not None else (),
+        on_step=on_step,
     )

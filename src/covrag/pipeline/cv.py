@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -30,40 +30,21 @@ from covrag.errors import ConfigError, DataError
 from covrag.evaluate import Judgments, evaluate, parse_measures
 from covrag.evaluate.stats import bootstrap_ci
 from covrag.pipeline.bench import Method, default_measures
-from covrag.pipeline.config import PrepareConfig, check_resamples
+from covrag.pipeline.config import PrepareConfig
+from covrag.pipeline.cv_records import CVConfig as CVConfig  # re-exported
+from covrag.pipeline.cv_records import CVResult as CVResult  # re-exported
+from covrag.pipeline.cv_records import DevReport as DevReport  # re-exported
+from covrag.pipeline.cv_records import FoldResult as FoldResult  # re-exported
+from covrag.pipeline.cv_records import HoldOut as HoldOut  # re-exported
+from covrag.pipeline.cv_records import SettingResult as SettingResult  # re-exported
+from covrag.pipeline.cv_records import Values as Values  # re-exported
 from covrag.pipeline.prepare import attach_coverage, config_for, prepare
 from covrag.plan.sources import AspectSource, GoldAspects
-from covrag.registry import check_seed
 from covrag.select.base import Candidates
 from covrag.tokens import with_token_costs
 from covrag.types import Budget, CoverageMatrix, Topic
 
 logger = logging.getLogger(__name__)
-
-#: Per-topic values: measure spec -> query id -> value.
-Values = dict[str, dict[str, float]]
-
-
-def _help(text: str) -> dict[str, object]:
-    return {"help": text}
-
-
-@dataclass(frozen=True)
-class CVConfig:
-    """How :func:`run_cv` deals topics into folds, chooses and reports (help in the metadata)."""
-
-    folds: int = field(default=5, metadata=_help("folds (topics are dealt by a seeded shuffle)"))
-    seed: int = field(default=0, metadata=_help("seed of the fold shuffle and of the bootstrap"))
-    measure: str | None = field(
-        default=None, metadata=_help("measure the settings are chosen by (default alpha-nDCG@k)")
-    )
-    n_resamples: int = field(default=10_000, metadata=_help("bootstrap resamples of each CI"))
-
-    def __post_init__(self) -> None:
-        if self.folds < 2:
-            raise ConfigError(f"folds must be >= 2, got {self.folds}")
-        check_seed("--seed", self.seed)
-        check_resamples(self.n_resamples)
 
 
 def assign_folds(query_ids: Sequence[str], folds: int, seed: int) -> dict[str, int]:
@@ -204,74 +185,6 @@ def _fields(estimator: CoverageEstimator) -> tuple[dataclasses.Field[Any], ...]:
 
 
 Setting = Method | FittedSetting
-
-
-@dataclass
-class SettingResult:
-    """One setting over all topics: each topic's value from the method scored on it (a fitted
-    setting: the one fitted on the other folds), with means and intervals."""
-
-    name: str
-    fitted: bool
-    values: Values
-    means: dict[str, float]
-    ci: dict[str, tuple[float, float]]
-    chosen: int = 0  # folds that chose it
-    fitted_methods: list[str] = dataclasses.field(default_factory=list)  # per fold
-
-
-@dataclass
-class FoldResult:
-    fold: int
-    test_topics: list[str]
-    chosen: str
-    method: str  # the chosen setting's method (fitted: with its fitted values)
-    train_mean: float
-    test_mean: float
-
-
-@dataclass
-class CVResult:
-    """A cross-validation: the procedure's estimate, every setting's figures, every fold."""
-
-    dataset: str
-    budget: Budget
-    measure: str
-    measures: list[str]
-    folds: int
-    seed: int
-    fold_of: dict[str, int]
-    procedure: SettingResult  # the chosen settings' values on their held-out topics
-    settings: list[SettingResult]
-    fold_results: list[FoldResult]
-    coverage_seconds: dict[str, float]
-
-    def to_json(self) -> dict[str, Any]:
-        def setting(r: SettingResult) -> dict[str, Any]:
-            return {
-                "setting": r.name,
-                "fitted": r.fitted,
-                "chosen_folds": r.chosen,
-                "fitted_per_fold": r.fitted_methods,
-                "means": r.means,
-                "ci95": {k: list(v) for k, v in r.ci.items()},
-                "per_query": r.values,
-            }
-
-        return {
-            "dataset": self.dataset,
-            "topics": len(self.fold_of),
-            "budget": str(self.budget),
-            "measure": self.measure,
-            "measures": self.measures,
-            "folds": self.folds,
-            "seed": self.seed,
-            "fold_of": self.fold_of,
-            "procedure": setting(self.procedure),
-            "settings": [setting(r) for r in self.settings],
-            "fold_results": [dataclasses.asdict(f) for f in self.fold_results],
-            "coverage_seconds": self.coverage_seconds,
-        }
 
 
 def base_method(setting: Setting) -> Method:
@@ -433,21 +346,6 @@ def _summarise(
     return SettingResult(name, fitted, ordered, means, ci)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
-class HoldOut:
-    """A setting chosen (and fitted) on some topics and scored on others: the final check."""
-
-    chosen: str
-    method: str
-    train_topics: int
-    train_mean: float
-    values: dict[str, float]  # query id -> value of the chosen measure on the held-out topics
-
-    @property
-    def mean(self) -> float:
-        return float(np.mean(list(self.values.values())))
-
-
 def hold_out(
     settings: Sequence[Setting],
     train: Sequence[str],
@@ -459,40 +357,6 @@ def hold_out(
     index, method, train_mean = choose(settings, train, scores, measure)
     values = scores.values(method, test)[measure]
     return HoldOut(settings[index].name, method.name, len(train), train_mean, values)
-
-
-@dataclass(frozen=True)
-class DevReport:
-    """The dev split beside the cross-validation: dev stays the final check.
-
-    Attributes:
-        topics: The dev topics.
-        settings: Setting name -> mean on dev of the chosen measure (a fitted setting fitted on
-            the other topics).
-        chosen: The setting chosen (and fitted) on every cross-validated topic, which is what
-            would ship; its dev figure is in-sample when dev topics were cross-validated.
-        held_out: When dev topics were cross-validated, the setting chosen on the other topics
-            alone, scored on dev: a figure with dev held out (None when no other topic is left,
-            or when dev was not cross-validated: ``chosen`` is then held out already).
-    """
-
-    topics: list[str]
-    settings: dict[str, float]
-    chosen: HoldOut
-    held_out: HoldOut | None
-    cross_validated: bool  # whether the dev topics were among the cross-validated ones
-
-    def to_json(self) -> dict[str, Any]:
-        def hold(h: HoldOut | None) -> dict[str, Any] | None:
-            return None if h is None else {**dataclasses.asdict(h), "mean": h.mean}
-
-        return {
-            "topics": self.topics,
-            "dev_cross_validated": self.cross_validated,
-            "settings": self.settings,
-            "chosen_on_all": hold(self.chosen),
-            "chosen_without_dev": hold(self.held_out),
-        }
 
 
 def dev_report(

@@ -104,6 +104,29 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         lifespan=lifespan,
     )
 
+    _add_select_route(api, config, executor, menus)
+    if config.llm is not None:
+        from covrag.llm import parse_llm
+        from covrag.server.llm_routes import add_llm_routes
+
+        add_llm_routes(api, config, executor, parse_llm(config.llm), _ERRORS)
+
+    _add_info_routes(api, config, menus)
+    _install_error_handlers(api)
+    _customise_openapi(api, config, menus)
+    api.add_middleware(
+        RequestGuard,
+        api_key=config.api_key,
+        max_body_bytes=config.max_body_bytes,
+        body_timeout_s=config.body_timeout_s,
+    )
+    return api
+
+
+def _add_select_route(
+    api: FastAPI, config: ServerConfig, executor: ThreadPoolExecutor, menus: Menus
+) -> None:
+    """``/v1/select``, run on ``executor`` under the request's deadline."""
     timed_out = f"the request took longer than the server's {config.timeout_s:g} s timeout"
 
     async def in_thread(fn: Callable[..., T], *args: Any) -> T:
@@ -139,23 +162,6 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         """
         job = build_job(request, config, menus)
         return await in_thread(run_job, job)
-
-    if config.llm is not None:
-        from covrag.llm import parse_llm
-        from covrag.server.llm_routes import add_llm_routes
-
-        add_llm_routes(api, config, executor, parse_llm(config.llm), _ERRORS)
-
-    _add_info_routes(api, config, menus)
-    _install_error_handlers(api)
-    _customise_openapi(api, config, menus)
-    api.add_middleware(
-        RequestGuard,
-        api_key=config.api_key,
-        max_body_bytes=config.max_body_bytes,
-        body_timeout_s=config.body_timeout_s,
-    )
-    return api
 
 
 def _add_info_routes(api: FastAPI, config: ServerConfig, menus: Menus) -> None:
