@@ -78,7 +78,7 @@ def heatmap_svg(
             f"{esc(label)}<title>{esc(coverage.aspect_ids[j])}</title></text>"
         )
     probs = coverage.probs
-    thresholds = coverage.thresholds
+    thresholds = coverage.thresholds  # one per aspect column
     previous_selected = True
     for r, row in enumerate(rows):
         y = top + r * cell_h
@@ -107,30 +107,38 @@ def heatmap_svg(
             f"<title>{esc(row.passage_id)}</title></text></a>"
         )
         parts.append(f'<g transform="translate(0,{y})">')
-        for j in range(len(aspect_labels)):
-            p = float(probs[row.index, j])
-            covered = p >= thresholds[j]
-            x = left + j * cell_w
-            # A tooltip only where there is something to read keeps large pools small.
-            tip = (
-                f"<title>{esc(row.passage_id)} \u00d7 {esc(coverage.aspect_ids[j])}: {p:.2f}"
-                f"{' (covered)' if covered else ''}</title>"
-                if p > 0
-                else ""
-            )
-            parts.append(
-                f'<rect class="cell{" covered" if covered else ""}" x="{x}" '
-                f'width="{cell_w - 1}" height="{cell_h - 1}" fill="{shade(p)}">{tip}</rect>'
-            )
-            if covered:
-                dot = "#fff" if p > 0.55 else "#08306b"
-                parts.append(
-                    f'<circle cx="{x + cell_w / 2 - 0.5:.1f}" cy="{cell_h / 2 - 0.5:.1f}" r="3" '
-                    f'fill="{dot}" pointer-events="none"/>'
-                )
+        parts += _cells(coverage, row, [float(probs[row.index, j]) for j in range(len(thresholds))])
         parts.append("</g>")
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _cells(coverage: CoverageMatrix, row: HeatmapRow, probs: Sequence[float]) -> list[str]:
+    """One heatmap row's cells (at y = 0): colour by probability, a dot where covered."""
+    cell_w, cell_h, left = 30, 16, 190
+    thresholds = coverage.thresholds
+    parts = []
+    for j, p in enumerate(probs):
+        covered = p >= thresholds[j]
+        x = left + j * cell_w
+        # A tooltip only where there is something to read keeps large pools small.
+        tip = (
+            f"<title>{esc(row.passage_id)} \u00d7 {esc(coverage.aspect_ids[j])}: {p:.2f}"
+            f"{' (covered)' if covered else ''}</title>"
+            if p > 0
+            else ""
+        )
+        parts.append(
+            f'<rect class="cell{" covered" if covered else ""}" x="{x}" '
+            f'width="{cell_w - 1}" height="{cell_h - 1}" fill="{shade(p)}">{tip}</rect>'
+        )
+        if covered:
+            dot = "#fff" if p > 0.55 else "#08306b"
+            parts.append(
+                f'<circle cx="{x + cell_w / 2 - 0.5:.1f}" cy="{cell_h / 2 - 0.5:.1f}" r="3" '
+                f'fill="{dot}" pointer-events="none"/>'
+            )
+    return parts
 
 
 def scale_svg(threshold: float, floor: float | None = None) -> str:
