@@ -50,6 +50,7 @@ from covrag.llm.base import LLM
 from covrag.pipeline.config import AskConfig, PrepareConfig
 from covrag.pipeline.prepare import prepare
 from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
+from covrag.plan.keypoints import keypoint_aspects
 from covrag.plan.sketch import AnswerSketcher
 from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
 from covrag.schema.ask import ask_plan, ask_run_record
@@ -417,7 +418,19 @@ def ask(
 
     clock.start("plan")
     usage = _Usage(llm)
+    notes: tuple[str, ...] = ()
+    if aspects is None and config.aspect_source == "keypoints":
+        aspects, notes = keypoint_aspects(
+            question,
+            llm,
+            retriever,
+            pool=config.pool,
+            n=config.subquestions,
+            include=include,
+            exclude=exclude,
+        )
     planned = plan_aspects(question, llm, config, include=include, exclude=exclude, aspects=aspects)
+    planned = dataclasses.replace(planned, warnings=(*notes, *planned.warnings))
     query = planned.query
     clock.stop("plan", usage.cost())
 
