@@ -152,3 +152,26 @@ def test_the_tiny_model_reads_points_off_the_pool(form: str) -> None:
     for aspect in found.aspects:
         assert point_problem(aspect.metadata["point"], aspect.metadata["question"], QUERY) is None
         assert aspect.text.endswith("?") == (form == "question")
+
+
+@pytest.mark.slow
+def test_plan_from_pool_prints_the_kept_and_the_dropped(  # type: ignore[no-untyped-def]
+    tmp_path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("xllamacpp")
+    from covrag.cli import main
+
+    monkeypatch.setenv("COVRAG_CACHE_DIR", str(tmp_path))  # a fresh response cache
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in TEXTS))
+    args = ["plan", QUERY, "--from-pool", "--corpus", str(corpus), "--pool", "9"]
+    args += ["--subquestions", "2", "--llm", "local(model='smollm2')"]
+    assert main([*args, "--tree"]) == 2
+    assert "--from-pool does not plan a QTree" in capsys.readouterr().err
+    assert main([*args, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["base_query"] == QUERY and len(record["subquestions"]) <= 2
+    assert len(record["points"]) == len(record["subquestions"])
+    # 1.2 x 2 = 3 groups: each is a kept sub-question or a named drop
+    assert len(record["subquestions"]) + len(record["dropped"]) == 3
+    assert record["llm_usage"]["calls"] >= 3
