@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -120,15 +121,21 @@ def test_the_source_gives_statements_and_keeps_the_labels_out() -> None:
 
 
 def test_ask_aspects_come_from_the_retrieved_pool_with_the_request_constraints() -> None:
-    retriever = BM25Retriever().index([Passage(i, t) for i, t in TEXTS])
+    """Off-topic passages of the pool are not read (noted), nor are templates kept (noted)."""
+    cake = Passage("cake", "A cake for the centre of the table needs butter, cars of sugar.")
+    retriever = BM25Retriever().index([*(Passage(i, t) for i, t in TEXTS), cake])
     replies = [point(*GOOD[0]), point(*TEMPLATE), point(*GOOD[1]), point(*GOOD[2])]
+    llm = ScriptedLLM(replies)
     aspects, notes = keypoint_aspects(
-        QUERY, ScriptedLLM(replies), retriever, pool=9, n=3, exclude=["parking fees"]
+        QUERY, llm, retriever, pool=10, n=3, gate=0.2, exclude=["parking fees"]
     )
     wanted = [a for a in aspects if a.polarity != "exclude"]
     assert sorted(a.text for a in wanted) == sorted(q for _, q in GOOD)
     assert [a.text for a in aspects if a.polarity == "exclude"] == ["parking fees"]
-    assert len(notes) == 1 and "tax obligations" in notes[0] and notes[0].startswith("key points")
+    assert all(n.startswith("key points: dropped") for n in notes) and len(notes) == 2
+    assert re.search(r"off the question: 1 of \d+ pooled passages", notes[0])
+    assert "tax obligations" in notes[1]
+    assert not any("butter" in m.content for messages, _ in llm.requests for m in messages)
 
 
 def test_bad_settings_and_replies_fail_clearly() -> None:
@@ -138,6 +145,7 @@ def test_bad_settings_and_replies_fail_clearly() -> None:
         KeyPointGenerator(ScriptedLLM([]), form="outline")
     assert point_problem("Cars pollute the air", "Pollution", QUERY) is not None
     assert point_problem("Cars pollute the air", "Do cars pollute the air?", QUERY) is None
+    assert "repeats the question" in str(point_problem("Cars pollute the air", QUERY, QUERY))
     empty = KeyPointGenerator(ScriptedLLM([])).generate(Topic("q", QUERY, (), ()))
     assert not empty.aspects and empty.notes
 

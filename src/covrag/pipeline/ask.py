@@ -426,6 +426,7 @@ def ask(
             retriever,
             pool=config.pool,
             n=config.subquestions,
+            gate=config.gate,
             include=include,
             exclude=exclude,
         )

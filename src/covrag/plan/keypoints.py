@@ -21,6 +21,7 @@ passage covers are dropped with a note naming them, as are near-duplicates; of t
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Sequence
@@ -52,6 +53,9 @@ SYSTEM = (
 )
 
 MAX_POINT_WORDS = 15
+#: Passages below this MiniLM cosine to the question are not read by :func:`pool_keypoints`
+#: (the default of ``ask``'s topic gate, ``AskConfig.gate``).
+DEFAULT_GATE = 0.5
 #: The worked example of the prompt (another topic); a reply that copies it is refused.
 EXAMPLE = ("Fast food causes obesity", "Does fast food cause obesity?")
 
@@ -80,6 +84,8 @@ def point_problem(point: str, question: str | None, query: str) -> str | None:
         return f"{question!r} is not a specific question ending with '?'"
     if " ".join(words(point)) == " ".join(words(query)):
         return f"{point!r} repeats the topic itself"
+    if question is not None and " ".join(words(question)) == " ".join(words(query)):
+        return f"{question!r} repeats the question itself"
     if " ".join(words(point)) == " ".join(words(EXAMPLE[0])):
         return f"{point!r} copies the example, which is about another topic"
     return None
@@ -290,7 +296,8 @@ class KeyPointGenerator:
             try:
                 items.append(self._ask(topic, members))
             except StructuredOutputError as exc:
-                notes.append(f"unusable: group {g} has no point ({str(exc).splitlines()[0]})")
+                last = exc.attempts[-1][1] if exc.attempts else str(exc)
+                notes.append(f"unusable: group {g} has no point ({last})")
         drop = set(near_duplicates([c.point for c in items], self.dedup, encoder))
         notes += [f"duplicate: {items[k].point!r}" for k in sorted(drop)]
         items = [c for k, c in enumerate(items) if k not in drop]
@@ -323,11 +330,21 @@ class KeyPointGenerator:
 
 
 def pool_keypoints(
-    question: str, llm: LLM, retriever: Retriever, *, pool: int = 50, n: int = 10
+    question: str,
+    llm: LLM,
+    retriever: Retriever,
+    *,
+    pool: int = 50,
+    n: int = 10,
+    gate: float = DEFAULT_GATE,
 ) -> KeyPoints:
     """The sub-questions of ``question`` read off the pool ``retriever`` finds for it: each the
     question a key point of the pool answers, that point its answer sketch (``covrag plan
     --from-pool``, ``covrag ask --aspect-source keypoints``).
+
+    Passages whose MiniLM cosine to ``question`` is below ``gate`` are not read (``ask``'s topic
+    gate): a corpus without the question's subject yields passages from other debates, whose
+    points are grounded in the pool but not about the question. A note says how many.
 
     Raises:
         ConfigError: when ``pool`` < 1.
@@ -335,8 +352,20 @@ def pool_keypoints(
     if pool < 1:
         raise ConfigError(f"pool must be >= 1, got {pool}")
     found = tuple(retriever.search(question, pool))
-    topic = Topic("pool", question, found, ())
-    return KeyPointGenerator(llm, n=n, form="question").generate(topic)
+    generator = KeyPointGenerator(llm, n=n, form="question")
+    notes: tuple[str, ...] = ()
+    if found and gate > 0:
+        encoder = generator._encoder()
+        similarity = encoder.encode([p.text for p in found]) @ encoder.encode([question])[0]
+        kept = tuple(p for p, s in zip(found, similarity, strict=True) if s >= gate)
+        if len(kept) < len(found):
+            notes = (
+                f"off the question: {len(found) - len(kept)} of {len(found)} pooled passages "
+                f"(MiniLM cosine < {gate}) were not read",
+            )
+        found = kept
+    result = generator.generate(Topic("pool", question, found, ()))
+    return dataclasses.replace(result, notes=notes + result.notes)
 
 
 def keypoint_aspects(
@@ -346,6 +375,7 @@ def keypoint_aspects(
     *,
     pool: int,
     n: int,
+    gate: float = DEFAULT_GATE,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
 ) -> tuple[tuple[Aspect, ...], tuple[str, ...]]:
@@ -354,6 +384,6 @@ def keypoint_aspects(
     from covrag.plan.conditioned import C2Query
 
     base = C2Query.explicit(question, include, exclude)
-    found = pool_keypoints(base.base, llm, retriever, pool=pool, n=n)
+    found = pool_keypoints(base.base, llm, retriever, pool=pool, n=n, gate=gate)
     notes = tuple(f"key points: dropped {note}" for note in found.notes)
     return (*found.aspects, *base.aspects()), notes
