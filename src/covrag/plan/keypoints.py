@@ -73,13 +73,15 @@ class PointQuestionReply(Reply):
     question: str
 
 
-def point_problem(point: str, question: str | None, query: str) -> str | None:
+def point_problem(
+    point: str, question: str | None, query: str, max_words: int = MAX_POINT_WORDS
+) -> str | None:
     """Why a statement (and its sub-question, if any) is not a usable key point of ``query``."""
     if is_question(point):
         return f"{point!r} is a question, not a statement of a point"
     count = len(words(point))
-    if count < 3 or count > MAX_POINT_WORDS:
-        return f"{point!r} must be a short statement, 3 to {MAX_POINT_WORDS} words"
+    if count < 3 or count > max_words:
+        return f"{point!r} must be a short statement, 3 to {max_words} words"
     if question is not None and (not question.endswith("?") or len(words(question)) < 3):
         return f"{question!r} is not a specific question ending with '?'"
     if " ".join(words(point)) == " ".join(words(query)):
@@ -136,6 +138,7 @@ class KeyPointGenerator:
             ``question`` (the aspect is the sub-question, the point its answer sketch).
         ground: Whether to drop points no pooled passage covers.
         ground_top: Passages, nearest to a point by embedding, the estimator checks it against.
+        max_words: Longest point accepted (a longer one is refused and asked again).
         dedup: Cosine at or above which two points count as the same.
         retries: Extra attempts when a reply is unparsable or has no usable point.
         estimator: Judge of the grounding check (default: the shipped cross-encoder).
@@ -150,6 +153,7 @@ class KeyPointGenerator:
     form: str = "statement"
     ground: bool = True
     ground_top: int = 8
+    max_words: int = MAX_POINT_WORDS
     dedup: float = 0.9
     retries: int = 1
     estimator: CoverageEstimator | None = field(default=None, repr=False)
@@ -227,7 +231,7 @@ class KeyPointGenerator:
             point = " ".join(value.point.split()).strip("\"'")
             asked = getattr(value, "question", None)
             question = None if asked is None else clean_question(asked)
-            problem = point_problem(point, question, query)
+            problem = point_problem(point, question, query, self.max_words)
             if problem is not None:
                 raise ValueError(problem)
             return _Candidate(point, question)
@@ -352,7 +356,11 @@ def pool_keypoints(
     if pool < 1:
         raise ConfigError(f"pool must be >= 1, got {pool}")
     found = tuple(retriever.search(question, pool))
-    generator = KeyPointGenerator(llm, n=n, form="question")
+    # Asked for a question too, the 1.5B model writes longer points, and more are unusable:
+    # 1.5 n groups and points of up to 20 words.
+    generator = KeyPointGenerator(
+        llm, n=n, groups=math.ceil(1.5 * n), form="question", max_words=20
+    )
     notes: tuple[str, ...] = ()
     if found and gate > 0:
         encoder = generator._encoder()
