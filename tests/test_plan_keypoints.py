@@ -93,6 +93,18 @@ def test_unusable_replies_are_retried_and_a_group_without_a_point_is_noted() -> 
     assert "copies the example" in llm.requests[3][0][-1].content
 
 
+def test_questions_that_reword_the_topic_or_each_other_are_dropped_with_a_note() -> None:
+    replies = [
+        point(*GOOD[0]),
+        point("Cities should ban cars", "Should cities ban cars from the centres?"),
+        point("Car fumes make city air dirty", GOOD[0][1]),
+    ]
+    found = generator(ScriptedLLM(replies), groups=3, ground=False).generate(pool())
+    assert found.texts == (GOOD[0][1],)
+    dropped = [n for n in found.notes if n.startswith("duplicate of the topic")]
+    assert len(dropped) == 2 and len(found.notes) == 2
+
+
 def test_duplicates_and_spares_are_named_and_every_group_is_accounted_for() -> None:
     replies = [
         point("Cars pollute the air in the city"),

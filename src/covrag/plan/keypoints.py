@@ -211,7 +211,10 @@ class KeyPointGenerator:
             lines.append(f"- ({title}) {text}" if title else f"- {text}")
         point, question = EXAMPLE
         if self.form == "question":
-            also = " and the question such passages answer, ending with '?'"
+            also = (
+                " and the question such passages answer, narrower than the topic (not the "
+                "topic itself), ending with '?'"
+            )
             example = f'{{"point": "{point}", "question": "{question}"}}'
             reply = '{"point": "...", "question": "...?"}'
         else:
@@ -305,6 +308,14 @@ class KeyPointGenerator:
         drop = set(near_duplicates([c.point for c in items], self.dedup, encoder))
         notes += [f"duplicate: {items[k].point!r}" for k in sorted(drop)]
         items = [c for k, c in enumerate(items) if k not in drop]
+        if self.form == "question":  # distinct questions too, none a rewording of the topic
+            asked = [topic.query, *(c.question or c.point for c in items)]
+            drop = {k - 1 for k in near_duplicates(asked, self.dedup, encoder)}
+            notes += [
+                f"duplicate of the topic or of another question: {items[k].question!r}"
+                for k in sorted(drop)
+            ]
+            items = [c for k, c in enumerate(items) if k not in drop]
         if self.ground:
             flags = self.grounded(topic, vectors, items)
             notes += [
