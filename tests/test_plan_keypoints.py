@@ -158,6 +158,8 @@ def test_bad_settings_and_replies_fail_clearly() -> None:
     assert point_problem("Cars pollute the air", "Pollution", QUERY) is not None
     assert point_problem("Cars pollute the air", "Do cars pollute the air?", QUERY) is None
     assert "repeats the question" in str(point_problem("Cars pollute the air", QUERY, QUERY))
+    copied = point_problem("Cars pollute the air", "Does fast food cause obesity?", QUERY)
+    assert "copies the example" in str(copied)
     empty = KeyPointGenerator(ScriptedLLM([])).generate(Topic("q", QUERY, (), ()))
     assert not empty.aspects and empty.notes
 
@@ -192,6 +194,8 @@ def test_plan_from_pool_prints_the_kept_and_the_dropped(  # type: ignore[no-unty
     record = json.loads(capsys.readouterr().out)
     assert record["base_query"] == QUERY and len(record["subquestions"]) <= 2
     assert len(record["points"]) == len(record["subquestions"])
-    # 1.2 x 2 = 3 groups: each is a kept sub-question or a named drop
-    assert len(record["subquestions"]) + len(record["dropped"]) == 3
+    # 1.5 x 2 = 3 groups: each is a kept sub-question or a named drop (besides the gate's note)
+    groups = [n for n in record["dropped"] if not n.startswith("off the question")]
+    assert len(record["subquestions"]) + len(groups) == 3
+    assert "Does fast food cause obesity?" not in record["subquestions"]  # the prompt's example
     assert record["llm_usage"]["calls"] >= 3

@@ -90,6 +90,8 @@ def point_problem(
         return f"{question!r} repeats the question itself"
     if " ".join(words(point)) == " ".join(words(EXAMPLE[0])):
         return f"{point!r} copies the example, which is about another topic"
+    if question is not None and " ".join(words(question)) == " ".join(words(EXAMPLE[1])):
+        return f"{question!r} copies the example, which is about another topic"
     return None
 
 
