@@ -111,6 +111,7 @@ def test_aspect_sources_are_built_from_the_registry_with_one_llm_only_when_neede
     assert ASPECT_SOURCES.names() == [
         "gold",
         "gold+answers",
+        "keypoints",
         "llm",
         "llm+answers",
         "llm+pool",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -12,7 +13,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from covrag.cli._common import Subparsers, add_llm_args, build_llm
-from covrag.errors import StructuredOutputError
+from covrag.errors import ConfigError, StructuredOutputError
 from covrag.schema.plan import PlanSplit, plan_split_record, plan_tree_record
 
 
@@ -33,6 +34,22 @@ def register(sub: Subparsers) -> None:
         "--judge-llm", default=None, help="LLM spec of the outline judge (default: --llm)"
     )
     p.add_argument("--subquestions", type=int, default=10, help="DES sub-questions (0 = none)")
+    p.add_argument(
+        "--from-pool",
+        action="store_true",
+        help="read the sub-questions off a pool retrieved for the question (key points: one "
+        "per group of similar passages, each with the question it answers), instead of "
+        "writing them from the question alone; points no pooled passage covers are dropped "
+        "and named",
+    )
+    p.add_argument(
+        "--corpus",
+        default="bundled",
+        help="--from-pool: passage JSONL, bundled name[:split], coverage JSONL, or 'bundled' "
+        "(default: the pools of all bundled datasets)",
+    )
+    p.add_argument("--index", type=Path, default=None, help="--from-pool: a saved index")
+    p.add_argument("--pool", type=int, default=50, help="--from-pool: passages to retrieve")
     p.add_argument(
         "--tree",
         action="store_true",
@@ -80,6 +97,10 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
     from covrag.plan.planner import QPlanner
 
     llm = build_llm(args.llm, args.no_llm_cache)
+    if args.from_pool:
+        if args.tree:
+            raise ConfigError("--from-pool does not plan a QTree (--tree); use one or the other")
+        return _plan_from_pool(args, llm, console)
     judge = build_llm(args.judge_llm, args.no_llm_cache) if args.judge_llm else None
     planner = QPlanner(
         llm,
@@ -123,6 +144,36 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _plan_from_pool(args: argparse.Namespace, llm: Any, console: Console) -> int:
+    """``--from-pool``: the key points of the question's pool, their questions and what was
+    dropped."""
+    from covrag.cli.ask import _retriever
+    from covrag.plan.conditioned import C2Query
+    from covrag.plan.keypoints import pool_keypoints
+
+    query = C2Query.explicit(args.request, args.include, args.exclude)
+    with console.status(
+        f"retrieving and reading the pool with {llm.describe()} ...", spinner="dots"
+    ):
+        retriever = _retriever(args.index, args.corpus)
+        found = pool_keypoints(
+            query.base, llm, retriever, pool=args.pool, n=max(args.subquestions, 1)
+        )
+    usage = llm.usage.as_dict()
+    if args.json:
+        split = _split(query, found)
+        record = plan_split_record(split, usage)
+        record["points"] = [a.metadata["point"] for a in found.aspects]
+        record["dropped"] = list(found.notes)
+        console.print_json(json.dumps(record))
+        return 0
+    _print_split(query, found, llm.describe(), console)
+    for note in found.notes:
+        console.print(f"  [yellow]dropped[/] {escape(note)}", highlight=False)
+    print_usage(usage, console)
+    return 0
+
+
 def print_usage(usage: dict[str, float], console: Console) -> None:
     console.print(
         f"\n[dim]LLM: {usage['calls']:.0f} calls ({usage['cached_calls']:.0f} from the cache), "
@@ -141,10 +192,10 @@ def _print_split(query: Any, subquestions: Any, described: str, console: Console
         return
     console.print(f"\n[bold]sub-questions[/] ({len(subquestions.aspects)})")
     for aspect in subquestions.aspects:
-        factor = aspect.metadata.get("factor")
+        factor = aspect.metadata.get("factor") or aspect.metadata.get("point")
         label = f"[dim]{escape(str(factor))}:[/] " if factor else ""
         console.print(f"  {aspect.id}  {label}{escape(aspect.text)}", highlight=False)
-    if subquestions.dropped or subquestions.spare:
+    if getattr(subquestions, "dropped", None) or getattr(subquestions, "spare", None):
         console.print(
             f"  [dim]{len(subquestions.dropped)} candidates dropped (near-duplicates or "
             f"not questions), {len(subquestions.spare)} left spare[/]"

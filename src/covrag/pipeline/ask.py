@@ -54,6 +54,7 @@ from covrag.pipeline.ask_records import StageCost as StageCost  # re-exported
 from covrag.pipeline.config import AskConfig, PrepareConfig
 from covrag.pipeline.prepare import prepare
 from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
+from covrag.plan.keypoints import keypoint_aspects
 from covrag.plan.sketch import AnswerSketcher
 from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
 from covrag.select import parse_selector
@@ -274,6 +275,33 @@ def add_pool_aspects(candidates: Candidates, estimator: CoverageEstimator, n: in
     )
 
 
+def _plan(
+    question: str,
+    llm: LLM,
+    retriever: Retriever,
+    config: AskConfig,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    aspects: Sequence[Aspect] | None,
+) -> Planned:
+    """``ask``'s plan: the given aspects, key points read off a first pool
+    (``aspect_source="keypoints"``, their drop notes as warnings) or the LLM's sub-questions."""
+    notes: tuple[str, ...] = ()
+    if aspects is None and config.aspect_source == "keypoints":
+        aspects, notes = keypoint_aspects(
+            question,
+            llm,
+            retriever,
+            pool=config.pool,
+            n=config.subquestions,
+            gate=config.gate,
+            include=include,
+            exclude=exclude,
+        )
+    planned = plan_aspects(question, llm, config, include=include, exclude=exclude, aspects=aspects)
+    return dataclasses.replace(planned, warnings=(*notes, *planned.warnings))
+
+
 def ask(
     question: str,
     llm: LLM,
@@ -306,7 +334,7 @@ def ask(
 
     clock.start("plan")
     usage = UsageMeter(llm)
-    planned = plan_aspects(question, llm, config, include=include, exclude=exclude, aspects=aspects)
+    planned = _plan(question, llm, retriever, config, include, exclude, aspects)
     query = planned.query
     clock.stop("plan", usage.cost())
 

@@ -98,6 +98,15 @@ class AskConfig:
     """How :func:`covrag.pipeline.ask` runs each stage (help texts in the field metadata)."""
 
     subquestions: int = field(default=8, metadata=_help("sub-questions the LLM writes (DES: 10)"))
+    aspect_source: Literal["llm", "keypoints"] = field(
+        default="llm",
+        metadata=_help(
+            "where the sub-questions come from: llm = written from the question alone; "
+            "keypoints = read off a first pool retrieved for the question (one key point per "
+            "group of similar passages, each with the question it answers; points no pooled "
+            "passage covers are dropped with a warning)"
+        ),
+    )
     decompose_style: DecomposeStyle = field(
         default="factors",
         metadata=_help(

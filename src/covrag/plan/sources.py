@@ -6,6 +6,8 @@
 - ``pool``: representatives of the candidate pool (:class:`~covrag.plan.pool.PoolAspectFinder`);
   what the framework components and ``/v1/select`` use when given no sub-questions.
 - ``llm+pool``: both, side by side.
+- ``keypoints``: the points the LLM reads off the pool, grouped, as short statements, each
+  kept only when a pooled passage covers it (:class:`~covrag.plan.keypoints.KeyPointGenerator`).
 - ``query``: the query itself as the only aspect, the baseline every other label-free source has
   to beat.
 - ``gold+answers``, ``llm+answers``: the gold aspects or the LLM's sub-questions, each question
@@ -30,6 +32,7 @@ from typing import ClassVar, cast
 
 from covrag.llm.base import LLM
 from covrag.plan.decompose import LLMDecomposer
+from covrag.plan.keypoints import KeyPointGenerator
 from covrag.plan.pool import PoolAspectFinder
 from covrag.plan.sketch import AnswerSketcher
 from covrag.registry import Registry
@@ -45,7 +48,7 @@ class AspectOptions:
 
     Attributes:
         subquestions: Sub-questions per query (``llm``).
-        pool_k: Aspects per topic (``pool``).
+        pool_k: Aspects per topic (``pool``, ``keypoints``).
         pool_rewrite: Have the LLM rewrite each representative passage as a question (``pool``).
         decompose_style: How the LLM is asked for sub-questions (``llm``;
             :data:`~covrag.plan.decompose.STYLES`).
@@ -196,6 +199,30 @@ class LLMAndPoolAspects(AspectSource):
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
         return (*(self.llm.aspects(topic) or ()), *(self.pool.aspects(topic) or ()))
+
+
+@ASPECT_SOURCES.register
+class KeyPointAspects(AspectSource):
+    """The points the LLM reads off the topic's pool, each covered by a pooled passage."""
+
+    name = "keypoints"
+
+    def __init__(self, generator: KeyPointGenerator) -> None:
+        self.generator = generator
+
+    @classmethod
+    def needs_llm(cls, options: AspectOptions) -> bool:
+        return True
+
+    @classmethod
+    def build(cls, options: AspectOptions, llm: LLM | None) -> AspectSource:
+        if llm is None:
+            raise ValueError("the keypoints aspect source needs an LLM")
+        return cls(KeyPointGenerator(llm, n=options.pool_k))
+
+    def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
+        # the points dropped (no passage covers them, duplicates) are logged by the generator
+        return self.generator.generate(topic).aspects
 
 
 @ASPECT_SOURCES.register
