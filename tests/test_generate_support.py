@@ -260,3 +260,35 @@ def test_checks_and_dropped_sentences_round_trip_through_the_run_file_schema() -
     written["sentences"][0]["check"]["verified"] = "guessed"
     with pytest.raises(DataError, match="verified"):
         read_model(RunAnswer, written)
+
+
+def test_a_sentence_naming_a_document_is_supported_only_by_that_documents_passages() -> None:
+    from covrag.generate.attribution import named_documents
+
+    said = "Each Contributor hereby grants to You a perpetual, worldwide, free patent license"
+    grant = f"{said}."
+    passages = (
+        Passage("a#1", grant, metadata={"doc_id": "Apache-2.0.txt", "title": "Apache-2.0"}),
+        Passage("m#1", "Covered Software is provided under this License on an as is basis.",
+                metadata={"doc_id": "MPL-2.0.txt", "title": "MPL-2.0"}),
+        Passage("x#1", "The artistic freedom of a Package author is kept.",
+                metadata={"doc_id": "Artistic.txt", "title": "Artistic"}),
+    )  # fmt: skip
+    checker = SupportChecker(judge=NoSupport())
+    right, wrong, plain = checker.check_sentences(
+        [
+            Citation(f"Under the Apache-2.0, {said.lower()}.", ("m#1",)),
+            Citation(f"The MPL-2.0 says: {said}.", ("a#1",)),  # Apache's words, MPL's name
+            Citation(f"{said}.", ("m#1",)),  # names no document: any passage may hold it
+        ],
+        passages,
+    )
+    assert right.check is not None and right.check.verified == "aligned"
+    assert right.passage_ids == ("a#1",)  # re-pointed to the document it names
+    assert wrong.check is not None and wrong.check.verified == "unsupported"
+    assert plain.check is not None and plain.check.verified == "aligned"
+    assert plain.passage_ids == ("a#1",)
+    # names match as whole words; a one-word plain name must match its case
+    assert named_documents("the artistic merit of the MPL-2.0's text", passages) == {"MPL-2.0"}
+    assert named_documents("Under the Artistic License", passages) == {"Artistic"}
+    assert named_documents("an MPL-2.0x licence", passages) == frozenset()

@@ -10,7 +10,11 @@ draft of every writer is checked before it is shown or written (:class:`SupportC
 2. **the support judge** for paraphrase: the coverage cross-encoder shipped with covrag scores
    (passage, sentence) pairs, the sentence in the place of an aspect, and a pair at or above
    :data:`JUDGE_THRESHOLD` supports it;
-3. **repair**: a sentence keeps the cited passages that support it; one whose cited passages do
+3. **attribution** (:mod:`covrag.generate.attribution`): a sentence that names documents of the
+   context ("The MPL-2.0 grants ...") is supported only by passages of those documents, so a
+   passage of one document is never shown as the source of a claim the sentence attributes to
+   another;
+4. **repair**: a sentence keeps the cited passages that support it; one whose cited passages do
    not is re-pointed to the passage that does (the aligned one first, else the judge's best); a
    sentence no passage supports is ``unsupported``, and the policy (``unsupported``) drops it
    from the answer, recorded in :attr:`~covrag.types.Answer.dropped` (``drop``, the default) or
@@ -33,6 +37,7 @@ import numpy as np
 from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError
 from covrag.generate.alignment import align, best_window
+from covrag.generate.attribution import candidates
 from covrag.generate.citations import InvalidCitation, ParsedAnswer
 from covrag.generate.quotes import quoted_answer, refusal
 from covrag.generate.records import Draft, WritingContext
@@ -111,15 +116,19 @@ class SupportChecker:
         by_id = {p.id: p for p in passages}
         checked: list[Citation | None] = []
         unaligned: list[int] = []
+        allowed = [candidates(s.text, passages) for s in sentences]
         for i, sentence in enumerate(sentences):
-            found = None if sentence.framing else _aligned(sentence, passages)
+            found = None if sentence.framing else _aligned(sentence, allowed[i])
             checked.append(sentence if sentence.framing else found)
             if not sentence.framing and found is None:
                 unaligned.append(i)
         if unaligned:
             probs = self._scores([sentences[i].text for i in unaligned], passages)
             for row, i in enumerate(unaligned):
-                checked[i] = self._judged(sentences[i], passages, probs[row], by_id)
+                # a sentence that names documents is judged against their passages only
+                mine = np.array([p in allowed[i] for p in passages], dtype=bool)
+                masked = np.where(mine, probs[row], 0.0)
+                checked[i] = self._judged(sentences[i], passages, masked, by_id)
         return [c for c in checked if c is not None]
 
     def _scores(self, texts: Sequence[str], passages: Sequence[Passage]) -> FloatArray:
