@@ -16,7 +16,10 @@ writer itself makes:
   run of ``RUN_WORDS`` words with it;
 - **judged**: a cited sentence is supported when the shipped coverage cross-encoder, reading the
   sentence as an aspect, scores one of its cited passages at or above its own threshold
-  (:func:`covrag.evaluate.answers.cheap_citations`).
+  (:func:`covrag.evaluate.answers.cheap_citations`);
+- **either** of the two; and in every case a sentence that names documents of the context ("The
+  MPL-2.0 grants ...") counts as supported only by a cited passage of a document it names
+  (:func:`covrag.generate.attribution.candidates`).
 
 Prints, per question and overall: cited sentences, the share of them supported (aligned, judged),
 whether the answer has no supported citation at all, coverage (context: the share of the plan's
@@ -41,6 +44,7 @@ import covrag
 from covrag.coverage import CrossEncoderCoverage
 from covrag.evaluate.answers import cheap_citations
 from covrag.files import atomic_write_text
+from covrag.generate.attribution import candidates
 from covrag.ingest import update_index
 from covrag.llm import parse_llm
 from covrag.schema.runfile import RunPassage, RunSentence
@@ -68,6 +72,7 @@ class Checked:
     seconds: float
     declined: bool
     answer_coverage: float = float("nan")
+    supported: int = 0
 
 
 def aligned(sentence: str, passage: str) -> bool:
@@ -94,8 +99,9 @@ def answer_coverage(topic: Mapping[str, Any]) -> float:
 
 def check(
     record: Mapping[str, Any], judge: CrossEncoderCoverage
-) -> tuple[int, int, int, float, bool]:
-    """Cited sentences, those aligned, those judged supported, context coverage, and whether
+) -> tuple[int, int, int, int, float, bool]:
+    """Cited sentences, those aligned, those judged supported, those supported either way,
+    context coverage, and whether
     the answer cites nothing (a refusal, or an answer that forgot its citations) for one run
     file."""
     topic = record["topics"][0]
@@ -105,15 +111,27 @@ def check(
         RunSentence.model_validate(s) for s in (topic.get("answer") or {}).get("sentences", [])
     ]
     citing = [s for s in sentences if any(p in texts for p in s.passage_ids)]
-    n_aligned = sum(
-        any(aligned(s.text, texts[p]) for p in s.passage_ids if p in texts) for s in citing
-    )
+    by_id = {p.id: p for p in passages}
+    # a sentence that names documents is held only by a cited passage of one of them
+    allowed = [
+        [p for p in s.passage_ids if p in texts and by_id[p] in candidates(s.text, passages)]
+        for s in citing
+    ]
+    is_aligned = [
+        any(aligned(s.text, texts[p]) for p in mine)
+        for s, mine in zip(citing, allowed, strict=True)
+    ]
     answer = Answer(tuple(s.to_citation() for s in citing))
-    n_judged = sum(ok for _, ok in cheap_citations(judge, answer, passages))
+    is_judged = [
+        ok and bool(mine)
+        for (_, ok), mine in zip(cheap_citations(judge, answer, passages), allowed, strict=True)
+    ]
+    n_aligned, n_judged = sum(is_aligned), sum(is_judged)
+    n_either = sum(a or j for a, j in zip(is_aligned, is_judged, strict=True))
     wanted = [a["id"] for a in topic["aspects"] if a.get("polarity") != "exclude"]
     missed = set(topic.get("uncovered", [])) & set(wanted)
     coverage = 1 - len(missed) / len(wanted) if wanted else float("nan")
-    return len(citing), n_aligned, n_judged, coverage, not citing
+    return len(citing), n_aligned, n_judged, n_either, coverage, not citing
 
 
 def run_folder(
@@ -152,7 +170,7 @@ def checked_row(
     seconds: float,
 ) -> Checked:
     """One answer's figures from its run file."""
-    cited, n_aligned, n_judged, coverage, declined = check(record, judge)
+    cited, n_aligned, n_judged, n_either, coverage, declined = check(record, judge)
     return Checked(
         folder,
         question["kind"],
@@ -164,6 +182,7 @@ def checked_row(
         seconds,
         declined,
         answer_coverage(record["topics"][0]),
+        n_either,
     )
 
 
@@ -190,12 +209,12 @@ def _share(part: int, whole: int) -> str:
 
 def _row(c: Checked) -> str:
     none = "cites nothing" if c.declined else ""
-    if c.cited and not (c.aligned or c.judged):
+    if c.cited and not c.supported:
         none = "yes"
     return (
         f"| {c.kind} | {c.question[:60]} | {c.cited} | {_share(c.aligned, c.cited)} | "
-        f"{_share(c.judged, c.cited)} | {none} | {c.coverage:.2f} | {c.answer_coverage:.2f} | "
-        f"{c.seconds:.0f} |"
+        f"{_share(c.judged, c.cited)} | {_share(c.supported, c.cited)} | {none} | "
+        f"{c.coverage:.2f} | {c.answer_coverage:.2f} | {c.seconds:.0f} |"
     )
 
 
@@ -208,7 +227,8 @@ def summary(rows: Sequence[Checked]) -> dict[str, float]:
         "cited_sentences": cited,
         "aligned_share": sum(r.aligned for r in rows) / cited if cited else float("nan"),
         "judged_share": sum(r.judged for r in rows) / cited if cited else float("nan"),
-        "no_supported_citation": sum(1 for r in rows if r.cited and not (r.aligned or r.judged)),
+        "supported_share": sum(r.supported for r in rows) / cited if cited else float("nan"),
+        "no_supported_citation": sum(1 for r in rows if r.cited and not r.supported),
         "no_citation": sum(1 for r in rows if r.declined),
         "mean_coverage": sum(r.coverage for r in rows) / len(rows) if rows else float("nan"),
         "mean_answer_coverage": sum(r.answer_coverage for r in rows) / len(rows)
@@ -251,7 +271,7 @@ def main() -> None:
     judge = CrossEncoderCoverage()
     llm = None if args.recheck else parse_llm(args.llm)
     print(
-        "| kind | question | cited | aligned | judged | none supported | context coverage "
+        "| kind | question | cited | aligned | judged | either | none supported | context coverage "
         "| answer coverage | s |"
     )
     rows: list[Checked] = []
