@@ -20,7 +20,7 @@ a quotation behind a short attribution (``One source says: "..."``) is aligned o
 as well, when the quotation is most of the sentence.
 
 The thresholds were checked on labelled pairs of the bundled dev splits
-(``benchmarks/bench_support.py``, docs/BENCHMARKS.md section 21), where a key point or a
+(``benchmarks/bench_support.py``, docs/experiments/21-citation-check.md), where a key point or a
 perspective restates its passage in other words, never copies it, so alignment should claim
 nothing there: on ArgKP 2021 dev it claims 1 of 2,720 (argument, key point) pairs labelled as not
 matching (and 19 of 738 matching ones), on 20 Perspectrum-evidence dev topics 6 of 1,933 pairs

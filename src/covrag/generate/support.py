@@ -47,7 +47,7 @@ from covrag.types import Answer, Aspect, Citation, FloatArray, Passage, SupportC
 #: The judge's probability at or above which a passage supports a paraphrase: the lowest
 #: threshold (in steps of 0.05) with precision at least 0.8 on ArgKP 2021 dev's labelled
 #: (argument, key point) pairs, a split the shipped model never trained on
-#: (``benchmarks/bench_support.py``, docs/BENCHMARKS.md section 21): precision 0.807, recall
+#: (``benchmarks/bench_support.py``, docs/experiments/21-citation-check.md): precision 0.807, recall
 #: 0.486 over 3,458 pairs (F1 is flat near 0.62 from 0.45 to 0.70, so precision decided). On
 #: 20 Perspectrum-evidence dev topics, whose negatives are unlabelled pairs, it gives precision
 #: 0.658 and recall 0.229. A paraphrase the judge doubts is dropped rather than shown as
