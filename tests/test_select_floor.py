@@ -105,11 +105,11 @@ def test_the_filter_report_names_the_filter_that_emptied_the_pool() -> None:
     assert len(kept) == 0 and (report.pool, report.cleared_floor, report.cleared_gate) == (5, 3, 0)
     reason = report.reason()
     assert reason is not None and reason.startswith("the topic gate removed all 3 passages")
-    assert "0.41 < gate 0.50" in reason and "--gate 0.41" in reason
+    assert "0.410 < gate 0.50" in reason and "--gate 0.41" in reason
     _, report = filter_pool(pool(), 0.95)
     reason = report.reason()
     assert reason is not None and reason.startswith("the coverage floor removed all 5")
-    assert "0.90 < floor 0.95" in reason and "--floor 0.90" in reason
+    assert "0.900 < floor 0.95" in reason and "--floor 0.90" in reason
     _, report = filter_pool(pool(), 0.95, gate=0.5, similarity=similarity)
     assert (report.reason() or "").startswith("both filters removed all 5")
     _, report = filter_pool(pool(), 0.25, gate=0.4, similarity=similarity)

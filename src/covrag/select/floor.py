@@ -123,7 +123,7 @@ class FilterReport:
             return "nothing was retrieved: the index returned no passage for the question"
         support = (
             f"the best estimated probability of answering a sub-question (or the question) is "
-            f"{self.best_support:.2f} < floor {self.floor:.2f} "
+            f"{self.best_support:.3f} < floor {self.floor:.2f} "
             + (
                 f"(--floor {_below(self.best_support)} would let the best one in)"
                 if self.best_support >= 0.01
@@ -133,7 +133,7 @@ class FilterReport:
         )
         similar = self.best_similarity or 0.0
         closeness = (
-            f"the best similarity to the question is {similar:.2f} < gate {self.gate:.2f} "
+            f"the best similarity to the question is {similar:.3f} < gate {self.gate:.2f} "
             f"(--gate {_below(similar)}, or --gate 0 for no gate, would let the closest one in)"
         )
         if self.cleared_floor == 0 and self.cleared_gate == 0 and self.gate > 0.0:
