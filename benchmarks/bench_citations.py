@@ -111,12 +111,11 @@ def check(
         RunSentence.model_validate(s) for s in (topic.get("answer") or {}).get("sentences", [])
     ]
     citing = [s for s in sentences if any(p in texts for p in s.passage_ids)]
-    by_id = {p.id: p for p in passages}
     # a sentence that names documents is held only by a cited passage of one of them
-    allowed = [
-        [p for p in s.passage_ids if p in texts and by_id[p] in candidates(s.text, passages)]
-        for s in citing
-    ]
+    allowed = []
+    for s in citing:
+        held = {p.id for p in candidates(s.text, passages)}
+        allowed.append([p for p in s.passage_ids if p in held])
     is_aligned = [
         any(aligned(s.text, texts[p]) for p in mine)
         for s, mine in zip(citing, allowed, strict=True)

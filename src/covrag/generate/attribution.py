@@ -51,14 +51,12 @@ def _pattern(name: str) -> re.Pattern[str]:
 def named_documents(sentence: str, passages: Iterable[Passage]) -> frozenset[str]:
     """The documents (by :func:`~covrag.llm.prompts.document_of`) of ``passages`` that
     ``sentence`` names."""
-    named: set[str] = set()
+    names: dict[str, tuple[str, ...]] = {}  # document -> its names, from its first passage
     for passage in passages:
         document = document_of(passage)
-        if document is None or document in named:
-            continue
-        if any(_pattern(n).search(sentence) for n in document_names(passage)):
-            named.add(document)
-    return frozenset(named)
+        if document is not None and document not in names:
+            names[document] = document_names(passage)
+    return frozenset(d for d, ns in names.items() if any(_pattern(n).search(sentence) for n in ns))
 
 
 def candidates(sentence: str, passages: Sequence[Passage]) -> tuple[Passage, ...]:
