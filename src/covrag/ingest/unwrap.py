@@ -25,7 +25,13 @@ from dataclasses import dataclass
 #: A line break inside a paragraph, with the blanks around it (a non-blank character before it,
 #: a line that is neither blank, nor a table row, nor a list item after it); else the blanks
 #: that end or start a line.
-_ITEM = r"[|]|[-*+\u2022\u2023\u25e6\u25aa\u2013][ \t]|\d{1,3}[.)][ \t]|\([a-zA-Z0-9]{1,4}\)[ \t]"
+# A marker counts as one whatever blank follows it, or none at the end of the text, so a passage
+# cut right after a marker unwraps as the document around it does.
+_END = r"(?:[ \t]|\r?\n|$)"
+_ITEM = (
+    rf"[|]|[-*+\u2022\u2023\u25e6\u25aa\u2013]{_END}|\d{{1,3}}[.)]{_END}"
+    rf"|\([a-zA-Z0-9]{{1,4}}\){_END}"
+)
 _TIDY = re.compile(
     rf"(?P<join>(?<=\S)[ \t]*\r?\n[ \t]*(?=\S)(?!{_ITEM}))|[ \t]+(?=\r?\n)|(?<=\n)[ \t]+"
 )
