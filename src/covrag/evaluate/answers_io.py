@@ -26,7 +26,7 @@ from covrag.evaluate.answers import (
 from covrag.report import TopicRun, parse_run_file
 from covrag.schema._base import read_model
 from covrag.schema._json import read_json_file
-from covrag.schema.ask import GenerationOut
+from covrag.schema.generation import GenerationOut
 from covrag.types import Answer, Aspect, Passage, Topic
 
 

@@ -8,7 +8,16 @@ from typing import Any
 
 from covrag.generate.citations import ParsedAnswer
 from covrag.llm.cost import LLMCost as LLMCost  # re-exported: generation records carry it
-from covrag.types import Answer, Aspect, Citation, CoverageMatrix, Passage, SupportCheck
+from covrag.schema.answer import RunAnswer
+from covrag.schema.generation import (
+    CritiqueRecordOut,
+    DraftOut,
+    GenerationOut,
+    InvalidCitationOut,
+    LLMCostOut,
+)
+from covrag.schema.runfile import dump
+from covrag.types import Answer, Aspect, CoverageMatrix, Passage
 
 
 @dataclass(frozen=True)
@@ -190,81 +199,64 @@ class GenerationResult:
             total = total + critique.cost
         return total
 
+    def to_record(self) -> GenerationOut:
+        """The ``generation`` block of a run file: every draft and critique, validated."""
+        return GenerationOut(
+            question=self.question,
+            passage_ids=[p.id for p in self.passages],
+            outline=list(self.outline),
+            drafts=[draft_record(d) for d in self.drafts],
+            critiques=[critique_record(c) for c in self.critiques],
+            cost=LLMCostOut.of(self.cost),
+        )
+
     def to_json(self) -> dict[str, Any]:
-        """A JSON-serialisable record of every draft and critique."""
-        return {
-            "question": self.question,
-            "passage_ids": [p.id for p in self.passages],
-            "outline": list(self.outline),
-            "drafts": [draft_record(d) for d in self.drafts],
-            "critiques": [critique_record(c) for c in self.critiques],
-            "cost": self.cost.as_dict(),
-        }
+        """A JSON-serialisable record of every draft and critique (:meth:`to_record`)."""
+        return dump(self.to_record())
 
 
 def answer_record(answer: Answer) -> dict[str, Any]:
     """The run-file ``answer`` object (what ``covrag report`` reads); the dropped sentences
     only when there are some."""
-    record: dict[str, Any] = {"sentences": [sentence_record(s) for s in answer.sentences]}
-    if answer.dropped:
-        record["dropped"] = [sentence_record(s) for s in answer.dropped]
-    return record
+    return dump(RunAnswer.of(answer))
 
 
-def sentence_record(sentence: Citation) -> dict[str, Any]:
-    """One answer sentence; its aspect, framing flag and support check only when set."""
-    record: dict[str, Any] = {"text": sentence.text, "passage_ids": list(sentence.passage_ids)}
-    if sentence.aspect_id is not None:
-        record["aspect_id"] = sentence.aspect_id
-    if sentence.framing:
-        record["framing"] = True
-    if sentence.check is not None:
-        record["check"] = check_record(sentence.check)
-    return record
+def draft_record(draft: Draft) -> DraftOut:
+    """The record of one draft (``schema.generation.DraftOut``): its answer as a run file
+    writes it, then what the writer reported; ``dropped`` only when the check dropped some."""
+    answer = RunAnswer.of(draft.answer)
+    return DraftOut.model_validate(
+        {
+            **{name: getattr(answer, name) for name in answer.model_fields_set},
+            "raw": draft.raw,
+            "target_sentences": draft.target_sentences,
+            "invalid_citations": [
+                InvalidCitationOut(sentence=c.sentence, number=c.number)
+                for c in draft.parsed.invalid
+            ],
+            "problems": list(draft.problems),
+            "left_out": list(draft.left_out),
+            "checked": draft.checked,
+            "fallback": draft.fallback,
+            "cut_off": draft.cut_off,
+            "cost": LLMCostOut.of(draft.cost),
+        }
+    )
 
 
-def check_record(check: SupportCheck) -> dict[str, Any]:
-    """A sentence's support check as the run file writes it (``schema.runfile.RunCheck``)."""
-    record: dict[str, Any] = {
-        "cited_as_written": list(check.written),
-        "verified": check.verified,
-        "score": check.score,
-    }
-    if check.passage_id is not None and check.span is not None:
-        record["passage_id"] = check.passage_id
-        record["span"] = list(check.span)
-    return record
-
-
-def draft_record(draft: Draft) -> dict[str, Any]:
-    return {
-        **answer_record(draft.answer),
-        "raw": draft.raw,
-        "target_sentences": draft.target_sentences,
-        "invalid_citations": [
-            {"sentence": c.sentence, "number": c.number} for c in draft.parsed.invalid
-        ],
-        "problems": list(draft.problems),
-        "left_out": list(draft.left_out),
-        "checked": draft.checked,
-        "fallback": draft.fallback,
-        "cut_off": draft.cut_off,
-        "cost": draft.cost.as_dict(),
-    }
-
-
-def critique_record(critique: Critique) -> dict[str, Any]:
-    return {
-        "mode": critique.mode,
-        "llm_underused": list(critique.llm_underused),
-        "llm_notes": critique.llm_notes,
-        "never_cited": list(critique.never_cited),
-        "missing_aspects": list(critique.missing_aspects),
-        "pointers": {aspect: list(ids) for aspect, ids in critique.pointers},
-        "feedback": critique.feedback,
-        "verdict": critique.verdict,
-        "cost": critique.cost.as_dict(),
-    }
+def critique_record(critique: Critique) -> CritiqueRecordOut:
+    """The record of one critique (``schema.generation.CritiqueRecordOut``)."""
+    return CritiqueRecordOut(
+        mode=critique.mode,
+        llm_underused=list(critique.llm_underused),
+        llm_notes=critique.llm_notes,
+        never_cited=list(critique.never_cited),
+        missing_aspects=list(critique.missing_aspects),
+        pointers={aspect: list(ids) for aspect, ids in critique.pointers},
+        feedback=critique.feedback,
+        verdict=critique.verdict,
+        cost=LLMCostOut.of(critique.cost),
+    )
 
 
 def ids(passages: Sequence[Passage]) -> tuple[str, ...]:

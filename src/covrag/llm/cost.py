@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from covrag.llm.base import ChatResult
+from covrag.schema.generation import LLMCostOut
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +56,5 @@ class LLMCost:
         )
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "cached_calls": self.cached_calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "seconds": round(self.seconds, 3),
-            "reused_prompt_tokens": self.reused_prompt_tokens,
-        }
+        """The JSON object of the cost (:class:`~covrag.schema.generation.LLMCostOut`)."""
+        return LLMCostOut.of(self).model_dump()

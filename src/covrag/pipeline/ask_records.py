@@ -18,6 +18,7 @@ from covrag.generate.records import GenerationResult, LLMCost
 from covrag.llm.base import LLM
 from covrag.plan import C2Query, Plan, SubQuestions
 from covrag.schema.ask import ask_plan, ask_run_record
+from covrag.schema.generation import LLMCostOut, StageCostOut
 from covrag.select.floor import FilterReport
 from covrag.types import Aspect, CoverageMatrix, Selection, Topic
 
@@ -41,13 +42,17 @@ class StageCost:
     pairs_scored: int = 0
     cpu_seconds: float = 0.0
 
+    def to_record(self) -> StageCostOut:
+        """The run file's record of the cost (seconds to 3 decimals)."""
+        return StageCostOut(
+            seconds=round(self.seconds, 3),
+            cpu_seconds=round(self.cpu_seconds, 3),
+            llm=LLMCostOut.of(self.llm),
+            pairs_scored=self.pairs_scored,
+        )
+
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "seconds": round(self.seconds, 3),
-            "cpu_seconds": round(self.cpu_seconds, 3),
-            "llm": self.llm.as_dict(),
-            "pairs_scored": self.pairs_scored,
-        }
+        return self.to_record().model_dump()
 
 
 @dataclass(frozen=True)
@@ -124,12 +129,12 @@ class AskResult:
             plan=plan,
             queries=self.queries,
             uncovered=[a.id for a in self.uncovered],
-            generation=self.generation.to_json(),
+            generation=self.generation.to_record(),
             aspect_coverage=[
                 (row.aspect_id, row.context_passages, row.answer_sentences)
                 for row in self.aspect_coverage
             ],
-            costs={stage: cost.as_dict() for stage, cost in self.costs.items()},
+            costs={stage: cost.to_record() for stage, cost in self.costs.items()},
             warnings=self.warnings,
             filters=None if self.filters is None else self.filters.as_dict(),
             seconds=sum(c.seconds for c in self.costs.values()),

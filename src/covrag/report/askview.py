@@ -14,44 +14,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from covrag.schema._base import RecordError, read_model
-from covrag.schema.answer import RunAnswer
 from covrag.schema.ask import AspectCoverageOut, FiltersOut
+from covrag.schema.generation import GenerationOut, LLMCostOut, StageCostOut
 from covrag.types import Answer
 
 #: The topic keys an ask run file adds (the report reads these; the rest it ignores).
 ASK_KEYS = ("generation", "costs", "warnings", "filters", "aspect_coverage")
 
 
-class _Draft(RunAnswer):
-    problems: list[str] = []
-    fallback: str | None = None
-    cost: dict[str, Any] = {}
-
-
-class _Critique(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    mode: str = ""
-    feedback: str = ""
-    verdict: str = ""
-    llm_notes: str = ""
-    missing_aspects: list[str] = []
-    never_cited: list[str] = []
-    cost: dict[str, Any] = {}
-
-
-class _Generation(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    drafts: list[_Draft] = []
-    critiques: list[_Critique] = []
-
-
 class _AskExtras(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    generation: _Generation | None = None
-    costs: dict[str, dict[str, Any]] = {}
+    generation: GenerationOut | None = None
+    costs: dict[str, StageCostOut] = {}
     warnings: list[str] = []
     filters: FiltersOut | None = None
     aspect_coverage: list[AspectCoverageOut] = Field(default=[])
@@ -112,7 +87,7 @@ def read_ask(
     if not present:
         return None
     blocks = read_model(_AskExtras, present, path=path, prefix=where)
-    generation = blocks.generation or _Generation()
+    generation = blocks.generation or GenerationOut(drafts=[])
     for i, draft in enumerate(generation.drafts):
         draft.check_references(dict(passages), f"{where}.generation.drafts[{i}]")
     for j, row in enumerate(blocks.aspect_coverage):
@@ -120,7 +95,7 @@ def read_ask(
             raise RecordError(f"{where}.aspect_coverage[{j}].answer_sentences", "bad index")
     return AskView(
         drafts=tuple(
-            DraftView(d.to_answer(), tuple(d.problems), d.fallback, d.cost)
+            DraftView(d.to_answer(), tuple(d.problems), d.fallback, _cost(d.cost))
             for d in generation.drafts
         ),
         critiques=tuple(
@@ -131,12 +106,16 @@ def read_ask(
                 c.llm_notes,
                 tuple(c.missing_aspects),
                 tuple(c.never_cited),
-                c.cost,
+                _cost(c.cost),
             )
             for c in generation.critiques
         ),
-        costs=blocks.costs or None,
+        costs={k: c.model_dump(exclude_unset=True) for k, c in blocks.costs.items()} or None,
         warnings=tuple(blocks.warnings),
         filters=blocks.filters,
         aspect_coverage=tuple(blocks.aspect_coverage),
     )
+
+
+def _cost(cost: LLMCostOut | None) -> Mapping[str, Any]:
+    return {} if cost is None else cost.model_dump()

@@ -50,7 +50,7 @@ class RunCheck(_Record):
         if c.passage_id is not None and c.span is not None:
             values["passage_id"] = c.passage_id
             values["span"] = list(c.span)
-        return cls.model_construct(**values)
+        return cls.model_validate(values)
 
 
 class RunSentence(_Record):
@@ -73,7 +73,7 @@ class RunSentence(_Record):
             values["framing"] = True
         if s.check is not None:
             values["check"] = RunCheck.of(s.check)
-        return cls.model_construct(**values)
+        return cls.model_validate(values)
 
 
 class RunAnswer(_Record):
@@ -93,7 +93,7 @@ class RunAnswer(_Record):
         values: dict[str, Any] = {"sentences": [RunSentence.of(s) for s in answer.sentences]}
         if answer.dropped:  # written only when some were dropped
             values["dropped"] = [RunSentence.of(s) for s in answer.dropped]
-        return cls.model_construct(**values)
+        return cls.model_validate(values)
 
     def check_references(self, passages: dict[str, int], where: str) -> None:
         """Cited ids and support spans name passages of the topic, and spans lie in their text

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from covrag.schema._base import RecordError
-from covrag.schema.runfile import RunAnswer, RunTopic, dump, run_file_header
+from covrag.schema.generation import GenerationOut, StageCostOut
+from covrag.schema.runfile import RunTopic, dump, run_file_header
 from covrag.types import Answer, CoverageMatrix, Selection, Topic
 
 
@@ -27,19 +28,6 @@ class OutlinePlanOut(BaseModel):
     score: int | None = Field(description="the judge's 1-5 score")
     rationale: str
     baseline_score: int | None = Field(description="the random outline's score")
-
-
-class LLMCostOut(BaseModel):
-    """What a step's model calls cost (``LLMCost.as_dict``)."""
-
-    calls: int
-    cached_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
-    reused_prompt_tokens: int = Field(
-        default=0, description="prompt tokens reused from the model's prompt cache"
-    )
 
 
 class AskPlanOut(BaseModel):
@@ -71,18 +59,6 @@ class FiltersOut(BaseModel):
     best_similarity: float | None = Field(description="None without a gate")
 
 
-class DraftOut(RunAnswer):
-    """One draft of the answer (its sentences; the raw text, problems and cost besides)."""
-
-
-class GenerationOut(BaseModel):
-    """The ``generation`` block: every draft and critique (``GenerationResult.to_json``)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    drafts: list[DraftOut]
-
-
 class AspectCoverageOut(BaseModel):
     """Whether the context and the answer cover one wanted aspect (one threshold: the
     estimator's; ``covrag.generate.answer_coverage``)."""
@@ -97,7 +73,7 @@ class AspectCoverageOut(BaseModel):
     def of(cls, aspect_id: str, passages: Sequence[str], sentences: Sequence[int]) -> Self:
         """The row of one aspect from the context passages and the answer sentences that
         cover it (``AspectCoverage``'s fields)."""
-        return cls.model_construct(
+        return cls(
             aspect_id=aspect_id,
             in_context=bool(passages),
             in_answer=bool(sentences),
@@ -115,8 +91,8 @@ class AskTopic(RunTopic):
     aspect_coverage: list[AspectCoverageOut] = Field(
         default=[], description="per wanted aspect: covered by the context, by the answer"
     )
-    generation: dict[str, Any]
-    costs: dict[str, dict[str, Any]]
+    generation: GenerationOut
+    costs: dict[str, StageCostOut] = Field(description="stage -> what it cost")
     warnings: list[str]
     filters: FiltersOut | None = None
 
@@ -147,16 +123,14 @@ def ask_plan(
     subs = None
     if subquestions is not None:
         texts, dropped, calls = subquestions
-        subs = SubquestionsOut.model_construct(
-            texts=list(texts), dropped=list(dropped), calls=calls
-        )
+        subs = SubquestionsOut(texts=list(texts), dropped=list(dropped), calls=calls)
     best = None
     if outline is not None:
         texts, score, rationale, baseline = outline
-        best = OutlinePlanOut.model_construct(
+        best = OutlinePlanOut(
             texts=list(texts), score=score, rationale=rationale, baseline_score=baseline
         )
-    return AskPlanOut.model_construct(
+    return AskPlanOut(
         request=request,
         base=base,
         include=list(include),
@@ -175,8 +149,8 @@ def ask_run_record(
     plan: AskPlanOut,
     queries: Sequence[str],
     uncovered: Sequence[str],
-    generation: Mapping[str, Any],
-    costs: Mapping[str, Mapping[str, Any]],
+    generation: GenerationOut,
+    costs: Mapping[str, StageCostOut],
     warnings: Sequence[str],
     seconds: float,
     filters: Mapping[str, Any] | None = None,
@@ -191,14 +165,14 @@ def ask_run_record(
     """
     base = RunTopic.of(topic, selection, coverage, answer)
     values = {name: getattr(base, name) for name in base.model_fields_set}
-    record = AskTopic.model_construct(
+    record = AskTopic(
         **values,
         plan=plan,
-        retrieval=RetrievalOut.model_construct(queries=list(queries), pool=len(topic.passages)),
+        retrieval=RetrievalOut(queries=list(queries), pool=len(topic.passages)),
         uncovered=list(uncovered),
         aspect_coverage=[AspectCoverageOut.of(*row) for row in aspect_coverage],
-        generation=dict(generation),
-        costs={stage: dict(cost) for stage, cost in costs.items()},
+        generation=generation,
+        costs=dict(costs),
         warnings=list(warnings),
         filters=None if filters is None else FiltersOut.model_validate(dict(filters)),
     )

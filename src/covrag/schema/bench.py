@@ -77,7 +77,7 @@ class BenchRow(BaseModel):
         values: Mapping[str, Mapping[str, float]],
     ) -> BenchRow:
         """The row of one method's result (the fields of ``covrag.bench.MethodResult``)."""
-        return cls.model_construct(
+        return cls(
             method=method,
             budget=str(budget),
             means=means,
@@ -109,7 +109,7 @@ def summary_record(
     *, dataset: str, topics: int, baseline: str, oracle: str, results: Sequence[BenchRow]
 ) -> dict[str, Any]:
     """The JSON object of a bench (rows from :meth:`BenchRow.of`)."""
-    summary = BenchSummary.model_construct(
+    summary = BenchSummary(
         dataset=dataset, topics=topics, baseline=baseline, oracle=oracle, results=list(results)
     )
     record: dict[str, Any] = summary.model_dump(exclude_unset=True, warnings=False)

@@ -9,33 +9,26 @@ the score, the supporting passage and ``[start, end)`` span), a draft is a
 :class:`~covrag.schema.answer.RunAnswer` (its sentences and the ones the check ``dropped``), and
 the filters' report, the per-aspect coverage and the costs are
 :class:`~covrag.schema.ask.FiltersOut`, :class:`~covrag.schema.ask.AspectCoverageOut` and
-:class:`~covrag.schema.ask.LLMCostOut`. Only what the wire adds (invalid citations, critiques,
-warnings) is described here.
+:class:`~covrag.schema.generation.LLMCostOut`. A draft and a critique are projections of
+their records in :mod:`covrag.schema.generation`; only what the wire adds (the final answer's
+fields, warnings) is described here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Self
+from typing import Self
 
 from pydantic import BaseModel, Field
 
 from covrag.schema.answer import RunAnswer, RunSentence
-from covrag.schema.ask import AspectCoverageOut, FiltersOut, LLMCostOut
-from covrag.types import Answer
-
-#: What replaced an answer with no supported sentence (``Draft.fallback``); None: nothing did.
-FallbackOut = Literal["quote", "refuse"] | None
-
-
-class InvalidCitationOut(BaseModel):
-    sentence: int = Field(description="0-based index of the sentence")
-    number: int = Field(description="the [n] that names no passage")
+from covrag.schema.ask import AspectCoverageOut, FiltersOut
+from covrag.schema.generation import DraftOut, FallbackOut, InvalidCitationOut, LLMCostOut
 
 
 class AnswerDraftOut(RunAnswer):
-    """One draft: its checked sentences and the ones the check dropped (as in a run file's
-    answer), the citations of passages that do not exist, its problems and its cost."""
+    """One draft as ``/v1/answer`` shows it: its checked sentences and the ones the check
+    dropped (as in a run file's answer), the citations of passages that do not exist, its
+    problems and its cost (a projection of :class:`~covrag.schema.generation.DraftOut`)."""
 
     invalid_citations: list[InvalidCitationOut]
     problems: list[str]
@@ -47,30 +40,22 @@ class AnswerDraftOut(RunAnswer):
     llm: LLMCostOut
 
     @classmethod
-    def of_draft(
-        cls,
-        answer: Answer,
-        *,
-        invalid_citations: Sequence[tuple[int, int]],
-        problems: Sequence[str],
-        fallback: str | None,
-        cost: Mapping[str, Any],
-    ) -> Self:
-        """A draft from its answer and plain values: ``invalid_citations`` holds ``(sentence,
-        number)`` pairs and ``cost`` is ``LLMCost.as_dict()``."""
-        return cls.model_construct(
-            sentences=[RunSentence.of(s) for s in answer.sentences],
-            dropped=[RunSentence.of(s) for s in answer.dropped],
-            invalid_citations=[
-                InvalidCitationOut(sentence=s, number=n) for s, n in invalid_citations
-            ],
-            problems=list(problems),
-            fallback=fallback,
-            llm=LLMCostOut(**cost),
+    def of(cls, draft: DraftOut) -> Self:
+        """The wire view of a draft's record (``covrag.generate.records.draft_record``)."""
+        return cls(
+            sentences=draft.sentences,
+            dropped=draft.dropped,
+            invalid_citations=draft.invalid_citations,
+            problems=draft.problems,
+            fallback=draft.fallback,
+            llm=draft.cost or LLMCostOut.none(),
         )
 
 
 class CritiqueOut(BaseModel):
+    """One critique as ``/v1/answer`` shows it (a projection of
+    :class:`~covrag.schema.generation.CritiqueRecordOut`: no mode, no pointers)."""
+
     llm_underused: list[str]
     llm_notes: str
     never_cited: list[str]

@@ -23,7 +23,7 @@ class _Split(BaseModel):
 class PlanSplit(_Split):
     """A request split into its base question and include / exclude instructions."""
 
-    llm_usage: dict[str, float] | None = None
+    llm_usage: dict[str, int | float] | None = None
 
     @classmethod
     def of(
@@ -35,7 +35,7 @@ class PlanSplit(_Split):
         exclude: Sequence[str],
         subquestions: Sequence[str] | None,
     ) -> PlanSplit:
-        return cls.model_construct(
+        return cls(
             request=request,
             base_query=base,
             include=list(include),
@@ -61,7 +61,7 @@ class OutlineOut(BaseModel):
     @classmethod
     def of(cls, outline: Any) -> OutlineOut:
         """From a :class:`covrag.plan.outline.Outline` (its attributes of the same names)."""
-        return cls.model_construct(
+        return cls(
             node_ids=list(outline.node_ids),
             texts=list(outline.texts),
             source=outline.source,
@@ -78,7 +78,7 @@ class PlanTree(_Split):
     candidates: list[OutlineOut]
     random_baseline: OutlineOut
     best: OutlineOut
-    llm_usage: dict[str, float]
+    llm_usage: dict[str, int | float]
 
 
 def plan_split_record(split: PlanSplit, usage: Mapping[str, float] | None = None) -> dict[str, Any]:
@@ -100,9 +100,9 @@ def plan_tree_record(
 ) -> dict[str, Any]:
     """The JSON object ``covrag plan --json --tree`` prints (outlines: :meth:`OutlineOut.of`)."""
     values = split.model_dump(exclude_unset=True, exclude={"llm_usage"})
-    plan = PlanTree.model_construct(
+    plan = PlanTree(
         **values,
-        tree=[TreeNodeOut.model_construct(id=i, text=t) for i, t in tree],
+        tree=[TreeNodeOut(id=i, text=t) for i, t in tree],
         tree_notes=list(notes),
         candidates=[OutlineOut.of(o) for o in candidates],
         random_baseline=OutlineOut.of(baseline),

@@ -123,7 +123,7 @@ class RunAspect(_Record):
         }
         if a.answers:  # written only when there are some: earlier run files stay as they were
             values["answers"] = list(a.answers)
-        return cls.model_construct(**values)
+        return cls.model_validate(values)
 
 
 #: Where a passage of a user's document comes from (``covrag index --docs``): written to the run
@@ -155,7 +155,7 @@ class RunPassage(_Record):
     @classmethod
     def of(cls, p: Passage) -> Self:
         origin = {name: p.metadata[name] for name in ORIGIN_FIELDS if name in p.metadata}
-        return cls.model_construct(id=p.id, text=p.text, tokens=p.tokens, score=p.score, **origin)
+        return cls(id=p.id, text=p.text, tokens=p.tokens, score=p.score, **origin)
 
 
 class RunCoverage(_Record):
@@ -191,7 +191,7 @@ class RunCoverage(_Record):
 
     @classmethod
     def of(cls, m: CoverageMatrix) -> Self:
-        return cls.model_construct(
+        return cls(
             passage_ids=list(m.passage_ids),
             aspect_ids=list(m.aspect_ids),
             probs=m.probs.round(6).tolist(),
@@ -222,7 +222,7 @@ class RunStep(_Record):
 
     @classmethod
     def of(cls, s: SelectionStep) -> Self:
-        return cls.model_construct(
+        return cls(
             passage_id=s.passage_id,
             score=_finite(s.score),
             newly_covered=list(s.newly_covered),
@@ -246,7 +246,7 @@ class RunSelection(_Record):
 
     @classmethod
     def of(cls, s: Selection) -> Self:
-        return cls.model_construct(
+        return cls(
             selector=s.selector,
             budget=str(s.budget),
             tokens_used=s.tokens_used,
@@ -321,7 +321,7 @@ class RunTopic(_Record):
         }
         if answer is not None:
             values["answer"] = RunAnswer.of(answer)
-        return cls.model_construct(**values)
+        return cls.model_validate(values)
 
 
 def _check_coverage(
@@ -378,7 +378,7 @@ def run_file_header(
     budget: str = "",
 ) -> dict[str, Any]:
     """The whole run file around topic records (``dump(RunTopic.of(...))`` and extensions)."""
-    header = RunFileModel.model_construct(
+    header = RunFileModel(
         covrag_run=RUN_FORMAT,
         dataset=dataset,
         selector=selector,

@@ -31,13 +31,14 @@ from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError, LLMError
 from covrag.generate import CritiqueContext, support_warnings
 from covrag.generate.answer_coverage import answer_coverage
-from covrag.generate.records import Draft, LLMCost
+from covrag.generate.records import Draft, LLMCost, draft_record
 from covrag.llm.base import LLM
 from covrag.pipeline import AskConfig, PrepareConfig, build_generator, prepare
 from covrag.pipeline.ask import select_with_filters
 from covrag.plan import C2Query, LLMDecomposer, QPlanner
 from covrag.plan.sketch import AnswerSketcher
-from covrag.schema.ask import AspectCoverageOut, FiltersOut, LLMCostOut, OutlinePlanOut
+from covrag.schema.ask import AspectCoverageOut, FiltersOut, OutlinePlanOut
+from covrag.schema.generation import LLMCostOut
 from covrag.schema.http_answer import AnswerDraftOut, AnswerResponse, CritiqueOut
 from covrag.select.base import parse_selector
 from covrag.select.floor import FilterReport
@@ -122,7 +123,7 @@ class _Locked(CoverageEstimator):
 
 
 def _cost(cost: LLMCost) -> LLMCostOut:
-    return LLMCostOut(**cost.as_dict())
+    return LLMCostOut.of(cost)
 
 
 def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
@@ -193,13 +194,7 @@ def _topic(request: AnswerRequest) -> Topic:
 
 
 def _draft_out(draft: Draft) -> AnswerDraftOut:
-    return AnswerDraftOut.of_draft(
-        draft.answer,
-        invalid_citations=[(c.sentence, c.number) for c in draft.parsed.invalid],
-        problems=draft.problems,
-        fallback=draft.fallback,
-        cost=draft.cost.as_dict(),
-    )
+    return AnswerDraftOut.of(draft_record(draft))
 
 
 @dataclass(frozen=True)
