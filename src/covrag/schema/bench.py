@@ -77,19 +77,21 @@ class BenchRow(BaseModel):
         values: Mapping[str, Mapping[str, float]],
     ) -> BenchRow:
         """The row of one method's result (the fields of ``covrag.bench.MethodResult``)."""
-        return cls(
-            method=method,
-            budget=str(budget),
-            means=means,
-            ci95={k: list(v) for k, v in ci.items()},
-            p_vs_baseline_holm=p_values,
-            headroom=headroom,
-            gap_closed=gap_closed,
-            select_seconds_per_topic=select_seconds,
-            coverage_pairs_per_topic=coverage_pairs,
-            coverage_seconds_per_topic=coverage_seconds,
-            aspects_seconds_per_topic=aspects_seconds,
-            per_query=values,
+        return cls.model_validate(
+            {
+                "method": method,
+                "budget": str(budget),
+                "means": means,
+                "ci95": {k: list(v) for k, v in ci.items()},
+                "p_vs_baseline_holm": p_values,
+                "headroom": headroom,
+                "gap_closed": gap_closed,
+                "select_seconds_per_topic": select_seconds,
+                "coverage_pairs_per_topic": coverage_pairs,
+                "coverage_seconds_per_topic": coverage_seconds,
+                "aspects_seconds_per_topic": aspects_seconds,
+                "per_query": values,
+            }
         )
 
 

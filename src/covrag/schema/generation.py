@@ -32,12 +32,18 @@ from covrag.schema.answer import RunAnswer
 class _Cost(Protocol):
     """What :class:`LLMCostOut.of` reads (``covrag.llm.cost.LLMCost``'s fields)."""
 
-    calls: int
-    cached_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
-    reused_prompt_tokens: int
+    @property
+    def calls(self) -> int: ...
+    @property
+    def cached_calls(self) -> int: ...
+    @property
+    def prompt_tokens(self) -> int: ...
+    @property
+    def completion_tokens(self) -> int: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def reused_prompt_tokens(self) -> int: ...
 
 
 class LLMCostOut(BaseModel):

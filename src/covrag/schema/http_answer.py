@@ -40,7 +40,7 @@ class AnswerDraftOut(RunAnswer):
     llm: LLMCostOut
 
     @classmethod
-    def of(cls, draft: DraftOut) -> Self:
+    def of_record(cls, draft: DraftOut) -> Self:
         """The wire view of a draft's record (``covrag.generate.records.draft_record``)."""
         return cls(
             sentences=draft.sentences,

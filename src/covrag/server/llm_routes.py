@@ -194,7 +194,7 @@ def _topic(request: AnswerRequest) -> Topic:
 
 
 def _draft_out(draft: Draft) -> AnswerDraftOut:
-    return AnswerDraftOut.of(draft_record(draft))
+    return AnswerDraftOut.of_record(draft_record(draft))
 
 
 @dataclass(frozen=True)
