@@ -25,11 +25,14 @@ from typing import Any
 from covrag.errors import DataError
 from covrag.files import temporary_path
 from covrag.retrieve.corpus import passage_record, read_corpus
+from covrag.schema._base import read_model
+from covrag.schema._json import read_json_file
+from covrag.schema.index import INDEX_FORMAT, INDEX_VERSION, IndexManifest
 from covrag.types import Passage, as_mapping
 from covrag.version import __version__
 
-FORMAT = "covrag-index"
-VERSION = 1
+FORMAT = INDEX_FORMAT
+VERSION = INDEX_VERSION
 MANIFEST = "manifest.json"
 PASSAGES = "passages.jsonl"
 
@@ -50,17 +53,25 @@ class Manifest:
     model: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
 
+    def to_record(self) -> IndexManifest:
+        """The ``manifest.json`` record (:class:`~covrag.schema.index.IndexManifest`),
+        validated: a manifest this covrag would refuse to read is never written."""
+        return read_model(
+            IndexManifest,
+            {
+                "format": FORMAT,
+                "version": VERSION,
+                "kind": self.kind,
+                "count": self.count,
+                "model": self.model,
+                "params": dict(self.params),
+                "covrag": __version__,
+            },
+            path=MANIFEST,
+        )
+
     def to_json(self) -> str:
-        record = {
-            "format": FORMAT,
-            "version": VERSION,
-            "kind": self.kind,
-            "count": self.count,
-            "model": self.model,
-            "params": dict(self.params),
-            "covrag": __version__,
-        }
-        return json.dumps(record, indent=2) + "\n"
+        return json.dumps(self.to_record().model_dump(), indent=2) + "\n"
 
     def param(self, name: str) -> Any:
         """A parameter recorded at build time (DataError when it is missing)."""
@@ -77,8 +88,9 @@ def read_manifest(folder: str | os.PathLike[str], kind: str | None = None) -> Ma
     """The manifest of an index folder, checked.
 
     Raises:
-        DataError: when ``folder`` holds no covrag index, a manifest of another format version,
-            or (with ``kind``) an index of another kind.
+        DataError: when ``folder`` holds no covrag index, a manifest that is not JSON or breaks
+            :class:`~covrag.schema.index.IndexManifest` (naming the field), one of another
+            format version, or (with ``kind``) an index of another kind.
     """
     path = Path(folder) / MANIFEST
     if not path.is_file():
@@ -86,34 +98,12 @@ def read_manifest(folder: str | os.PathLike[str], kind: str | None = None) -> Ma
             f"not a covrag index (no {MANIFEST}); build one with `covrag index`",
             path=str(folder),
         )
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
-    if not isinstance(record, dict) or record.get("format") != FORMAT:
-        raise DataError("not a covrag index manifest", path=str(path), field="format")
-    if record.get("version") != VERSION:
+    record = read_model(IndexManifest, read_json_file(path), path=str(path))
+    if kind is not None and record.kind != kind:
         raise DataError(
-            f"index format version {record.get('version')!r}; this covrag reads version "
-            f"{VERSION}: rebuild the index",
-            path=str(path),
-            field="version",
+            f"this is a {record.kind} index, not a {kind} index", path=str(path), field="kind"
         )
-    count = record.get("count")
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise DataError("must be a non-negative integer", path=str(path), field="count")
-    found = record.get("kind")
-    if not isinstance(found, str):
-        raise DataError("must be a string", path=str(path), field="kind")
-    if kind is not None and found != kind:
-        raise DataError(
-            f"this is a {found} index, not a {kind} index", path=str(path), field="kind"
-        )
-    params = record.get("params") or {}
-    if not isinstance(params, dict):
-        raise DataError("must be an object", path=str(path), field="params")
-    model = record.get("model")
-    return Manifest(found, count, model if isinstance(model, str) else None, as_mapping(params))
+    return Manifest(record.kind, record.count, record.model, as_mapping(record.params))
 
 
 def write_passages(folder: Path, passages: Sequence[Passage]) -> None:
