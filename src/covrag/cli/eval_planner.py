@@ -19,6 +19,7 @@ from rich.table import Table
 from covrag.cli._common import Subparsers, add_llm_args, build_llm, check_outputs, progress_bar
 from covrag.errors import ConfigError
 from covrag.files import atomic_write_text
+from covrag.schema.cards import PlannerTrainCard, read_card
 
 COMMAND = "eval-planner"
 
@@ -82,8 +83,8 @@ def planner_specs(trained: Path | None, extra: Sequence[str]) -> dict[str, str]:
     """Planner name -> LLM spec: the trained folder's base, sft and dpo, then ``NAME=SPEC``."""
     specs: dict[str, str] = {}
     if trained is not None:
-        card = json.loads((trained / "card.json").read_text(encoding="utf-8"))
-        specs["base"] = f"transformers(model={card['base_model']!r})"
+        card = read_card(PlannerTrainCard, trained / "card.json")
+        specs["base"] = f"transformers(model={card.base_model!r})"
         for stage in ("sft", "dpo"):
             if (trained / stage).is_dir():
                 specs[stage] = f"transformers(model={str(trained / stage)!r})"

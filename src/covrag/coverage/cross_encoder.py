@@ -10,7 +10,6 @@ model's limit are counted and reported, never cut silently.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import time
 from collections import OrderedDict
@@ -27,6 +26,7 @@ from covrag.coverage.embedding import EmbeddingCoverage
 from covrag.coverage.onnx_model import OnnxPairScorer
 from covrag.deadline import check_deadline, current_deadline
 from covrag.errors import ConfigError, MissingExtraError
+from covrag.schema.cards import CoverageModelCard
 from covrag.text import is_question
 from covrag.types import CoverageMatrix, FloatArray, Topic
 
@@ -40,10 +40,10 @@ def default_model_path() -> Path:
 
 def card_value(path: Path, key: str) -> Any:
     """A setting chosen on dev and stored in a model's training card (None when absent)."""
-    card = path / "training_card.json"
-    if not path.is_dir() or not card.exists():
+    if not path.is_dir():
         return None
-    return json.loads(card.read_text()).get(key)
+    card = CoverageModelCard.read(path)
+    return None if card is None else getattr(card, key)
 
 
 def _check_model_path(model: str) -> None:

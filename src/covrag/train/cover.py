@@ -22,7 +22,6 @@ minutes on 2 CPU cores, so there are no checkpoints: a run that stops is rerun.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +33,7 @@ import numpy as np
 
 from covrag.errors import DataError, MissingExtraError
 from covrag.retrieve.cover import cover_query
+from covrag.schema.cards import CoverCard
 from covrag.tokens import default_model_path
 from covrag.types import Topic
 
@@ -104,22 +104,6 @@ class CoverExample:
     kind: str
     negative_kind: str
     query_id: str
-
-
-@dataclass
-class CoverCard:
-    """What a training run used and how long it took (saved beside the model)."""
-
-    config: dict[str, Any]
-    examples: dict[str, dict[str, int]]
-    steps: int
-    seconds: float
-    loss_first: float  # mean over the first quarter of steps (at most 20)
-    loss_last: float  # mean over the last quarter of steps (at most 20)
-    notes: list[str] = field(default_factory=list)
-
-    def save(self, folder: Path) -> None:
-        (folder / CARD).write_text(json.dumps(asdict(self), indent=2) + "\n")
 
 
 class _Labels:

@@ -17,7 +17,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import numpy as np
 
 from covrag.errors import ConfigError, DataError, MissingExtraError, TrainingError
 from covrag.packaged import resolve_model
+from covrag.schema.cards import CoverageTrainingCard
 from covrag.tokens import default_model_path
 from covrag.train.calibrate import roc_auc
 from covrag.train.pairs import Pair, shuffled
@@ -87,20 +88,8 @@ CHECKED_PAIRS = 512
 _NOT_SHAPING = ("threads", "checkpoint_every", "min_train_auc")
 
 
-@dataclass
-class TrainingCard:
-    config: dict[str, Any]
-    train_pairs: dict[str, int]
-    steps: int
-    seconds: float
-    truncated_pairs: int
-    train_roc_auc: float | None = None
-    dev: dict[str, dict[str, float]] = field(default_factory=dict)
-    threshold: float | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def save(self, folder: Path) -> None:
-        (folder / "training_card.json").write_text(json.dumps(asdict(self), indent=2) + "\n")
+#: What a run writes beside the model (``schema.cards.CoverageTrainingCard``).
+TrainingCard = CoverageTrainingCard
 
 
 def _torch() -> Any:

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from covrag.errors import ConfigError, MissingExtraError
-from covrag.files import atomic_write_text, iter_lines
+from covrag.files import iter_lines
 from covrag.llm.transformers_backend import load_causal_lm
+from covrag.schema.cards import PlannerTrainCard, write_card
 
 logger = logging.getLogger(__name__)
 
@@ -250,5 +251,5 @@ def train_planner(
         card["dpo"]["peak_rss_mb"] = _peak_rss_mb()
     else:
         card["dpo"] = None
-    atomic_write_text(out / "card.json", json.dumps(card, indent=2) + "\n")
+    write_card(PlannerTrainCard, card, out / "card.json")
     return card

@@ -18,7 +18,6 @@ at a time to ``examples.jsonl.partial``, so an interrupted run resumes where it 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import random
@@ -37,6 +36,7 @@ from covrag.plan.judge import OutlineJudge
 from covrag.plan.outline import Outline, OutlineExtractor, random_outline
 from covrag.plan.qtree import QTreeBuilder
 from covrag.plan.writer import outline_completion, outline_messages
+from covrag.schema.cards import PlannerDataCard, write_card
 from covrag.schema.plan import OutlineOut, TreeNodeOut
 from covrag.schema.planner import ChatMessage, DPOLine, PlannerExampleLine, SFTLine
 from covrag.types import Aspect, Topic
@@ -342,5 +342,5 @@ def write_planner_data(
         teacher_usage=teacher.usage.as_dict(),
         judge_usage=judge.usage.as_dict() if judge is not teacher else None,
     )
-    atomic_write_text(out / "card.json", json.dumps(card, indent=2) + "\n")
+    write_card(PlannerDataCard, card, out / "card.json")
     return card

@@ -21,7 +21,7 @@ import os
 import shutil
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from covrag.coverage.onnx_encoder import ENCODER_FILE
 from covrag.coverage.onnx_model import rewrite_products
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.packaged import resolve_model
+from covrag.schema.cards import SamePointCard
 from covrag.tokens import default_model_path
 from covrag.types import BoolArray, Topic
 
@@ -62,21 +63,6 @@ class SamePointConfig:
     max_length: int = 128
     seed: int = 0
     threads: int = 2
-
-
-@dataclass
-class SamePointCard:
-    """What a same-point model was trained on and how (``training_card.json``)."""
-
-    config: dict[str, Any]
-    train_topics: dict[str, int]
-    steps: int
-    seconds: float
-    losses: list[float]
-    notes: list[str] = field(default_factory=list)
-
-    def save(self, folder: Path) -> None:
-        (folder / "training_card.json").write_text(json.dumps(asdict(self), indent=2) + "\n")
 
 
 @dataclass(frozen=True)
