@@ -42,7 +42,9 @@ class _Card(BaseModel):
 
     def save(self, folder: str | os.PathLike[str], name: str = TRAINING_CARD) -> None:
         """Write the card, validated, into ``folder`` (atomically)."""
-        checked = read_model(type(self), self.model_dump(), path=str(Path(folder) / name))
+        checked = read_model(
+            type(self), self.model_dump(warnings=False), path=str(Path(folder) / name)
+        )
         text = json.dumps(checked.model_dump(), indent=2) + "\n"
         atomic_write_text(Path(folder) / name, text)
 

@@ -47,7 +47,9 @@ class _Cost(Protocol):
 
 
 class LLMCostOut(BaseModel):
-    """What a step's model calls cost (``covrag.llm.cost.LLMCost``)."""
+    """What a step's model calls cost."""
+
+    # The record of covrag.llm.cost.LLMCost (a docstring here is the OpenAPI description).
 
     calls: int
     cached_calls: int

@@ -1,5 +1,9 @@
-"""The reply of ``POST /v1/answer`` (``covrag serve --llm``): the final answer, every draft and
-critique, what the filters let through and what the context and the answer cover.
+"""The request and the reply of ``POST /v1/answer`` (``covrag serve --llm``): the question and
+its passages, then the final answer, every draft and critique, what the filters let through and
+what the context and the answer cover.
+
+The request's defaults are ``covrag ask``'s (:data:`ASK_DEFAULTS`, which a test holds equal to
+``covrag.pipeline.AskConfig``'s: a schema imports no pipeline).
 
 The records an answer shares with the run file of ``covrag ask`` are the run file's models, so a
 served answer and a saved one are described once: each sentence is a
@@ -16,19 +20,117 @@ fields, warnings) is described here.
 
 from __future__ import annotations
 
-from typing import Self
+from dataclasses import dataclass
+from typing import Literal, Self
 
 from pydantic import BaseModel, Field
 
 from covrag.schema.answer import RunAnswer, RunSentence
 from covrag.schema.ask import AspectCoverageOut, FiltersOut
 from covrag.schema.generation import DraftOut, FallbackOut, InvalidCitationOut, LLMCostOut
+from covrag.schema.http import MAX_ASPECTS, MAX_CONTEXT, MAX_TEXT, AspectIn, PassageIn, Strict
+
+WriterName = Literal["synthesis", "extractive"]
+FeedbackMode = Literal["self", "pointers"]
+UnsupportedPolicy = Literal["drop", "mark"]
+Fallback = Literal["quote", "refuse"]
+
+
+@dataclass(frozen=True)
+class AskDefaults:
+    """The defaults of ``covrag ask`` that ``/v1/answer`` and ``/v1/plan`` share."""
+
+    floor: float = 0.5
+    floor_question: bool = True
+    gate: float = 0.5
+    writer: WriterName = "extractive"
+    passes: int = 2
+    feedback: FeedbackMode = "pointers"
+    max_words: int = 250
+    sentences: int = 12
+    rewrite_sentences: int = 18
+    max_tokens: int = 800
+    unsupported: UnsupportedPolicy = "drop"
+    fallback: Fallback = "quote"
+    subquestions: int = 8
+    answers: int = 0
+
+
+ASK_DEFAULTS = AskDefaults()
+
+
+class AnswerRequest(Strict):
+    """Write a cited answer from the given passages, with critique-and-rewrite passes."""
+
+    question: str = Field(min_length=1, max_length=MAX_TEXT)
+    passages: list[PassageIn] = Field(
+        min_length=1, max_length=MAX_CONTEXT, description="the context, numbered [1].. in order"
+    )
+    aspects: list[AspectIn] = Field(
+        default_factory=list,
+        max_length=MAX_ASPECTS,
+        description="what the answer must cover: the critique points at passages covering "
+        "aspects the answer misses; needed by k",
+    )
+    k: int | None = Field(
+        default=None, ge=1, le=MAX_CONTEXT, description="select k passages by coverage first"
+    )
+    floor: float = Field(
+        default=ASK_DEFAULTS.floor,
+        ge=0.0,
+        le=1.0,
+        description="with k: only passages the estimator gives at least this probability of "
+        "answering an aspect enter the context (0: off); none clearing it means no context, "
+        "and the answer says the passages do not answer the question",
+    )
+    floor_question: bool = Field(
+        default=ASK_DEFAULTS.floor_question,
+        description="with k: a passage also clears the floor when it answers the question "
+        "itself, not only an aspect",
+    )
+    gate: float = Field(
+        default=ASK_DEFAULTS.gate,
+        ge=0.0,
+        le=1.0,
+        description="with k: only passages whose MiniLM cosine similarity to the question "
+        "reaches this enter the context (0: off)",
+    )
+    writer: WriterName = Field(
+        default=ASK_DEFAULTS.writer,
+        description="extractive (cited sentences close to the passages) or synthesis (one "
+        "paragraph per covered aspect, in the writer's own words)",
+    )
+    passes: int = Field(
+        default=ASK_DEFAULTS.passes, ge=0, le=3, description="critique-and-rewrite passes"
+    )
+    feedback: FeedbackMode = Field(default=ASK_DEFAULTS.feedback)
+    max_words: int = Field(
+        default=ASK_DEFAULTS.max_words, ge=1, le=5000, description="words per passage in prompts"
+    )
+    sentences: int = Field(default=ASK_DEFAULTS.sentences, ge=1, le=60)
+    rewrite_sentences: int = Field(default=ASK_DEFAULTS.rewrite_sentences, ge=1, le=80)
+    max_tokens: int = Field(
+        default=ASK_DEFAULTS.max_tokens,
+        ge=16,
+        le=8192,
+        description="most tokens per first answer (rewrites: 1.5x)",
+    )
+    unsupported: UnsupportedPolicy = Field(
+        default=ASK_DEFAULTS.unsupported,
+        description="answer sentences no passage supports (by text alignment or the support "
+        "judge): drop = leave them out (listed in the response's dropped); mark = keep them, "
+        "their check verified unsupported",
+    )
+    fallback: Fallback = Field(
+        default=ASK_DEFAULTS.fallback,
+        description="when no sentence of the model's reply is supported: quote = quote the "
+        "passages, each quotation cited; refuse = give no answer, and say why",
+    )
 
 
 class AnswerDraftOut(RunAnswer):
-    """One draft as ``/v1/answer`` shows it: its checked sentences and the ones the check
-    dropped (as in a run file's answer), the citations of passages that do not exist, its
-    problems and its cost (a projection of :class:`~covrag.schema.generation.DraftOut`)."""
+    """One draft: its checked sentences and the ones the check dropped (as in a run file's
+    answer), the citations of passages that do not exist, its problems and its cost."""
 
     invalid_citations: list[InvalidCitationOut]
     problems: list[str]
@@ -41,7 +143,8 @@ class AnswerDraftOut(RunAnswer):
 
     @classmethod
     def of_record(cls, draft: DraftOut) -> Self:
-        """The wire view of a draft's record (``covrag.generate.records.draft_record``)."""
+        """The wire view of a draft's record (``covrag.generate.records.draft_record``): a
+        projection of :class:`~covrag.schema.generation.DraftOut`."""
         return cls(
             sentences=draft.sentences,
             dropped=draft.dropped,
@@ -53,8 +156,7 @@ class AnswerDraftOut(RunAnswer):
 
 
 class CritiqueOut(BaseModel):
-    """One critique as ``/v1/answer`` shows it (a projection of
-    :class:`~covrag.schema.generation.CritiqueRecordOut`: no mode, no pointers)."""
+    # A projection of schema.generation.CritiqueRecordOut (no mode, no pointers).
 
     llm_underused: list[str]
     llm_notes: str

@@ -27,10 +27,7 @@ from typing import Any, TypeVar
 from covrag import __version__
 from covrag.deadline import Deadline, DeadlineExceeded
 from covrag.errors import MissingExtraError
-from covrag.server.config import ServerConfig
-from covrag.server.gate import ModelBusy
-from covrag.server.guard import RequestGuard, is_protected
-from covrag.server.schemas import (
+from covrag.schema.http import (
     ErrorOut,
     FieldErrorOut,
     HealthOut,
@@ -38,6 +35,9 @@ from covrag.server.schemas import (
     SelectRequest,
     SelectResponse,
 )
+from covrag.server.config import ServerConfig
+from covrag.server.gate import ModelBusy
+from covrag.server.guard import RequestGuard, is_protected
 from covrag.server.service import Menus, RequestFieldError, build_job, run_job, warm_up
 
 try:

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, HTTPException
-from pydantic import BaseModel, Field
 
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
@@ -37,13 +36,13 @@ from covrag.pipeline import AskConfig, PrepareConfig, build_generator, prepare
 from covrag.pipeline.ask import select_with_filters
 from covrag.plan import C2Query, LLMDecomposer, QPlanner
 from covrag.plan.sketch import AnswerSketcher
-from covrag.schema.ask import AspectCoverageOut, FiltersOut, OutlinePlanOut
+from covrag.schema.ask import AspectCoverageOut, FiltersOut
 from covrag.schema.generation import LLMCostOut
-from covrag.schema.http_answer import AnswerDraftOut, AnswerResponse, CritiqueOut
+from covrag.schema.http_answer import AnswerDraftOut, AnswerRequest, AnswerResponse, CritiqueOut
+from covrag.schema.http_plan import OutlineOut, PlanAspectOut, PlanRequest, PlanResponse
 from covrag.select.base import parse_selector
 from covrag.select.floor import FilterReport
 from covrag.server.config import ServerConfig
-from covrag.server.schemas import MAX_TEXT, AnswerRequest, _Strict
 from covrag.server.service import (
     MODEL_LOCK,
     RequestFieldError,
@@ -54,56 +53,6 @@ from covrag.server.service import (
 from covrag.types import CoverageMatrix, Passage, Topic
 
 T = TypeVar("T")
-
-
-#: The defaults of ask's stages, which the LLM routes share.
-_ASK = AskConfig()
-
-
-class PlanRequest(_Strict):
-    """Plan a question: sub-questions, constraints and (optionally) an outline."""
-
-    question: str = Field(min_length=1, max_length=MAX_TEXT)
-    include: list[str] = Field(default_factory=list, max_length=20, description="to cover")
-    exclude: list[str] = Field(default_factory=list, max_length=20, description="to leave out")
-    subquestions: int = Field(
-        default=_ASK.subquestions, ge=1, le=20, description="sub-questions to write"
-    )
-    outline: bool = Field(default=False, description="also plan a QTree and pick an outline")
-    answers: int = Field(
-        default=_ASK.answers,
-        ge=0,
-        le=10,
-        description="answer sketches per sub-question: short statements an answer would make, "
-        "which estimators score passages against beside the sub-question (pass the aspects on "
-        "to /v1/select or /v1/answer as they are); 0 = none",
-    )
-
-
-class AspectOut(BaseModel):
-    id: str
-    text: str
-    polarity: str
-    answers: list[str] = Field(default_factory=list, description="answer sketches")
-
-
-class OutlineOut(OutlinePlanOut):
-    """The chosen outline (as in an ask run file's plan)."""
-
-
-class PlanResponse(BaseModel):
-    """The plan: the aspects a complete answer covers, and the outline when asked for."""
-
-    request: str
-    base: str
-    aspects: list[AspectOut] = Field(description="sub-questions, then include/exclude aspects")
-    dropped: list[str] = Field(description="sub-questions dropped as near-duplicates")
-    outline: OutlineOut | None
-    llm: LLMCostOut
-    seconds: float
-    warnings: list[str] = Field(
-        default_factory=list, description="what did not go as asked (an aspect left unsketched)"
-    )
 
 
 class _Locked(CoverageEstimator):
@@ -160,7 +109,7 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
         request=query.request,
         base=query.base,
         aspects=[
-            AspectOut(id=a.id, text=a.text, polarity=a.polarity, answers=list(a.answers))
+            PlanAspectOut(id=a.id, text=a.text, polarity=a.polarity, answers=list(a.answers))
             for a in aspects
         ],
         dropped=list(subquestions.dropped) if subquestions else [],

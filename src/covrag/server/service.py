@@ -19,10 +19,7 @@ from covrag.coverage.base import ESTIMATORS, CoverageEstimator, parse_estimator
 from covrag.deadline import Deadline
 from covrag.errors import ConfigError, CovragError, DataError
 from covrag.pipeline import RelevanceSource, prepare_for
-from covrag.select.base import SELECTORS, Selector, parse_selector
-from covrag.server.config import ServerConfig
-from covrag.server.gate import ModelGate
-from covrag.server.schemas import (
+from covrag.schema.http import (
     AspectIn,
     AspectOut,
     CoverageOut,
@@ -32,6 +29,9 @@ from covrag.server.schemas import (
     StepOut,
     TimingsOut,
 )
+from covrag.select.base import SELECTORS, Selector, parse_selector
+from covrag.server.config import ServerConfig
+from covrag.server.gate import ModelGate
 from covrag.server.specs import (
     ESTIMATOR_TUNABLES,
     SELECTOR_TUNABLES,

@@ -22,10 +22,10 @@ from typing import Any, Generic, TypeVar
 
 from covrag.errors import ConfigError
 from covrag.registry import Registry, parameter_types, split_spec
+from covrag.schema.http import MAX_PASSAGES
 from covrag.select.exclusion import EXCLUDE_MODES
 from covrag.select.facility import SIMILARITIES
 from covrag.select.optimize import OPTIMIZERS
-from covrag.server.schemas import MAX_PASSAGES
 
 T = TypeVar("T")
 

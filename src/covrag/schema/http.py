@@ -1,20 +1,20 @@
-"""The JSON bodies of the HTTP API, as pydantic models (they also make the OpenAPI schema).
+"""The JSON bodies of the HTTP API (``covrag serve``), as pydantic models (they also make the
+OpenAPI schema): ``/v1/select``, the errors, ``/healthz`` and ``/reports``.
 
 The requests add the HTTP limits (strict types, sizes) and convert to covrag's frozen records
 (:meth:`PassageIn.to_passage`, :meth:`AspectIn.to_aspect`); the trace and the coverage matrix of a
 response are the run file's models (:mod:`covrag.schema.runfile`), so the API and run files
-describe a selection in one way. ``/v1/answer``'s request (:class:`AnswerRequest`, whose
-defaults are ``covrag ask``'s) is here too; its reply is :mod:`covrag.schema.http_answer`. No
-module past :mod:`covrag.server.service` sees a pydantic object.
+describe a selection in one way. ``/v1/answer``'s request and reply are in
+:mod:`covrag.schema.http_answer`, ``/v1/plan``'s in :mod:`covrag.schema.http_plan`. No module past
+:mod:`covrag.server.service` sees a pydantic object; :mod:`covrag.server` keeps the routing.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, cast
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from covrag.pipeline.config import AskConfig, Fallback, UnsupportedPolicy, WriterName
 from covrag.schema.runfile import RunCoverage, RunStep
 from covrag.types import Aspect, Passage
 
@@ -28,16 +28,13 @@ MAX_TOKENS = 10_000_000
 MAX_SCORE = 1e12
 MAX_CONTEXT = 200
 
-#: The defaults of ask's stages, which /v1/answer shares.
-_ASK = AskConfig()
 
-
-class _Strict(BaseModel):
+class Strict(BaseModel):
     # Strict: 0 is not false and "3" is not 3; unknown fields are errors, not ignored.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
-class PassageIn(_Strict):
+class PassageIn(Strict):
     """A candidate passage."""
 
     id: str = Field(min_length=1, max_length=MAX_ID, description="unique within the request")
@@ -64,7 +61,7 @@ class PassageIn(_Strict):
         return Passage(id=self.id, text=self.text, tokens=self.tokens, score=self.score)
 
 
-class AspectIn(_Strict):
+class AspectIn(Strict):
     """One sub-question, key point or viewpoint a complete answer covers."""
 
     id: str = Field(min_length=1, max_length=MAX_ID, description="unique within the request")
@@ -87,7 +84,7 @@ class AspectIn(_Strict):
         )
 
 
-class SelectRequest(_Strict):
+class SelectRequest(Strict):
     """Select context from a candidate pool so that it covers the aspects, within a budget."""
 
     query: str = Field(min_length=1, max_length=MAX_TEXT, description="the question")
@@ -122,73 +119,6 @@ class SelectRequest(_Strict):
         "order: pool order",
     )
     include_matrix: bool = Field(default=True, description="return the coverage matrix")
-
-
-class AnswerRequest(_Strict):
-    """Write a cited answer from the given passages, with critique-and-rewrite passes."""
-
-    question: str = Field(min_length=1, max_length=MAX_TEXT)
-    passages: list[PassageIn] = Field(
-        min_length=1, max_length=MAX_CONTEXT, description="the context, numbered [1].. in order"
-    )
-    aspects: list[AspectIn] = Field(
-        default_factory=list,
-        max_length=MAX_ASPECTS,
-        description="what the answer must cover: the critique points at passages covering "
-        "aspects the answer misses; needed by k",
-    )
-    k: int | None = Field(
-        default=None, ge=1, le=MAX_CONTEXT, description="select k passages by coverage first"
-    )
-    floor: float = Field(
-        default=_ASK.floor,
-        ge=0.0,
-        le=1.0,
-        description="with k: only passages the estimator gives at least this probability of "
-        "answering an aspect enter the context (0: off); none clearing it means no context, "
-        "and the answer says the passages do not answer the question",
-    )
-    floor_question: bool = Field(
-        default=_ASK.floor_question,
-        description="with k: a passage also clears the floor when it answers the question "
-        "itself, not only an aspect",
-    )
-    gate: float = Field(
-        default=_ASK.gate,
-        ge=0.0,
-        le=1.0,
-        description="with k: only passages whose MiniLM cosine similarity to the question "
-        "reaches this enter the context (0: off)",
-    )
-    writer: WriterName = Field(
-        default=_ASK.writer,
-        description="extractive (cited sentences close to the passages) or synthesis (one "
-        "paragraph per covered aspect, in the writer's own words)",
-    )
-    passes: int = Field(default=_ASK.passes, ge=0, le=3, description="critique-and-rewrite passes")
-    feedback: Literal["self", "pointers"] = Field(default=_ASK.feedback)
-    max_words: int = Field(
-        default=cast(int, _ASK.max_words), ge=1, le=5000, description="words per passage in prompts"
-    )
-    sentences: int = Field(default=_ASK.sentences, ge=1, le=60)
-    rewrite_sentences: int = Field(default=_ASK.rewrite_sentences, ge=1, le=80)
-    max_tokens: int = Field(
-        default=_ASK.max_tokens,
-        ge=16,
-        le=8192,
-        description="most tokens per first answer (rewrites: 1.5x)",
-    )
-    unsupported: UnsupportedPolicy = Field(
-        default=_ASK.unsupported,
-        description="answer sentences no passage supports (by text alignment or the support "
-        "judge): drop = leave them out (listed in the response's dropped); mark = keep them, "
-        "their check verified unsupported",
-    )
-    fallback: Fallback = Field(
-        default=_ASK.fallback,
-        description="when no sentence of the model's reply is supported: quote = quote the "
-        "passages, each quotation cited; refuse = give no answer, and say why",
-    )
 
 
 class StepOut(RunStep):
