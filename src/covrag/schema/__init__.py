@@ -10,15 +10,20 @@ records of :mod:`covrag.types` (the records import nothing of this package):
   the sentences the check dropped);
 - :mod:`~covrag.schema.ask`: the run file of ``covrag ask`` (a run file with the plan, searches,
   drafts and costs);
-- :mod:`~covrag.schema.http_answer`: the reply of the server's ``POST /v1/answer`` (the run
-  file's sentences, checks, filters and aspect coverage, with the drafts and critiques);
+- :mod:`~covrag.schema.generation`: the drafts, critiques and LLM and stage costs of generating
+  an answer (the ``generation`` and ``costs`` blocks of an ask run file);
 - :mod:`~covrag.schema.bench`: the ``summary.json`` of ``covrag bench``;
+- :mod:`~covrag.schema.index`: the ``manifest.json`` of a saved index;
 - :mod:`~covrag.schema.documents`: the ``documents.json`` of an index of a user's files;
+- :mod:`~covrag.schema.cards`: the model cards written beside trained models;
 - :mod:`~covrag.schema.plan`: what ``covrag plan --json`` prints;
+- :mod:`~covrag.schema.http`, :mod:`~covrag.schema.http_answer`, :mod:`~covrag.schema.http_plan`:
+  the server's requests and replies (``/v1/select``, ``/v1/answer``, ``/v1/plan``, errors);
 - :mod:`~covrag.schema.llm`: the structured replies asked of an LLM.
 
-A bad value raises :class:`~covrag.errors.DataError` naming file, line and field
-(:func:`read_model`).
+Records are built validated when written (a record that would not read back is never written)
+and checked when read: a bad value raises :class:`~covrag.errors.DataError` naming file, line
+and field (:func:`read_model`).
 """
 
 from __future__ import annotations
