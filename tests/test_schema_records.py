@@ -323,3 +323,23 @@ def test_generation_records_are_deep_copies_of_nothing_shared() -> None:
     assert first == second
     first.drafts[0].problems.append("x")
     assert first != second
+
+
+def test_the_shipped_lmvu_model_round_trips_and_a_bad_field_is_named(tmp_path: Path) -> None:
+    from covrag.select.lmvu.model import LMVUModel, default_model_path
+
+    shipped = default_model_path()
+    model = LMVUModel.load(shipped)
+    text = json.dumps(model.to_json(**model.card_), indent=2) + "\n"
+    assert text == shipped.read_text(encoding="utf-8")
+    data = json.loads(text)
+    for change, field in (
+        ({"mean": ["a", *data["mean"][1:]]}, "mean[0]"),
+        ({"coef": data["coef"][:-1]}, "coef"),
+        ({"n_pairs": "many"}, "n_pairs"),
+        ({"params": {**data["params"], "speed": 3}}, "params"),
+    ):
+        bad = tmp_path / "lmvu.json"
+        bad.write_text(json.dumps({**data, **change}))
+        with pytest.raises(DataError, match=re.escape(f"lmvu.json, field '{field}'")):
+            LMVUModel.load(bad)

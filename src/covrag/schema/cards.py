@@ -8,7 +8,8 @@
 - :class:`SamePointCard`: ``training_card.json`` of a same-point bi-encoder;
 - :class:`CoverCard`: ``training_card.json`` of ``covrag train cover``;
 - :class:`PlannerDataCard` and :class:`PlannerTrainCard`: ``card.json`` of the planner's data
-  and of its SFT/DPO training.
+  and of its SFT/DPO training;
+- :class:`LMVUModelFile`: an LMVU model file, its training card inside.
 
 A card is validated when it is written (:meth:`_Card.save`, :func:`write_card`: nothing is
 written when a value breaks its schema) and when it is read (:func:`read_card`: a bad value
@@ -23,10 +24,10 @@ import os
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from covrag.files import atomic_write_text
-from covrag.schema._base import read_model
+from covrag.schema._base import RecordError, read_model
 from covrag.schema._json import read_json_file
 
 #: The file name of a trained model's card inside its folder.
@@ -163,3 +164,37 @@ def read_card(model: type[C], path: str | os.PathLike[str]) -> C:
         DataError: not JSON, or a value that breaks the schema (naming the file and field).
     """
     return read_model(model, read_json_file(path), path=str(path))
+
+
+#: The format tag of an LMVU model file.
+LMVU_FORMAT = "covrag-lmvu/1"
+
+
+class LMVUModelFile(BaseModel):
+    """An LMVU model (``covrag fit lmvu``, the shipped ``lmvu-default.json``): its parameters,
+    the standardisation and weights of each feature, and a free-form training card."""
+
+    format: str = Field(description=f"always {LMVU_FORMAT}")
+    params: dict[str, Any] = Field(description="the model's constructor parameters")
+    feature_names: list[str]
+    mean: list[float] = Field(description="per feature, the training mean")
+    scale: list[float] = Field(description="per feature, the training standard deviation")
+    coef: list[float] = Field(description="per feature, the learned weight")
+    n_pairs: int
+    n_states: int
+    card: dict[str, Any] = Field(default={}, description="what it was fitted on, and how")
+
+    @field_validator("format", mode="before")
+    @classmethod
+    def _format(cls, value: Any) -> Any:
+        if value != LMVU_FORMAT:  # checked first: another file is named as such
+            raise ValueError(f"not an LMVU model ({LMVU_FORMAT!r} expected)")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> LMVUModelFile:
+        width = len(self.feature_names)
+        for name in ("mean", "scale", "coef"):
+            if len(getattr(self, name)) != width:
+                raise RecordError(name, f"must hold one number per feature ({width})")
+        return self

@@ -23,10 +23,13 @@ import numpy as np
 
 from covrag.errors import ConfigError, DataError
 from covrag.files import atomic_write_text
+from covrag.schema._base import read_model
+from covrag.schema._json import read_json_file
+from covrag.schema.cards import LMVU_FORMAT, LMVUModelFile
 from covrag.select.lmvu.features import FEATURES, STATE
 from covrag.types import FloatArray, IntArray
 
-FORMAT = "covrag-lmvu/1"
+FORMAT = LMVU_FORMAT
 
 
 class LMVUModel:
@@ -162,7 +165,8 @@ class LMVUModel:
         }
 
     def to_json(self, **card: Any) -> dict[str, Any]:
-        return {
+        """The model file's record (:class:`~covrag.schema.cards.LMVUModelFile`), validated."""
+        record = {
             "format": FORMAT,
             "params": self.get_params(),
             "feature_names": list(FEATURES),
@@ -173,6 +177,8 @@ class LMVUModel:
             "n_states": self.n_states_,
             "card": card,
         }
+        read_model(LMVUModelFile, record)
+        return record
 
     def save(self, path: str | os.PathLike[str], **card: Any) -> None:
         """Write the model as JSON (atomically), with a free-form training card."""
@@ -180,26 +186,24 @@ class LMVUModel:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> LMVUModel:
-        try:
-            data = json.loads(open(path, encoding="utf-8").read())
-        except json.JSONDecodeError as exc:
-            raise DataError(f"not an LMVU model: {exc.msg}", path=str(path)) from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise DataError(f"not an LMVU model (format {FORMAT!r} expected)", path=str(path))
-        if data.get("feature_names") != list(FEATURES):
+        data = read_model(LMVUModelFile, read_json_file(path), path=str(path))
+        if data.feature_names != list(FEATURES):
             raise DataError(
                 "feature names differ from this covrag version",
                 path=str(path),
                 field="feature_names",
             )
-        model = cls(**data["params"])
-        model.mean_ = np.array(data["mean"], dtype=np.float64)
-        model.scale_ = np.array(data["scale"], dtype=np.float64)
-        model.coef_ = np.array(data["coef"], dtype=np.float64)
-        model.n_pairs_ = int(data["n_pairs"])
-        model.n_states_ = int(data["n_states"])
+        try:
+            model = cls(**data.params)
+        except TypeError as exc:
+            raise DataError(str(exc), path=str(path), field="params") from None
+        model.mean_ = np.array(data.mean, dtype=np.float64)
+        model.scale_ = np.array(data.scale, dtype=np.float64)
+        model.coef_ = np.array(data.coef, dtype=np.float64)
+        model.n_pairs_ = data.n_pairs
+        model.n_states_ = data.n_states
         model.converged_ = True
-        model.card_ = data.get("card", {})
+        model.card_ = data.card
         return model
 
 
