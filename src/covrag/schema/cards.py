@@ -140,15 +140,15 @@ class PlannerTrainCard(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    base_model: str
-    config: dict[str, Any]
-    data: str
-    sft_examples: int
-    dpo_pairs: int
-    threads: int
-    versions: dict[str, str]
-    sft: dict[str, Any]
-    dpo: dict[str, Any] | None
+    base_model: str = Field(description="the model SFT started from (what eval-planner reads)")
+    config: dict[str, Any] = {}
+    data: str = Field(default="", description="the planner data folder")
+    sft_examples: int = 0
+    dpo_pairs: int = 0
+    threads: int = 0
+    versions: dict[str, str] = Field(default={}, description="package -> version")
+    sft: dict[str, Any] = Field(default={}, description="the SFT stage's figures")
+    dpo: dict[str, Any] | None = Field(default=None, description="the DPO stage's (null: none)")
 
 
 def write_card(model: type[BaseModel], card: dict[str, Any], path: str | os.PathLike[str]) -> None:
