@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from covrag.coverage.cross_encoder import CrossEncoderCoverage, _scorer
+from covrag.coverage import CrossEncoderCoverage
 from covrag.data import load_dataset
 from covrag.server import ServerConfig
 from covrag.server.run import serve_in_background
@@ -38,14 +38,13 @@ def dev_pairs(n: int) -> list[tuple[str, str]]:
 
 
 def pairs_per_second(n: int) -> float:
-    estimator = CrossEncoderCoverage()
-    scorer = _scorer(estimator.model_path(), estimator.batch_size, estimator.max_length)
+    scorer = CrossEncoderCoverage().scorer()
     pairs = dev_pairs(n)
     scorer.score(pairs[n:])  # warm-up on other pairs
     started = time.perf_counter()
     _, scored, _ = scorer.score(pairs[:n])
     seconds = time.perf_counter() - started
-    tokens = scorer._lengths(pairs[:n]).mean()
+    tokens = scorer.lengths(pairs[:n]).mean()
     print(
         f"shipped cross-encoder: {scored} pairs in {seconds:.2f} s = {scored / seconds:.0f} "
         f"pairs/s (mean {tokens:.0f} tokens a pair)"

@@ -67,11 +67,6 @@ def _add_fit_lmvu(fit: Subparsers) -> None:
         default="full",
         help="feature set (m0 and no-atomic are the paper's controls)",
     )
-    p.add_argument(
-        "--shuffle-state",
-        action="store_true",
-        help="control: permute the 14 state features within each state",
-    )
     p.add_argument("--l2", type=float, default=1.0, help="L2 regularisation")
     p.add_argument(
         "--dataset-weight",
@@ -265,7 +260,6 @@ def run_fit_lmvu(args: argparse.Namespace, console: Console) -> int:
     model = LMVUModel(
         l2=args.l2,
         features=FEATURE_SETS[args.features],
-        shuffle_state=args.shuffle_state,
         random_state=args.seed,
     )
     config = StateConfig(budgets=tuple(args.budgets), seed=args.seed)

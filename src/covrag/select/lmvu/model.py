@@ -23,7 +23,7 @@ import numpy as np
 
 from covrag.errors import ConfigError, DataError
 from covrag.files import atomic_write_text
-from covrag.select.lmvu.features import FEATURES, STATE
+from covrag.select.lmvu.features import FEATURES
 from covrag.types import FloatArray, IntArray
 
 FORMAT = "covrag-lmvu/1"
@@ -36,9 +36,7 @@ class LMVUModel:
         l2: L2 regularisation strength on the standardised coefficients.
         features: Names of the features used (a subset of ``FEATURES``); the others get weight 0.
         max_pairs_per_state: Pairs sampled per state (all when fewer), bounding memory.
-        shuffle_state: Control: permute the 14 state features among the candidates of each state
-            before fitting, destroying their link to the gains.
-        random_state: Seed for pair sampling and the shuffle control.
+        random_state: Seed for pair sampling.
     """
 
     mean_: FloatArray
@@ -54,13 +52,11 @@ class LMVUModel:
         l2: float = 1.0,
         features: Sequence[str] = FEATURES,
         max_pairs_per_state: int = 100,
-        shuffle_state: bool = False,
         random_state: int = 0,
     ) -> None:
         self.l2 = l2
         self.features = tuple(features)
         self.max_pairs_per_state = max_pairs_per_state
-        self.shuffle_state = shuffle_state
         self.random_state = random_state
 
     def _mask(self) -> FloatArray:
@@ -95,11 +91,6 @@ class LMVUModel:
             raise DataError("sample_weight must hold one finite weight >= 0 per row")
         rng = np.random.default_rng(self.random_state)
         mask = self._mask()
-        if self.shuffle_state:
-            X = X.copy()
-            for state in np.unique(groups):
-                rows = np.flatnonzero(groups == state)
-                X[rows, STATE] = X[rng.permutation(rows)][:, STATE]
         if not weight.sum() > 0:
             raise DataError("sample_weight is zero everywhere: nothing to fit")
         self.mean_ = np.average(X, axis=0, weights=weight)
@@ -157,7 +148,6 @@ class LMVUModel:
             "l2": self.l2,
             "features": list(self.features),
             "max_pairs_per_state": self.max_pairs_per_state,
-            "shuffle_state": self.shuffle_state,
             "random_state": self.random_state,
         }
 
@@ -192,7 +182,9 @@ class LMVUModel:
                 path=str(path),
                 field="feature_names",
             )
-        model = cls(**data["params"])
+        # ``shuffle_state`` (a control fitted by benchmarks/bench_lmvu.py now) is in older files
+        params = {k: v for k, v in data["params"].items() if k != "shuffle_state"}
+        model = cls(**params)
         model.mean_ = np.array(data["mean"], dtype=np.float64)
         model.scale_ = np.array(data["scale"], dtype=np.float64)
         model.coef_ = np.array(data["coef"], dtype=np.float64)
