@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from covrag.cli._common import Subparsers, add_llm_args, build_llm, check_outputs, progress_bar
+from covrag.cli.train_planner import add_request_args, load_requests
 from covrag.files import atomic_write_text
 
 COMMAND = "eval-planner"
@@ -43,14 +43,12 @@ def register(sub: Subparsers) -> None:
         "outline: score 1-5, violations of the exclude constraint, and the selection their "
         "outlines find; paired tests between planners.",
     )
-    p.add_argument(
-        "--datasets",
-        nargs="+",
-        default=["argkp2021:dev", "perspectrum:dev"],
-        help="held-aside labelled topics (never a test split)",
+    add_request_args(
+        p,
+        ["argkp2021:dev", "perspectrum:dev"],
+        "held-aside labelled topics (never a test split)",
+        EvalConfig,
     )
-    p.add_argument("--limit-topics", type=int, default=None, help="first N topics of each")
-    p.add_argument("--per-topic", type=int, default=2, help="requests per topic")
     p.add_argument(
         "--trained",
         type=Path,
@@ -58,9 +56,12 @@ def register(sub: Subparsers) -> None:
         help="folder of `covrag train planner`: its base, sft and dpo models are compared",
     )
     add_llm_args(p)  # the judge, and the teacher of the random outline's QTree
-    defaults = EvalConfig()
-    for name in ("depth", "branching", "retries"):
-        p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=EvalConfig().retries,
+        help="extra attempts per LLM step (default: %(default)s)",
+    )
     p.add_argument("--out", type=Path, default=None, help="JSON file of the results")
     p.set_defaults(run_command=run_eval_planner)
 
@@ -76,18 +77,14 @@ def planner_specs(trained: Path) -> dict[str, str]:
 
 
 def run_eval_planner(args: argparse.Namespace, console: Console) -> int:
-    from covrag.data import load_dataset
     from covrag.embed import default_encoder
     from covrag.llm import parse_llm
-    from covrag.train.planner_data import make_requests
     from covrag.train.planner_eval import EvalConfig, evaluate_planners, summarise
 
     check_outputs([("--datasets", d) for d in args.datasets], [("--out", args.out)])
     specs = planner_specs(args.trained)
-    per_dataset = [load_dataset(spec)[: args.limit_topics or None] for spec in args.datasets]
-    topics = [t for group in itertools.zip_longest(*per_dataset) for t in group if t is not None]
     config = EvalConfig(depth=args.depth, branching=args.branching, retries=args.retries)
-    requests = make_requests(topics, args.per_topic, config.seed)
+    topics, requests = load_requests(args, config.seed)
     planners = {name: parse_llm(spec) for name, spec in specs.items()}
     judge = build_llm(args.llm)
     with progress_bar(console) as progress:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -23,11 +25,39 @@ from covrag.cli._common import (
     progress_bar,
 )
 
+if TYPE_CHECKING:
+    from covrag.train.planner_data import PlannerRequest
+    from covrag.types import Topic
+
 #: The PlannerTrainConfig fields that are ``covrag train planner`` options: the base model and
 #: the SFT epochs of docs/experiments/17-trained-planner.md, and ``max_steps`` (a quick run).
 #: The LoRA, DPO, batch and learning-rate settings keep TRL's usual values (no run compared
 #: others; the trained planner did not beat the random outline there).
 PLANNER_OPTIONS = ("base_model", "sft_epochs", "max_steps")
+
+
+def add_request_args(
+    p: argparse.ArgumentParser, datasets: Sequence[str], help_text: str, config: type[Any]
+) -> None:
+    """The options of the requests (``--datasets``, ``--limit-topics``, ``--per-topic``) and of
+    the teacher's QTree (``--depth``, ``--branching``, defaults from ``config``), shared by
+    ``train planner-data`` and ``eval planner``: the two read requests made the same way."""
+    p.add_argument("--datasets", nargs="+", default=list(datasets), help=help_text)
+    p.add_argument("--limit-topics", type=int, default=None, help="first N topics of each dataset")
+    p.add_argument("--per-topic", type=int, default=2, help="requests per topic")
+    for name in ("depth", "branching"):
+        p.add_argument("--" + name, type=int, default=field_default(config, name))
+
+
+def load_requests(args: argparse.Namespace, seed: int) -> tuple[list[Topic], list[PlannerRequest]]:
+    """The topics of ``--datasets`` (the first ``--limit-topics`` of each, taken in turn from
+    each dataset) and ``--per-topic`` requests about each, their aspects drawn with ``seed``."""
+    from covrag.data import load_dataset
+    from covrag.train.planner_data import make_requests
+
+    per_dataset = [load_dataset(spec)[: args.limit_topics or None] for spec in args.datasets]
+    topics = [t for group in itertools.zip_longest(*per_dataset) for t in group if t is not None]
+    return topics, make_requests(topics, args.per_topic, seed)
 
 
 def add_train_planner_data(train: Subparsers) -> None:
@@ -38,32 +68,23 @@ def add_train_planner_data(train: Subparsers) -> None:
         "planner-data",
         help="judged outlines of include/exclude requests: SFT examples and DPO pairs (LLM)",
     )
-    p.add_argument(
-        "--datasets",
-        nargs="+",
-        default=["argkp2021:train", "perspectrum:train"],
-        help="labelled topics whose questions and aspects make the requests",
+    add_request_args(
+        p,
+        ["argkp2021:train", "perspectrum:train"],
+        "labelled topics whose questions and aspects make the requests",
+        DataConfig,
     )
     p.add_argument("--out", required=True, type=Path, help="folder to write the data into")
-    p.add_argument("--limit-topics", type=int, default=None, help="first N topics of each dataset")
-    p.add_argument("--per-topic", type=int, default=2, help="requests per topic")
     add_llm_args(p)  # the teacher and the judge
-    for name in ("depth", "branching"):
-        p.add_argument(
-            "--" + name.replace("_", "-"), type=int, default=field_default(DataConfig, name)
-        )
     p.set_defaults(run_command=run_train_planner_data)
 
 
 def run_train_planner_data(args: argparse.Namespace, console: Console) -> int:
-    from covrag.data import load_dataset
-    from covrag.train.planner_data import DataConfig, make_requests, write_planner_data
+    from covrag.train.planner_data import DataConfig, write_planner_data
 
     check_outputs([("--datasets", d) for d in args.datasets], [], [("--out", args.out)])
-    per_dataset = [load_dataset(spec)[: args.limit_topics or None] for spec in args.datasets]
-    topics = [t for group in itertools.zip_longest(*per_dataset) for t in group if t is not None]
     config = DataConfig(depth=args.depth, branching=args.branching)
-    requests = make_requests(topics, args.per_topic, config.seed)
+    _, requests = load_requests(args, config.seed)
     teacher = build_llm(args.llm)
     with progress_bar(console) as progress:
         task = progress.add_task("planning and judging", total=len(requests))
