@@ -20,9 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from covrag.coverage import CoverageEstimator, parse_estimator
-from covrag.coverage import cover as cover_module
-from covrag.coverage import cross_encoder as cross_encoder_module
+from covrag.coverage import CoverageEstimator, CoverCoverage, parse_estimator
+from covrag.coverage.cross_encoder import clear_scorers
 from covrag.data import load_dataset
 from covrag.embed import Encoder, default_encoder
 from covrag.evaluate import Judgments, evaluate
@@ -45,9 +44,9 @@ class _Fixed(CoverageEstimator):
 
 def _empty_caches(encoders: list[Encoder]) -> None:
     """No pair score and no embedding is reused from an earlier estimate."""
-    cross_encoder_module._scorer.cache_clear()
+    clear_scorers()
     for encoder in encoders:
-        encoder._cache.clear()
+        encoder.clear_cache()
 
 
 def main() -> None:
@@ -63,8 +62,8 @@ def main() -> None:
     encoders = [default_encoder()]
     for estimator in estimators.values():  # load every model once, outside the timings
         estimator.estimate(topics[0])
-        if isinstance(estimator, cover_module.CoverCoverage) and estimator.model is not None:
-            encoders.append(cover_module._encoder(estimator.model))
+        if isinstance(estimator, CoverCoverage) and estimator.model is not None:
+            encoders.append(estimator.encoder())
     selector = parse_selector(args.selector)
     judgments = Judgments.from_topics(topics)
     rows: dict[str, dict[str, list[float]]] = {s: {} for s in args.specs}

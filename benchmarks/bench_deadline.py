@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import argparse
 import time
-import uuid
-from typing import Any
 
 import httpx
 
-from covrag.coverage.cross_encoder import CrossEncoderCoverage, _scorer
+from covrag.coverage import CrossEncoderCoverage
 from covrag.data import load_dataset
 from covrag.server import ServerConfig
-from covrag.server.run import serve_in_background
+from covrag.server.run import probe_request, serve_in_background
 
 
 def dev_pairs(n: int) -> list[tuple[str, str]]:
@@ -38,14 +36,13 @@ def dev_pairs(n: int) -> list[tuple[str, str]]:
 
 
 def pairs_per_second(n: int) -> float:
-    estimator = CrossEncoderCoverage()
-    scorer = _scorer(estimator.model_path(), estimator.batch_size, estimator.max_length)
+    scorer = CrossEncoderCoverage().scorer()
     pairs = dev_pairs(n)
     scorer.score(pairs[n:])  # warm-up on other pairs
     started = time.perf_counter()
     _, scored, _ = scorer.score(pairs[:n])
     seconds = time.perf_counter() - started
-    tokens = scorer._lengths(pairs[:n]).mean()
+    tokens = scorer.lengths(pairs[:n]).mean()
     print(
         f"shipped cross-encoder: {scored} pairs in {seconds:.2f} s = {scored / seconds:.0f} "
         f"pairs/s (mean {tokens:.0f} tokens a pair)"
@@ -53,28 +50,10 @@ def pairs_per_second(n: int) -> float:
     return scored / seconds
 
 
-def request(n_passages: int, n_aspects: int) -> dict[str, Any]:
-    tag = uuid.uuid4().hex[:8]
-    return {
-        "query": f"Should cities ban cars? {tag}",
-        "passages": [
-            {"id": f"p{i}", "text": f"Passage {i} ({tag}) on traffic, shops and clean air."}
-            for i in range(n_passages)
-        ],
-        "aspects": [
-            {"id": f"a{j}", "text": f"Aspect {j} ({tag}): does a ban change this?"}
-            for j in range(n_aspects)
-        ],
-        "coverage": "cross-encoder",
-        "relevance": "order",
-        "k": 2,
-    }
-
-
 def heavy_then_small(timeout: float) -> None:
     config = ServerConfig(default_coverage="cross-encoder", timeout_s=timeout, max_pairs=10**6)
     with serve_in_background(config) as url, httpx.Client(base_url=url, timeout=600) as http:
-        for name, body in (("300 x 40", request(300, 40)), ("2 x 1", request(2, 1))):
+        for name, body in (("300 x 40", probe_request(300, 40)), ("2 x 1", probe_request(2, 1))):
             started = time.perf_counter()
             status = http.post("/v1/select", json=body).status_code
             print(f"{name}: {status} in {time.perf_counter() - started:.2f} s")

@@ -107,7 +107,6 @@ def main() -> int:
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "covrag.cli", "serve", "--port", str(port)]
     command += ["--workers", str(args.workers), "--coverage", args.coverage]
-    command += ["--log-level", "warning"]
     process = subprocess.Popen(command)
     try:
         started = time.perf_counter()

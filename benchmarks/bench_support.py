@@ -32,7 +32,6 @@ from pathlib import Path
 import numpy as np
 
 from covrag.coverage import CrossEncoderCoverage
-from covrag.coverage.cross_encoder import _scorer
 from covrag.data import load_dataset
 from covrag.generate.alignment import align
 from covrag.text import STOPWORDS, split_sentences
@@ -71,8 +70,7 @@ def measure(spec: str, topics_wanted: int | None, seed: int) -> dict[str, object
     topics = load_dataset(spec)
     if topics_wanted is not None and topics_wanted < len(topics):
         topics = random.Random(seed).sample(topics, topics_wanted)
-    judge = CrossEncoderCoverage(assignment="independent", answers_gate=0.0)
-    scorer = _scorer(judge.model_path(), judge.batch_size, judge.max_length)
+    scorer = CrossEncoderCoverage().scorer()  # the pairs as the citation check scores them
     labels, probs, aligned = [], [], []
     copies, copies_held = 0, 0
     rng = random.Random(seed)

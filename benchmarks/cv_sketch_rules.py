@@ -14,7 +14,7 @@ from its question's probability q and its sketches' S (:func:`covrag.coverage.ba
 - ``mean``: the mean of q and every S; ``mix``: (1 - w) q + w max S; ``maxmix``: max(q, mix);
 - ``geo``: sqrt(q max S); ``smean``: max(q, mean S); ``second``: max(q, second-best S);
 - ``checked``: max(q, max of the S whose sketch the model, reading it as a passage, gives at
-  least ``gate`` against its question): what ``cross-encoder(answers_gate=...)`` ships.
+  least ``gate`` against its question): what ``cross-encoder`` ships (gate 0.5, ``ANSWERS_GATE``).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from covrag.coverage import CrossEncoderCoverage
 from covrag.coverage.base import ESTIMATORS, CoverageEstimator, expand_answers
-from covrag.coverage.cross_encoder import CrossEncoderCoverage, _scorer
 from covrag.types import CoverageMatrix, Topic
 
 
@@ -60,7 +60,7 @@ class SketchRule(CoverageEstimator):
     def estimate(self, topic: Topic) -> CoverageMatrix:
         ce = CrossEncoderCoverage(model=self.model)
         expanded, owners = expand_answers(topic)
-        scorer = _scorer(ce.model_path(), ce.batch_size, ce.max_length)
+        scorer = ce.scorer()
         pairs = [(p.text, a.text) for p in topic.passages for a in expanded.aspects]
         values, scored, _ = scorer.score(pairs)
         probs = values.reshape(len(topic.passages), len(expanded.aspects))

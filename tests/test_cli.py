@@ -16,13 +16,13 @@ def test_select_then_eval_greedy_gold_matches_ir_measures(tmp_path: Path, capsys
     from covrag.evaluate.qrels import run_to_ir_measures, to_ir_measures, topic_qrels
 
     run_path = tmp_path / "greedy.trec"
-    trace = tmp_path / "trace.jsonl"
+    run_json = tmp_path / "run.json"
     args = ["select", "--dataset", "argkp2021:dev", "--selector", "greedy-coverage"]
-    args += ["--coverage", "gold", "--k", "10", "--out", str(run_path), "--trace", str(trace)]
+    args += ["--coverage", "gold", "--k", "10", "--out", str(run_path), "--run-json", str(run_json)]
     assert main(args) == 0
     run = read_run(run_path)
     assert len(run) == 4 and all(len(docs) == 10 for docs in run.values())
-    steps = [json.loads(line)["steps"] for line in trace.read_text().splitlines()]
+    steps = [t["selection"]["steps"] for t in json.loads(run_json.read_text())["topics"]]
     assert all(step[0]["newly_covered"] for step in steps)
 
     qrels = to_ir_measures(topic_qrels(load_dataset("argkp2021:dev")))

@@ -50,7 +50,7 @@ def error_line(capsys: pytest.CaptureFixture[str]) -> str:
 # --- 2: never write over an input ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("option", ["--out", "--trace", "--run-json"])
+@pytest.mark.parametrize("option", ["--out", "--run-json"])
 def test_select_refuses_to_write_over_its_dataset(
     dataset: Path, tmp_path: Path, option: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -85,7 +85,7 @@ def test_two_outputs_on_one_file_are_refused(
     dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = str(tmp_path / "run.trec")
-    assert main(select(dataset, "--out", out, "--trace", out)) == 2
+    assert main(select(dataset, "--out", out, "--run-json", out)) == 2
     assert "both write" in error_line(capsys)
 
 
@@ -291,14 +291,14 @@ def test_a_bench_that_cannot_write_everything_leaves_the_older_bench(
     capsys.readouterr()
 
 
-def test_a_failing_trace_leaves_no_out(
+def test_a_failing_run_json_leaves_no_out(
     dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
     out = tmp_path / "run.trec"
-    assert main(select(dataset, "--out", str(out), "--trace", str(blocker / "t.jsonl"))) == 2
-    assert str(blocker / "t.jsonl") in error_line(capsys)
+    assert main(select(dataset, "--out", str(out), "--run-json", str(blocker / "t.json"))) == 2
+    assert str(blocker / "t.json") in error_line(capsys)
     assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl", "file"]
 

@@ -26,7 +26,7 @@ def test_a_missing_reports_folder_is_created_and_served(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     port = _free_port()
     command = [sys.executable, "-m", "covrag.cli", "serve", "--port", str(port), "--no-preload"]
-    command += ["--coverage", "gold", "--log-level", "warning", "--reports-dir", str(reports)]
+    command += ["--coverage", "gold", "--reports-dir", str(reports)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120

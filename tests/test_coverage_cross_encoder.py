@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from covrag.cli import main
-from covrag.coverage import CrossEncoderCoverage, EmbeddingCoverage
+from covrag.coverage import CrossEncoderCoverage, EmbeddingCoverage, cross_encoder
 from covrag.errors import ConfigError, DataError, TrainingError
 from covrag.train import coverage as coverage_training
 from covrag.train.calibrate import best_f1_threshold, roc_auc
@@ -61,42 +61,19 @@ def test_estimator_scores_unique_pairs_once_and_caches(tiny_model: Path) -> None
     assert repr(estimator).startswith("cross-encoder(model=")
 
 
-def test_best_assignment_covers_at_most_one_aspect_per_passage(tiny_model: Path) -> None:
-    matrix = CrossEncoderCoverage(model=str(tiny_model), threshold=0.01, assignment="best")
-    covered = matrix.estimate(topic()).covered
-    assert (covered.sum(axis=1) <= 1).all()
-
-
-def test_blend_mixes_in_the_bi_encoders_cosine(tiny_model: Path) -> None:
-    alone = CrossEncoderCoverage(model=str(tiny_model), threshold=0.5).estimate(topic())
-    cosine = EmbeddingCoverage(threshold=0.0).estimate(topic())
-    blended = CrossEncoderCoverage(model=str(tiny_model), threshold=0.5, blend=0.25)
-    matrix = blended.estimate(topic())
-    assert np.allclose(matrix.probs, 0.75 * alone.probs + 0.25 * cosine.probs)
-    assert not np.allclose(matrix.probs, alone.probs)
-    assert "blend=0.25" in matrix.source and matrix.pairs_scored == 0  # the pairs were cached
-    with pytest.raises(ValueError, match="blend must lie in"):
-        CrossEncoderCoverage(blend=1.5)
-
-
 def test_threshold_comes_from_the_training_card(tiny_model: Path) -> None:
     card = json.loads((tiny_model / "training_card.json").read_text())
-    card["threshold"], card["assignment"] = 0.35, "best"
+    card["threshold"] = 0.35
     (tiny_model / "training_card.json").write_text(json.dumps(card))
     estimator = CrossEncoderCoverage(model=str(tiny_model))
     assert estimator.resolved_threshold() == 0.35
-    assert estimator.resolved_assignment() == "best"
-    assert (
-        CrossEncoderCoverage(model=str(tiny_model), assignment="independent").resolved_assignment()
-        == "independent"
-    )
 
 
 def test_question_worded_aspects_get_the_cards_question_threshold(tiny_model: Path) -> None:
     path = tiny_model / "training_card.json"
     saved = path.read_text()
     card = json.loads(saved)
-    card["threshold"], card["question_threshold"], card["assignment"] = 0.8, 0.3, "independent"
+    card["threshold"], card["question_threshold"] = 0.8, 0.3
     path.write_text(json.dumps(card))
     try:
         aspects = (Aspect("s", "pollution"), Aspect("q", "Do cars pollute the air?"))
@@ -218,8 +195,7 @@ def test_per_row_and_static_int8_score_a_pair_the_same_in_any_batch(
         # the same pair padded beside longer ones, and in a batch of its own
         batched = scorer.predict([pair, longer, longer])[0]
         found[kind] = (alone, abs(alone - batched))
-    # (independent: an earlier test stores assignment "best" in the module's model card)
-    torch_estimator = CrossEncoderCoverage(model=str(tiny_model), assignment="independent")
+    torch_estimator = CrossEncoderCoverage(model=str(tiny_model))
     torch_score = torch_estimator.estimate(topic()).probs[0, 0]
     for kind in ("row", "static"):  # the batch and its padding make no difference
         assert found[kind][1] < 1e-6, kind
@@ -334,7 +310,7 @@ def test_an_mpnet_cross_encoder_exports_with_its_own_inputs(
 
     from covrag.coverage.onnx_model import ONNX_FILE, OnnxPairScorer, export_onnx
 
-    torch_probs = CrossEncoderCoverage(model=str(tiny_mpnet), assignment="independent")
+    torch_probs = CrossEncoderCoverage(model=str(tiny_mpnet))
     expected = torch_probs.estimate(topic()).probs
     for kind, quantize in (("fp32", False), ("int8", True)):
         model_file = export_onnx(tiny_mpnet, tmp_path / kind, quantize=quantize)
@@ -445,11 +421,11 @@ def test_bf16_training_learns_the_same_task_and_is_a_setting_of_its_own(tmp_path
         TrainConfig(precision="fp16")
 
 
-def test_answer_sketches_are_scored_and_each_aspect_keeps_its_best(tiny_model: Path) -> None:
-    # assignment "independent": the card's "best" would cap all but each passage's best aspect
-    estimator = CrossEncoderCoverage(
-        model=str(tiny_model), threshold=0.5, assignment="independent", answers_gate=0.0
-    )
+def test_answer_sketches_are_scored_and_each_aspect_keeps_its_best(
+    tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cross_encoder, "ANSWERS_GATE", 0.0)  # every sketch counts
+    estimator = CrossEncoderCoverage(model=str(tiny_model), threshold=0.5)
     plain = topic()
     # each aspect also worded as the other one: its best column is the higher of the two
     swapped = Topic(
@@ -473,7 +449,7 @@ def test_answer_sketches_are_scored_and_each_aspect_keeps_its_best(tiny_model: P
 
 
 def test_a_sketch_counts_only_when_the_model_judges_it_to_answer_its_aspect(
-    tiny_model: Path,
+    tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plain = topic()
     sketch = "Car bans hurt local shops."
@@ -484,32 +460,21 @@ def test_a_sketch_counts_only_when_the_model_judges_it_to_answer_its_aspect(
         (Aspect("a1", "pollution", answers=(sketch,)), plain.aspects[1]),
     )
     model = str(tiny_model)
-    alone = (
-        CrossEncoderCoverage(model=model, threshold=0.5, assignment="independent")
-        .estimate(plain)
-        .probs
-    )
+    estimator = CrossEncoderCoverage(model=model, threshold=0.5)
+    alone = estimator.estimate(plain).probs
     # the sketch read as a passage against its own aspect
-    check = CrossEncoderCoverage(model=model, threshold=0.5, assignment="independent").estimate(
-        Topic("c", "", (Passage("s", sketch),), plain.aspects[:1])
+    judged = float(
+        estimator.estimate(Topic("c", "", (Passage("s", sketch),), plain.aspects[:1])).probs[0, 0]
     )
-    judged = float(check.probs[0, 0])
-    as_aspect = CrossEncoderCoverage(model=model, threshold=0.5, assignment="independent").estimate(
-        Topic("q", "", plain.passages, (Aspect("a1", sketch),))
-    )
-    kept = CrossEncoderCoverage(
-        model=model, threshold=0.5, assignment="independent", answers_gate=judged - 1e-6
-    )
+    as_aspect = estimator.estimate(Topic("q", "", plain.passages, (Aspect("a1", sketch),)))
+    # the gate is a module constant (0.5, chosen by CV); set here on either side of the judgment
+    monkeypatch.setattr(cross_encoder, "ANSWERS_GATE", judged - 1e-6)
     assert np.allclose(
-        kept.estimate(sketched).probs[:, 0], np.maximum(alone[:, 0], as_aspect.probs[:, 0])
+        estimator.estimate(sketched).probs[:, 0], np.maximum(alone[:, 0], as_aspect.probs[:, 0])
     )
-    dropped = CrossEncoderCoverage(
-        model=model, threshold=0.5, assignment="independent", answers_gate=judged + 1e-6
-    )
-    assert np.allclose(dropped.estimate(sketched).probs, alone)  # as if there were no sketch
+    monkeypatch.setattr(cross_encoder, "ANSWERS_GATE", judged + 1e-6)
+    assert np.allclose(estimator.estimate(sketched).probs, alone)  # as if there were no sketch
     assert not np.allclose(as_aspect.probs[:, 0], alone[:, 0])  # so the two cases differ
-    with pytest.raises(ValueError, match="answers_gate must lie in"):
-        CrossEncoderCoverage(answers_gate=2.0)
 
 
 def test_sentence_transformers_scoring_checks_a_deadline_between_chunks(tiny_model: Path) -> None:
@@ -519,10 +484,10 @@ def test_sentence_transformers_scoring_checks_a_deadline_between_chunks(tiny_mod
     scorer = PairScorer(str(tiny_model), batch_size=2, max_length=32, cache_size=100)
     assert scorer.backend == "sentence-transformers"
     pairs = [(f"Cars pollute the air in city {i}.", "pollution") for i in range(20)]
-    plain = scorer._predict(pairs, scorer._lengths(pairs))
+    plain = scorer._predict(pairs, scorer.lengths(pairs))
     seen: list[Deadline] = []
     with deadline_scope(Deadline.after(600.0)), watch_checks(seen.append):
-        timed = scorer._predict(pairs, scorer._lengths(pairs))
+        timed = scorer._predict(pairs, scorer.lengths(pairs))
     np.testing.assert_allclose(timed, plain, atol=1e-6)
     assert len(seen) == 3  # chunks of 4 batches of 2 pairs: 8 + 8 + 4
     with (

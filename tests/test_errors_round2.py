@@ -122,8 +122,6 @@ def test_a_measure_cutoff_too_long_to_read_is_refused(
     ("args", "named"),
     [
         (["--selector", "random(seed=-1)"], "selector 'random': seed must be an integer >= 0"),
-        (["--selector", "topk", "--exclude-aspects", "random:1", "--exclude-seed", "-1"],
-         "--exclude-seed must be an integer >= 0"),
     ],
 )  # fmt: skip
 def test_negative_seeds_are_refused_in_select(

@@ -88,7 +88,7 @@ def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 @pytest.mark.parametrize("special", sorted(SPECIALS))
-@pytest.mark.parametrize("option", ["--out", "--trace"])
+@pytest.mark.parametrize("option", ["--out", "--run-json"])
 def test_select_refuses_a_special_output_and_leaves_it(
     dataset: Path,
     tmp_path: Path,

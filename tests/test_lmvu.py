@@ -105,14 +105,10 @@ def test_pairwise_fit_follows_sklearn_contract_and_learns_the_signal(tmp_path: P
     assert loaded.card_ == {"note": "test"}
 
 
-def test_controls_m0_and_shuffle() -> None:
+def test_m0_control_and_bad_inputs() -> None:
     X, y, groups = synthetic_training()
     m0 = LMVUModel(features=("retriever_score", "query_cosine", "length")).fit(X, y, groups)
     assert np.count_nonzero(m0.coef_) <= 3
-    shuffled = LMVUModel(shuffle_state=True).fit(X, y, groups)
-    real = LMVUModel().fit(X, y, groups)
-    novelty = FEATURES.index("novelty")
-    assert abs(shuffled.coef_[novelty]) < abs(real.coef_[novelty]) / 3
     with pytest.raises(ConfigError, match="unknown LMVU features"):
         LMVUModel(features=("nope",)).fit(X, y, groups)
     with pytest.raises(DataError, match="nothing to fit"):

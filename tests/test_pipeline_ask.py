@@ -47,17 +47,17 @@ def test_one_default_selector_and_estimator_everywhere() -> None:
 def test_cli_options_carry_the_config_defaults_and_help() -> None:
     args = build_parser().parse_args(["ask", "a question"])
     assert config_from_args(AskConfig, args, ASK_OPTIONS) == AskConfig()
-    assert set(ASK_OPTIONS) == {f.name for f in dataclasses.fields(AskConfig)}
-    args = build_parser().parse_args(["ask", "q", "--selector", "greedy-coverage", "--outline"])
-    config = config_from_args(AskConfig, args, ASK_OPTIONS)
-    assert config.selector == "greedy-coverage" and config.outline is True
+    assert set(ASK_OPTIONS) < {f.name for f in dataclasses.fields(AskConfig)}
+    args = ["ask", "q", "--selector", "greedy-coverage", "--writer", "synthesis"]
+    config = config_from_args(AskConfig, build_parser().parse_args(args), ASK_OPTIONS)
+    assert config.selector == "greedy-coverage" and config.writer == "synthesis"
     serve = build_parser().parse_args(["serve"])
     assert config_from_args(ServerConfig, serve, SERVER_OPTIONS) == ServerConfig()
     serve = build_parser().parse_args(["serve", "--no-preload", "--timeout", "5"])
     assert config_from_args(ServerConfig, serve, SERVER_OPTIONS).preload is False
     assert config_from_args(ServerConfig, serve, SERVER_OPTIONS).timeout_s == 5.0
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["ask", "q", "--feedback", "oracle"])  # a Literal's choices
+        build_parser().parse_args(["ask", "q", "--writer", "oracle"])  # a Literal's choices
 
 
 def test_config_checks() -> None:

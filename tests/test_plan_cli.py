@@ -18,7 +18,7 @@ def test_select_with_pool_aspects_writes_a_run(tmp_path: Path, capsys) -> None: 
     pytest.importorskip("sentence_transformers")
     out = tmp_path / "run.trec"
     args = ["select", "--dataset", "argkp2021:dev", "--selector", "greedy-coverage"]
-    args += ["--coverage", "embedding", "--aspects", "pool", "--pool-k", "5", "--out", str(out)]
+    args += ["--coverage", "embedding", "--aspects", "pool", "--out", str(out)]
     assert main(args) == 0
     run = read_run(out)
     assert len(run) == 4 and all(len(docs) == 10 for docs in run.values())

@@ -104,7 +104,7 @@ def test_ask_plans_writes_and_critiques_through_a_served_model(
     out = tmp_path / "ask.json"
     args = ["ask", "Should schools require uniforms?", "--corpus", str(corpus)]
     args += ["--llm", _spec(served), "--subquestions", "2", "--pool", "4", "--k", "2"]
-    args += ["--passes", "1", "--sentences", "2", "--rewrite-sentences", "2"]
+    args += ["--passes", "1"]
     # --floor 0 --gate 0: the tiny corpus need not clear the floor; the point is the model calls.
     args += ["--max-tokens", "64", "--floor", "0", "--gate", "0", "--out", str(out)]
     code = main(args)

@@ -50,7 +50,7 @@ def test_serve_command_runs_a_server_that_checks_the_key() -> None:
     env = {**os.environ, "COVRAG_API_KEY": "from-env"}
     # Port 0: the kernel picks a free port, and uvicorn's readiness line names it.
     command = [sys.executable, "-m", "covrag.cli", "serve", "--port", "0"]
-    command += ["--no-preload", "--coverage", "gold", "--log-level", "info"]
+    command += ["--no-preload", "--coverage", "gold"]
     process = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

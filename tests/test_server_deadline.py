@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +25,7 @@ from covrag.deadline import Deadline, watch_checks  # noqa: E402
 from covrag.errors import ConfigError  # noqa: E402
 from covrag.server import ServerConfig  # noqa: E402
 from covrag.server import app as app_module  # noqa: E402
-from covrag.server.run import serve, serve_in_background  # noqa: E402
+from covrag.server.run import probe_request, serve, serve_in_background  # noqa: E402
 from covrag.server.service import MODEL_GATE  # noqa: E402
 
 pytestmark = pytest.mark.model
@@ -34,24 +33,7 @@ pytestmark = pytest.mark.model
 
 def request(n_passages: int, n_aspects: int, **overrides: Any) -> dict[str, Any]:
     """A cross-encoder request over texts no other test scored (the pair cache cannot answer)."""
-    tag = uuid.uuid4().hex[:8]
-    body: dict[str, Any] = {
-        "query": f"Should cities ban cars? {tag}",
-        "passages": [
-            {"id": f"p{i}", "text": f"Passage {i} ({tag}) on traffic, shops and clean air."}
-            for i in range(n_passages)
-        ],
-        "aspects": [
-            {"id": f"a{j}", "text": f"Aspect {j} ({tag}): does a ban change this?"}
-            for j in range(n_aspects)
-        ],
-        "coverage": "cross-encoder",
-        "selector": "greedy-coverage",
-        "relevance": "order",
-        "k": 2,
-    }
-    body.update(overrides)
-    return body
+    return probe_request(n_passages, n_aspects, selector="greedy-coverage", **overrides)
 
 
 @pytest.fixture(scope="module")

@@ -94,8 +94,11 @@ def test_one_statement_per_request_on_demand_and_alignment_sees_shifted_question
 
 
 @pytest.mark.slow
-def test_cli_rewrites_with_the_tiny_model(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_cli_rewrites_with_the_tiny_model(  # type: ignore[no-untyped-def]
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("xllamacpp")
+    monkeypatch.setenv("COVRAG_CACHE_DIR", str(tmp_path / "cache"))  # a fresh response cache
     data = tmp_path / "d.jsonl"
     record = {
         "query_id": "t1",
@@ -106,7 +109,7 @@ def test_cli_rewrites_with_the_tiny_model(tmp_path: Path, capsys) -> None:  # ty
     data.write_text(json.dumps(record) + "\n")
     out = tmp_path / "q.jsonl"
     args = ["train", "question-forms", "--datasets", str(data), "--out", str(out)]
-    code = main([*args, "--llm", "local(model='smollm2')", "--no-llm-cache"])
+    code = main([*args, "--llm", "local(model='smollm2')"])
     captured = capsys.readouterr()
     if code == 2:  # SmolLM2-135M failed the checks: nothing looks finished
         assert "no valid answer" in " ".join(captured.err.split()) and not out.exists()

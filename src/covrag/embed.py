@@ -92,6 +92,10 @@ class Encoder:
             return np.zeros((0, self.dimension))
         return np.stack([self._cache[t] for t in texts])
 
+    def clear_cache(self) -> None:
+        """Forget every embedding computed so far (benchmarks time cold encodes)."""
+        self._cache.clear()
+
 
 def _quiet_transformers() -> None:
     """Library code shows no progress bars of its own dependencies."""

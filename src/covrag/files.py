@@ -10,7 +10,7 @@ to one, such as ``/proc/self/fd/1``) is refused, never replaced by a file (as ro
 /dev/null`` would otherwise put a regular file where the system's device was). Temporary names
 are kept within the 255-byte limit of a file name, so a target whose own name is near it works.
 
-A result made of several files (``select --out --trace --run-json``) is staged completely before
+A result made of several files (``select --out --run-json``) is staged completely before
 the first rename (:func:`write_all`), and a result folder (``bench --out``) is built in a
 temporary folder beside it and renamed into place at the end (:func:`staged_folder`).
 """

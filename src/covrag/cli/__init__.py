@@ -38,7 +38,7 @@ __all__ = ["build_parser", "main"]
 
 Command = Callable[[argparse.Namespace, Console], int]
 
-#: The modules whose ``register`` adds their commands, in the order ``covrag --help`` lists them.
+#: The modules whose ``register`` adds their commands.
 MODULES = (
     select,
     evaluate,
@@ -56,14 +56,59 @@ MODULES = (
 )
 
 
+#: The commands ``covrag --help`` lists first, in this order: what a user of the product runs.
+PRODUCT_COMMANDS = (
+    "ask",
+    "index",
+    "search",
+    "select",
+    "plan",
+    "serve",
+    "report",
+    "eval",
+    "eval-answers",
+    "bench",
+    "demo",
+    "datasets",
+    "cache",
+)
+#: The commands listed after them, under their own heading: cross-validation, training (question
+#: forms, planner data, CoveR, the coverage cross-encoder, LMVU) and evaluation of experiments.
+RESEARCH_COMMANDS = ("cv", "train", "fit", "eval-planner", "qrels")
+
+
+class _Parser(argparse.ArgumentParser):
+    """The top-level parser: its help lists the product commands, then the research ones."""
+
+    def format_help(self) -> str:
+        formatter = self._get_formatter()
+        formatter.add_usage(self.usage, self._actions, self._mutually_exclusive_groups)
+        formatter.add_text(self.description)
+        sub = next(a for a in self._actions if isinstance(a, argparse._SubParsersAction))
+        entries = {entry.dest: entry for entry in sub._choices_actions}
+        for title, names in (
+            ("commands", PRODUCT_COMMANDS),
+            ("research commands", RESEARCH_COMMANDS),
+        ):
+            formatter.start_section(title)
+            formatter.add_arguments([entries[name] for name in names])
+            formatter.end_section()
+        formatter.start_section("options")
+        formatter.add_arguments([a for a in self._actions if a.option_strings])
+        formatter.end_section()
+        return formatter.format_help()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="covrag",
         description="Build RAG context that covers the whole question, and measure it.",
     )
     parser.add_argument("--version", action="version", version=f"covrag {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    sub: Subparsers = parser.add_subparsers(dest="command", required=True, metavar="command")
+    sub: Subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="command", parser_class=argparse.ArgumentParser
+    )
     for module in MODULES:
         module.register(sub)
     return parser

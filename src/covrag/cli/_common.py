@@ -51,6 +51,8 @@ console = Console(width=None if sys.stdout.isatty() else 160, emoji=False)
 err_console = Console(stderr=True, soft_wrap=True, emoji=False)
 
 DEFAULT_LLM = "local"
+#: The seed of ``--exclude-aspects random:N`` (fixed: ``select`` and ``eval`` must draw alike).
+EXCLUDE_SEED = 0
 
 
 # --- options generated from config dataclasses ---------------------------------------------------
@@ -220,11 +222,8 @@ def add_exclude_args(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="SPEC",
         help="gold aspects the request asks to leave out: aspect ids, or random:N (N per topic, "
-        "drawn with --exclude-seed); selectors avoid them by their exclude= mode, measures "
+        "drawn with seed 0); selectors avoid them by their exclude= mode, measures "
         "count no gain for them, and Excl@k reports how much of a ranking supports them",
-    )
-    parser.add_argument(
-        "--exclude-seed", type=int, default=0, help="seed of --exclude-aspects random:N"
     )
 
 
@@ -236,14 +235,18 @@ def load_topics(args: argparse.Namespace) -> list[Topic]:
     topics = load_dataset(args.dataset)
     if not topics:
         raise DataError("no topics: the dataset is empty", path=str(args.dataset))
-    return exclude_aspects(topics, args.exclude_aspects, args.exclude_seed)
+    return exclude_aspects(topics, args.exclude_aspects, EXCLUDE_SEED)
 
 
 # --- LLMs and aspect sources ---------------------------------------------------------------------
 
 
-def add_llm_args(parser: argparse.ArgumentParser) -> None:
-    """``--llm`` and the response cache switch, shared by every command that calls an LLM."""
+def add_llm_args(parser: argparse.ArgumentParser, cache_switch: bool = False) -> None:
+    """``--llm``, shared by every command that calls an LLM, and with ``cache_switch`` the
+    ``--no-llm-cache`` switch (``ask`` and ``plan``, whose timings are measured without the
+    cache: docs/BENCHMARKS.md). Batch and research commands always read and fill the response
+    cache, which makes them resumable; ``covrag cache clear`` or a fresh ``$COVRAG_CACHE_DIR``
+    asks again."""
     parser.add_argument(
         "--llm",
         default=DEFAULT_LLM,
@@ -251,24 +254,27 @@ def add_llm_args(parser: argparse.ArgumentParser) -> None:
         "\"local(model='smollm2')\", \"local(model='/path/model.gguf')\", "
         "\"openai(model='gpt-4o-mini')\", \"openai(model='m', base_url='http://host:8000/v1')\"",
     )
-    parser.add_argument(
-        "--no-llm-cache",
-        action="store_true",
-        help="call the LLM even for requests answered before (default: the response cache)",
-    )
+    if cache_switch:
+        parser.add_argument(
+            "--no-llm-cache",
+            action="store_true",
+            help="call the LLM even for requests answered before (default: the response cache)",
+        )
 
 
-def build_llm(spec: str, no_cache: bool) -> LLM:
+def build_llm(spec: str, no_cache: bool = False) -> LLM:
     from covrag.llm import parse_llm
 
     return parse_llm(spec, cache=not no_cache)
 
 
-def add_prepare_args(parser: argparse.ArgumentParser, multiple: bool = False) -> None:
-    """``--aspects`` and its sources' options, ``--exclude-aspects`` and ``--relevance``."""
+def add_prepare_args(
+    parser: argparse.ArgumentParser, multiple: bool = False, exclusion: bool = True
+) -> None:
+    """``--aspects`` and its sources' options, ``--exclude-aspects`` (with ``exclusion``) and
+    ``--relevance``."""
     from covrag.pipeline.config import PrepareConfig
     from covrag.plan import ASPECT_SOURCES, AspectOptions
-    from covrag.plan.decompose import STYLES
 
     parser.add_argument(
         "--aspects",
@@ -278,8 +284,8 @@ def add_prepare_args(parser: argparse.ArgumentParser, multiple: bool = False) ->
         help="the sub-questions coverage is estimated against: gold = the dataset's aspect "
         "texts (DES's human-nugget setting); llm = sub-questions the --llm writes for each "
         "query; pool = representative passages of each pool (facility location); +answers = "
-        "each question also worded as --answers statements an answer would make, written by "
-        "the --llm; measures always use the gold labels"
+        "each question also worded as 3 statements an answer would make, written by the "
+        "--llm; measures always use the gold labels"
         + ("; several are compared side by side" if multiple else ""),
     )
     add_llm_args(parser)
@@ -289,32 +295,8 @@ def add_prepare_args(parser: argparse.ArgumentParser, multiple: bool = False) ->
         default=field_default(AspectOptions, "subquestions"),
         help="sub-questions per query for --aspects llm",
     )
-    parser.add_argument(
-        "--decompose-style",
-        choices=sorted(STYLES),
-        default=field_default(AspectOptions, "decompose_style"),
-        help="how the --llm is asked for sub-questions: factors = DES's (a factor a complete "
-        "answer weighs, one sub-question about each); points = the specific claims a complete "
-        "answer states, each as the narrow question a passage making it answers",
-    )
-    parser.add_argument(
-        "--answers",
-        type=int,
-        default=field_default(AspectOptions, "answers"),
-        help="answer sketches per question for the +answers aspect sources",
-    )
-    parser.add_argument(
-        "--pool-k",
-        type=int,
-        default=field_default(AspectOptions, "pool_k"),
-        help="aspects per topic for --aspects pool",
-    )
-    parser.add_argument(
-        "--pool-rewrite",
-        action="store_true",
-        help="--aspects pool: have the LLM rewrite each representative passage as a question",
-    )
-    add_exclude_args(parser)
+    if exclusion:
+        add_exclude_args(parser)
     add_config_options(parser, PrepareConfig, ["relevance"])
 
 
@@ -323,14 +305,8 @@ def aspect_sources(args: argparse.Namespace, names: Iterable[str]) -> dict[str, 
     built from the command's options; the LLM is built once, only when a source needs it."""
     from covrag.plan import AspectOptions, build_aspect_sources
 
-    options = AspectOptions(
-        subquestions=args.subquestions,
-        pool_k=args.pool_k,
-        pool_rewrite=args.pool_rewrite,
-        decompose_style=args.decompose_style,
-        answers=args.answers,
-    )
-    return build_aspect_sources(names, options, lambda: build_llm(args.llm, args.no_llm_cache))
+    options = AspectOptions(subquestions=args.subquestions)
+    return build_aspect_sources(names, options, lambda: build_llm(args.llm))
 
 
 def write_files(files: Mapping[Path, str]) -> None:

@@ -27,14 +27,14 @@ from covrag.cli._common import (
     write_files,
 )
 from covrag.cli._executor import add_ray_option, executor_from_args
-from covrag.errors import ConfigError
 from covrag.pipeline.config import BenchConfig
 from covrag.types import Budget, Topic
 
 if TYPE_CHECKING:
     from covrag.pipeline import BenchResult
 
-#: The BenchConfig fields that are ``covrag bench`` options (``--baseline`` is matched by prefix).
+#: The BenchConfig fields that are ``covrag bench`` options (the baseline of the paired tests is
+#: the first method: order ``--selectors`` to choose it).
 BENCH_OPTIONS = ("measures", "exact", "seed", "n_resamples")
 
 #: What ``bench --out`` writes in its folder: a reused folder may hold only these.
@@ -43,6 +43,7 @@ BENCH_ENTRIES = frozenset({"summary.json", "runs"})
 DEMO_DATASET = "argkp2021:dev"
 DEMO_SELECTORS = ["random", "topk", "mmr(lam=0.5)", "greedy-coverage", "expected-coverage"]
 DEMO_COVERAGE = ["gold", "embedding", "cross-encoder"]
+DEMO_OUT = Path("demo-out/bench")
 
 
 def register(sub: Subparsers) -> None:
@@ -56,9 +57,6 @@ def register(sub: Subparsers) -> None:
         default=["k=10"],
         help="budgets as k=10, tokens=1024 or k=10,tokens=1024",
     )
-    p.add_argument(
-        "--baseline", default=None, help="selector spec to test against (default: first)"
-    )
     add_config_options(p, BenchConfig, BENCH_OPTIONS)
     add_prepare_args(p, multiple=True)
     p.add_argument("--out", type=Path, default=None, help="folder for runs and summary.json")
@@ -66,11 +64,10 @@ def register(sub: Subparsers) -> None:
     add_ray_option(p)
     p.set_defaults(run_command=run_bench_command)
 
-    p = sub.add_parser("demo", help="the newcomer's tour: a bench on ArgKP dev")
-    p.add_argument(
-        "--out", type=Path, default=Path("demo-out/bench"), help="folder for the outputs"
+    p = sub.add_parser(
+        "demo", help=f"the newcomer's tour: a bench on ArgKP dev, written to {DEMO_OUT}/"
     )
-    p.set_defaults(run_command=run_demo)
+    p.set_defaults(run_command=run_demo, out=DEMO_OUT)
 
 
 def run_bench_command(args: argparse.Namespace, console: Console) -> int:
@@ -102,15 +99,10 @@ def _bench(args: argparse.Namespace, budgets: list[Budget], console: Console) ->
 
     topics = load_topics(args)
     methods = build_methods(args.selectors, args.coverage, args.aspects)
-    baseline = None
-    if args.baseline:
-        baseline = next((m.name for m in methods if m.name.startswith(args.baseline)), None)
-        if baseline is None:
-            raise ConfigError(f"--baseline {args.baseline!r} matches none of the methods")
     names = sorted({m.aspects for m in methods} - {"gold"})
     sources = aspect_sources(args, names) if names else {}
     config = config_for([m.selector for m in methods], args.relevance)
-    settings = config_from_args(BenchConfig, args, BENCH_OPTIONS, baseline=baseline)
+    settings = config_from_args(BenchConfig, args, BENCH_OPTIONS)
     with executor_from_args(args) as executor, progress_bar(console) as progress:
         task = progress.add_task(f"bench {args.dataset}", total=len(topics))
         return run_bench(

@@ -18,11 +18,9 @@ from covrag.cli._common import (
     add_config_options,
     add_prepare_args,
     aspect_sources,
-    check_measures,
     check_outputs,
     config_from_args,
     err_console,
-    field_default,
     parse_budget,
     progress_bar,
     write_files,
@@ -34,8 +32,15 @@ from covrag.types import Topic
 if TYPE_CHECKING:
     from covrag.pipeline.cv import CVResult, DevReport, HoldOut, Setting
 
-#: The CVConfig fields that are ``covrag cv`` options.
-CV_OPTIONS = ("folds", "seed", "measure", "n_resamples")
+#: The CVConfig fields that are ``covrag cv`` options (settings are chosen by alpha-nDCG@10 at
+#: k = 10, as in every documented run: docs/experiments/12, 20).
+CV_OPTIONS = ("folds", "seed", "n_resamples")
+#: The budget every setting selects under.
+CV_BUDGET = "k=10"
+#: The learning rate of the cross-encoders trained per fold (``--train-coverage``): every
+#: documented per-fold run fine-tuned a first-stage model at 2e-5 (docs/BENCHMARKS.md,
+#: docs/experiments/20-question-aware-coverage.md); 4 negatives per positive, one epoch.
+FOLD_LEARNING_RATE = 2e-5
 #: What ``covrag cv --out DIR`` writes in DIR (an earlier run's folder may be replaced).
 CV_ENTRIES = frozenset({"summary.json"})
 
@@ -67,9 +72,8 @@ def register(sub: Subparsers) -> None:
         "fold (F1 over the training topics' labelled pairs)",
     )
     _add_train_options(p)
-    p.add_argument("--budget", default="k=10", help="budget: k=10, tokens=1024 or both")
     add_config_options(p, CVConfig, CV_OPTIONS)
-    add_prepare_args(p, multiple=True)
+    add_prepare_args(p, multiple=True, exclusion=False)  # no CV of an exclusion was run
     p.add_argument(
         "--dev-report",
         action="store_true",
@@ -81,8 +85,6 @@ def register(sub: Subparsers) -> None:
 
 
 def _add_train_options(p: argparse.ArgumentParser) -> None:
-    from covrag.train.coverage import PRECISIONS, TrainConfig
-
     g = p.add_argument_group(
         "estimators trained per fold",
         "a cross-encoder trained on each fold's training topics, then read by each --selectors "
@@ -97,15 +99,11 @@ def _add_train_options(p: argparse.ArgumentParser) -> None:
         "statements, questions, paraphrases (e.g. statements+questions)",
     )
     g.add_argument("--train-cache", type=Path, default=None, help="folder keeping fold models")
-    g.add_argument("--train-base", default=None, help="model to start from (default: MiniLM)")
-    g.add_argument("--train-lr", type=float, default=field_default(TrainConfig, "learning_rate"))
-    g.add_argument("--train-epochs", type=float, default=field_default(TrainConfig, "epochs"))
-    g.add_argument("--train-neg-ratio", type=float, default=4.0, help="negatives per positive")
     g.add_argument(
-        "--train-precision",
-        choices=PRECISIONS,
-        default=field_default(TrainConfig, "precision"),
-        help="bf16: bfloat16 autocast, about 2x faster on a CPU with AVX512-BF16 or AMX",
+        "--train-base",
+        default=None,
+        help="model to start from (default: MiniLM; e.g. a first-stage cross-encoder), trained "
+        "at learning rate 2e-5",
     )
 
 
@@ -136,21 +134,14 @@ def trained_settings(args: argparse.Namespace) -> list[Setting]:
         }
         for form in wanted
     }
-    config = TrainConfig(
-        base_model=args.train_base,
-        learning_rate=args.train_lr,
-        epochs=args.train_epochs,
-        precision=args.train_precision,
-    )
+    config = TrainConfig(base_model=args.train_base, learning_rate=FOLD_LEARNING_RATE)
     methods = [
         m
         for m in build_methods(args.selectors, ["cross-encoder"])
         if isinstance(m.coverage, CrossEncoderCoverage)
     ]
     return [
-        TrainedCoverage(m, forms, v, config, args.train_cache, args.train_neg_ratio or None)
-        for v in variants
-        for m in methods
+        TrainedCoverage(m, forms, v, config, args.train_cache) for v in variants for m in methods
     ]
 
 
@@ -186,8 +177,6 @@ def build_settings(args: argparse.Namespace) -> list[Setting]:
 
 def run_cv_command(args: argparse.Namespace, console: Console) -> int:
     check_outputs([("--dataset", args.dataset)], [], [("--out", args.out)])
-    if args.measure:
-        check_measures([args.measure])
     # The folder is staged first (as for bench): an unwritable --out fails before the work, and
     # a killed or failed run leaves --out as it was.
     with cv_folder(args.out) as folder:
@@ -214,17 +203,14 @@ def cv_folder(out: Path | None) -> contextlib.AbstractContextManager[Path | None
 
 
 def _cv(args: argparse.Namespace, console: Console) -> tuple[CVResult, DevReport | None]:
-    from covrag.data.exclusion import exclude_aspects
     from covrag.pipeline import config_for
     from covrag.pipeline.cv import base_method, cv_measures, dev_report, run_cv, scores_for
 
     topics, dev = cv_topics(args.dataset, args.splits)
-    topics = exclude_aspects(topics, args.exclude_aspects, args.exclude_seed)
     ids = {t.query_id for t in topics}
     extra = [t for t in dev if t.query_id not in ids] if args.dev_report else []
-    extra = exclude_aspects(extra, args.exclude_aspects, args.exclude_seed)
     settings = build_settings(args)
-    budget = parse_budget(args.budget)
+    budget = parse_budget(CV_BUDGET)
     cv = config_from_args(CVConfig, args, CV_OPTIONS)
     methods = [base_method(s) for s in settings]
     names = sorted({m.aspects for m in methods} - {"gold"})

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from covrag.cli._common import Subparsers, add_llm_args, build_llm, check_outputs, progress_bar
-from covrag.errors import ConfigError
+from covrag.cli.train_planner import add_request_args, load_requests
 from covrag.files import atomic_write_text
 from covrag.schema.cards import PlannerTrainCard, read_card
 
@@ -39,87 +38,56 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser(
         COMMAND,
         prog="covrag eval planner",
+        help="judge a trained planner's outlines beside the random outline (also: covrag eval "
+        "planner)",
         description="Judge the outlines of planners on held-aside requests, beside the random "
         "outline: score 1-5, violations of the exclude constraint, and the selection their "
         "outlines find; paired tests between planners.",
     )
-    p.add_argument(
-        "--datasets",
-        nargs="+",
-        default=["argkp2021:dev", "perspectrum:dev"],
-        help="held-aside labelled topics (never a test split)",
+    add_request_args(
+        p,
+        ["argkp2021:dev", "perspectrum:dev"],
+        "held-aside labelled topics (never a test split)",
+        EvalConfig,
     )
-    p.add_argument("--limit-topics", type=int, default=None, help="first N topics of each")
-    p.add_argument("--per-topic", type=int, default=2, help="requests per topic")
-    p.add_argument("--max-requests", type=int, default=None, help="only the first N requests")
     p.add_argument(
         "--trained",
         type=Path,
-        default=None,
-        help="folder of `covrag train planner`: adds its base, sft and dpo models",
-    )
-    p.add_argument(
-        "--planner",
-        nargs="+",
-        default=[],
-        metavar="NAME=SPEC",
-        help="more planners, e.g. base=\"transformers(model='smollm2')\"",
+        required=True,
+        help="folder of `covrag train planner`: its base, sft and dpo models are compared",
     )
     add_llm_args(p)  # the judge, and the teacher of the random outline's QTree
-    defaults = EvalConfig()
-    for name in ("depth", "branching", "outline_size", "retries", "seed"):
-        p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
     p.add_argument(
-        "--threshold",
-        type=float,
-        default=defaults.threshold,
-        help="MiniLM cosine at which an outline node is about an aspect (violation test)",
+        "--retries",
+        type=int,
+        default=EvalConfig().retries,
+        help="extra attempts per LLM step (default: %(default)s)",
     )
     p.add_argument("--out", type=Path, default=None, help="JSON file of the results")
     p.set_defaults(run_command=run_eval_planner)
 
 
-def planner_specs(trained: Path | None, extra: Sequence[str]) -> dict[str, str]:
-    """Planner name -> LLM spec: the trained folder's base, sft and dpo, then ``NAME=SPEC``."""
-    specs: dict[str, str] = {}
-    if trained is not None:
-        card = read_card(PlannerTrainCard, trained / "card.json")
-        specs["base"] = f"transformers(model={card.base_model!r})"
-        for stage in ("sft", "dpo"):
-            if (trained / stage).is_dir():
-                specs[stage] = f"transformers(model={str(trained / stage)!r})"
-    for item in extra:
-        name, sep, spec = item.partition("=")
-        if not sep or not name or not spec:
-            raise ConfigError(f"--planner: expected NAME=SPEC, got {item!r}")
-        specs[name] = spec
-    if not specs:
-        raise ConfigError("name the planners to compare: --trained FOLDER and/or --planner")
+def planner_specs(trained: Path) -> dict[str, str]:
+    """Planner name -> LLM spec: the trained folder's base, sft and dpo models."""
+    card = read_card(PlannerTrainCard, trained / "card.json")
+    specs = {"base": f"transformers(model={card.base_model!r})"}
+    for stage in ("sft", "dpo"):
+        if (trained / stage).is_dir():
+            specs[stage] = f"transformers(model={str(trained / stage)!r})"
     return specs
 
 
 def run_eval_planner(args: argparse.Namespace, console: Console) -> int:
-    from covrag.data import load_dataset
     from covrag.embed import default_encoder
     from covrag.llm import parse_llm
-    from covrag.train.planner_data import make_requests
     from covrag.train.planner_eval import EvalConfig, evaluate_planners, summarise
 
     check_outputs([("--datasets", d) for d in args.datasets], [("--out", args.out)])
-    specs = planner_specs(args.trained, args.planner)
-    per_dataset = [load_dataset(spec)[: args.limit_topics or None] for spec in args.datasets]
-    topics = [t for group in itertools.zip_longest(*per_dataset) for t in group if t is not None]
-    requests = make_requests(topics, args.per_topic, args.seed)[: args.max_requests or None]
-    planners = {name: parse_llm(spec, cache=not args.no_llm_cache) for name, spec in specs.items()}
-    judge = build_llm(args.llm, args.no_llm_cache)
-    config = EvalConfig(
-        depth=args.depth,
-        branching=args.branching,
-        outline_size=args.outline_size,
-        retries=args.retries,
-        threshold=args.threshold,
-        seed=args.seed,
-    )
+    specs = planner_specs(args.trained)
+    config = EvalConfig(depth=args.depth, branching=args.branching, retries=args.retries)
+    topics, requests = load_requests(args, config.seed)
+    planners = {name: parse_llm(spec) for name, spec in specs.items()}
+    judge = build_llm(args.llm)
     with progress_bar(console) as progress:
         task = progress.add_task("planning and judging", total=len(requests))
         results = evaluate_planners(
@@ -131,7 +99,7 @@ def run_eval_planner(args: argparse.Namespace, console: Console) -> int:
             config,
             progress=lambda _: progress.advance(task),
         )
-    summary = summarise(results, seed=args.seed)
+    summary = summarise(results, seed=config.seed)
     summary.update(planner_specs=specs, judge=judge.describe(), requests=len(requests))
     if args.out is not None:
         payload = {

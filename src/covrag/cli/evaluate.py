@@ -19,8 +19,7 @@ if TYPE_CHECKING:
 def register(sub: Subparsers) -> None:
     p = sub.add_parser(
         "eval",
-        help="score a TREC run against a dataset's labels or qrels ("
-        "`covrag eval planner`: compare trained planners)",
+        help="score a TREC run against a dataset's labels or qrels",
     )
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--dataset", help="bundled name:split or coverage JSONL path")

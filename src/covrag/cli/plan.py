@@ -24,15 +24,9 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument("request", help="the question, possibly with include/exclude instructions")
     p.add_argument(
-        "--include", nargs="+", default=[], help="subtopics to cover (skips the LLM's split)"
-    )
-    p.add_argument(
         "--exclude", nargs="+", default=[], help="subtopics to leave out (skips the LLM's split)"
     )
-    add_llm_args(p)
-    p.add_argument(
-        "--judge-llm", default=None, help="LLM spec of the outline judge (default: --llm)"
-    )
+    add_llm_args(p, cache_switch=True)  # the planner and the judge of its outlines
     p.add_argument("--subquestions", type=int, default=10, help="DES sub-questions (0 = none)")
     p.add_argument(
         "--from-pool",
@@ -59,8 +53,6 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--branching", type=int, default=3, help="QTree children per node")
     p.add_argument("--outline-size", type=int, default=4, help="nodes per outline")
     p.add_argument("--candidates", type=int, default=3, help="candidate outlines")
-    p.add_argument("--retries", type=int, default=2, help="extra attempts per LLM step")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random outline baseline")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(run_command=run_plan)
 
@@ -101,20 +93,16 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
         if args.tree:
             raise ConfigError("--from-pool does not plan a QTree (--tree); use one or the other")
         return _plan_from_pool(args, llm, console)
-    judge = build_llm(args.judge_llm, args.no_llm_cache) if args.judge_llm else None
     planner = QPlanner(
         llm,
-        judge_llm=judge,
         subquestions=args.subquestions,
         depth=args.depth,
         branching=args.branching,
         outline_size=args.outline_size,
         candidates=args.candidates,
-        retries=args.retries,
-        seed=args.seed,
     )
     with console.status(f"splitting and decomposing with {llm.describe()} ...", spinner="dots"):
-        query = planner.query(args.request, include=args.include, exclude=args.exclude)
+        query = planner.query(args.request, exclude=args.exclude)
         subquestions = planner.decompose(query)
     if not args.json:
         # Printed before the tree is planned: sub-questions are useful even if the tree fails.
@@ -151,7 +139,7 @@ def _plan_from_pool(args: argparse.Namespace, llm: Any, console: Console) -> int
     from covrag.plan.conditioned import C2Query
     from covrag.plan.keypoints import pool_keypoints
 
-    query = C2Query.explicit(args.request, args.include, args.exclude)
+    query = C2Query.explicit(args.request, [], args.exclude)
     with console.status(
         f"retrieving and reading the pool with {llm.describe()} ...", spinner="dots"
     ):

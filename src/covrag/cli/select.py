@@ -1,4 +1,4 @@
-"""``covrag select``: select passages per topic and write a TREC run (and a trace, a run file)."""
+"""``covrag select``: select passages per topic and write a TREC run (and a run file)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,6 @@ def register(sub: Subparsers) -> None:
     add_budget_args(p)
     add_prepare_args(p)
     p.add_argument("--out", required=True, type=Path, help="TREC run to write")
-    p.add_argument("--trace", type=Path, default=None, help="also write each selection as JSONL")
     p.add_argument(
         "--run-json",
         type=Path,
@@ -44,13 +43,6 @@ def register(sub: Subparsers) -> None:
     )
     add_ray_option(p)
     p.set_defaults(run_command=run_select)
-
-
-def trace_record(selection: Selection) -> dict[str, object]:
-    """One line of ``select --trace``: the topic id and its selection's steps."""
-    from covrag.report.runfile import selection_record
-
-    return {"query_id": selection.query_id, **selection_record(selection)}
 
 
 def run_select(args: argparse.Namespace, console: Console) -> int:
@@ -63,7 +55,7 @@ def run_select(args: argparse.Namespace, console: Console) -> int:
 
     check_outputs(
         [("--dataset", args.dataset)],
-        [("--out", args.out), ("--trace", args.trace), ("--run-json", args.run_json)],
+        [("--out", args.out), ("--run-json", args.run_json)],
     )
     topics = load_topics(args)
     selector = parse_selector(args.selector)
@@ -92,8 +84,6 @@ def run_select(args: argparse.Namespace, console: Console) -> int:
     # Outputs are written only once every topic succeeded: no partial files.
     run = {s.query_id: s.passage_ids for s in selections}
     files = {args.out: format_run(run, tag=repr(selector))}
-    if args.trace:
-        files[args.trace] = "".join(json.dumps(trace_record(s)) + "\n" for s in selections)
     if args.run_json:
         run_file = run_file_record(
             records,
@@ -105,8 +95,7 @@ def run_select(args: argparse.Namespace, console: Console) -> int:
         files[args.run_json] = json.dumps(run_file) + "\n"
     write_files(files)
     console.print(_summary(selections, f"{selector!r} on {args.dataset} ({budget})", estimator))
-    extra = [str(p) for p in (args.trace, args.run_json) if p]
-    console.print(f"wrote {args.out}" + "".join(f" and {p}" for p in extra))
+    console.print(f"wrote {args.out}" + (f" and {args.run_json}" if args.run_json else ""))
     return 0
 
 

@@ -33,7 +33,6 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback)")
     p.add_argument("--port", type=port_number, default=8000, help="TCP port, 0-65535 (0: any free)")
     add_config_options(p, ServerConfig, SERVER_OPTIONS, flags=FLAGS)
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.set_defaults(run_command=run_serve)
 
 
@@ -75,7 +74,8 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
     try:
         config = dataclasses.replace(config, reports_dir=reports)
         console.print(f"covrag serve on http://{host}:{port} ({auth}); docs at /docs")
-        serve(config, log_level=args.log_level, sock=sock)
+        # the server's log: each request at info, and everything with covrag's -v
+        serve(config, log_level="debug" if args.verbose else "info", sock=sock)
     except BaseException:
         sock.close()
         # A refused start (an unknown selector) leaves no folder of its making.

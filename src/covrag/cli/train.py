@@ -25,15 +25,17 @@ from covrag.cli.train_cover import add_train_cover
 from covrag.cli.train_planner import add_train_planner, add_train_planner_data
 from covrag.errors import ConfigError, MissingExtraError
 
-FEATURE_SET_NAMES = ("full", "m0", "no-atomic", "static")
-
 
 def register(sub: Subparsers) -> None:
     """Register ``covrag fit``, ``covrag train`` and ``covrag qrels``."""
-    p = sub.add_parser("fit", help="fit a learned selector")
+    p = sub.add_parser("fit", help="fit a learned selector (LMVU)")
     fit = p.add_subparsers(dest="what", required=True, metavar="what")
     _add_fit_lmvu(fit)
-    p = sub.add_parser("train", help="train a model")
+    p = sub.add_parser(
+        "train",
+        help="train a model: the coverage cross-encoder, question forms, planner data and "
+        "planner, CoveR",
+    )
     train = p.add_subparsers(dest="what", required=True, metavar="what")
     _add_train_coverage(train)
     _add_train_question_forms(train)
@@ -62,18 +64,6 @@ def _add_fit_lmvu(fit: Subparsers) -> None:
         help="token budgets to generate training states under (default: %(default)s)",
     )
     p.add_argument(
-        "--features",
-        choices=FEATURE_SET_NAMES,
-        default="full",
-        help="feature set (m0 and no-atomic are the paper's controls)",
-    )
-    p.add_argument(
-        "--shuffle-state",
-        action="store_true",
-        help="control: permute the 14 state features within each state",
-    )
-    p.add_argument("--l2", type=float, default=1.0, help="L2 regularisation")
-    p.add_argument(
         "--dataset-weight",
         nargs="+",
         default=[],
@@ -86,7 +76,6 @@ def _add_fit_lmvu(fit: Subparsers) -> None:
         default=None,
         help="folder to keep each dataset's training states in (rebuilt if settings differ)",
     )
-    p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run_command=run_fit_lmvu)
 
 
@@ -112,16 +101,24 @@ def _add_train_coverage(train: Subparsers) -> None:
         default=field_default(TrainConfig, "base_model"),
         help="model to start from (default: the packaged MiniLM encoder)",
     )
-    p.add_argument("--epochs", type=float, default=field_default(TrainConfig, "epochs"))
-    p.add_argument("--batch-size", type=int, default=field_default(TrainConfig, "batch_size"))
-    p.add_argument("--lr", type=float, default=field_default(TrainConfig, "learning_rate"))
-    p.add_argument("--max-length", type=int, default=field_default(TrainConfig, "max_length"))
+    p.add_argument(
+        "--lr",
+        type=float,
+        default=field_default(TrainConfig, "learning_rate"),
+        help="peak learning rate (the shipped model's second stage: 2e-5; default: %(default)s)",
+    )
     p.add_argument(
         "--precision",
         choices=PRECISIONS,
         default=field_default(TrainConfig, "precision"),
         help="bf16: bfloat16 autocast of the forward pass, about 2x faster on a CPU with "
         "AVX512-BF16 or AMX (weights and optimiser state stay fp32)",
+    )
+    p.add_argument(
+        "--neg-ratio",
+        type=float,
+        default=3.0,
+        help="at most this many negatives per positive per topic (0 = all)",
     )
     p.add_argument(
         "--min-train-auc",
@@ -131,32 +128,12 @@ def _add_train_coverage(train: Subparsers) -> None:
         "below this after 100+ steps (a collapsed run: 0.5 is chance); 0 turns the check off",
     )
     p.add_argument(
-        "--neg-ratio",
-        type=float,
-        default=3.0,
-        help="at most this many negatives per positive per topic (0 = all)",
-    )
-    p.add_argument(
-        "--limit-topics",
-        type=int,
-        default=None,
-        help="use only the first N topics of each dataset (quick runs)",
-    )
-    p.add_argument(
         "--onnx-out",
         type=Path,
         default=None,
-        help="also export an int8 ONNX copy (what covrag ships) to this folder",
+        help="also export an int8 ONNX copy (what covrag ships: per-row activation scales, so "
+        "a pair's score does not depend on its batch) to this folder",
     )
-    p.add_argument(
-        "--quantize",
-        choices=("row", "dynamic", "static"),
-        default="row",
-        help="int8 activation scales of the ONNX copy: row (one per token row at run time, so a "
-        "pair's score does not depend on its batch; what covrag ships), dynamic (one per batch) "
-        "or static (fixed from 256 training pairs)",
-    )
-    p.add_argument("--seed", type=int, default=field_default(TrainConfig, "seed"))
     p.set_defaults(run_command=run_train_coverage)
 
 
@@ -176,18 +153,10 @@ def _add_train_question_forms(train: Subparsers) -> None:
     )
     p.add_argument("--out", required=True, type=Path, help="question-form JSONL to write")
     p.add_argument(
-        "--chunk",
-        type=int,
-        default=8,
-        help="statements per LLM request (default 8, as the bundled files were made; a small "
-        "model then shifts some questions onto neighbouring statements, which 1 avoids at the "
-        "price of more generic questions)",
-    )
-    p.add_argument(
         "--style",
         choices=STYLES,
         default="neutral",
-        help="neutral: the question each statement answers, --chunk statements per request (as "
+        help="neutral: the question each statement answers, 8 statements per request (as "
         "the bundled files were made); contrast: one statement per request with its topic's "
         "other statements shown as what the question must not fit, and a gate (not a question "
         "the topic already has; nearer, by MiniLM cosine, to its own statement than to any "
@@ -202,11 +171,9 @@ def run_train_question_forms(args: argparse.Namespace, console: Console) -> int:
     from covrag.data.question_forms import read_question_forms
     from covrag.train.question_form import alignment, write_question_forms
 
-    if args.chunk < 1:
-        raise ConfigError(f"--chunk must be at least 1, got {args.chunk}")
     check_outputs([("--datasets", d) for d in args.datasets], [("--out", args.out)])
     topics = [t for spec in args.datasets for t in load_dataset(spec)]
-    llm = build_llm(args.llm, args.no_llm_cache)
+    llm = build_llm(args.llm)
     encoder = None
     if args.style == "contrast":
         from covrag.embed import default_encoder
@@ -219,7 +186,6 @@ def run_train_question_forms(args: argparse.Namespace, console: Console) -> int:
             llm,
             args.out,
             progress=lambda _: progress.advance(task),
-            chunk_size=args.chunk,
             style=args.style,
             encoder=encoder,
         )
@@ -255,20 +221,16 @@ def run_fit_lmvu(args: argparse.Namespace, console: Console) -> int:
     from covrag.data import load_dataset
     from covrag.select.lmvu import FEATURES, LMVUModel
     from covrag.train.lmvu import StateConfig
-    from covrag.train.lmvu_run import FEATURE_SETS, check_weights, fit_lmvu_datasets
+    from covrag.train.lmvu_run import check_weights, fit_lmvu_datasets
 
     inputs = [("--dataset", name) for name in args.dataset]
     check_outputs(inputs, [("--out", args.out)])
     weights = parse_dataset_weights(args.dataset_weight)
     check_weights(weights, args.dataset)
     datasets = {name: load_dataset(name) for name in args.dataset}
-    model = LMVUModel(
-        l2=args.l2,
-        features=FEATURE_SETS[args.features],
-        shuffle_state=args.shuffle_state,
-        random_state=args.seed,
-    )
-    config = StateConfig(budgets=tuple(args.budgets), seed=args.seed)
+    # the paper's controls (m0, no-atomic, shuffled states) are fitted by benchmarks/bench_lmvu.py
+    model = LMVUModel()
+    config = StateConfig(budgets=tuple(args.budgets))
     with progress_bar(console) as progress:
         task = progress.add_task("training states", total=sum(map(len, datasets.values())))
         fitted = fit_lmvu_datasets(
@@ -324,20 +286,15 @@ def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
     inputs = [("--datasets", name) for name in args.datasets]
     inputs += [("--dev", name) for name in args.dev] + [("--base-model", args.base_model)]
     check_outputs(inputs, [], [("--out", args.out), ("--onnx-out", args.onnx_out)])
-    ratio = args.neg_ratio if args.neg_ratio > 0 else None
-    options = {"neg_ratio": ratio, "limit_topics": args.limit_topics, "seed": args.seed}
-    train = training_pairs(args.datasets, **options)
-    dev = training_pairs(args.dev, **options)
     config = TrainConfig(
         base_model=args.base_model,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
         learning_rate=args.lr,
-        max_length=args.max_length,
-        seed=args.seed,
         precision=args.precision,
         min_train_auc=args.min_train_auc,
     )
+    ratio = args.neg_ratio if args.neg_ratio > 0 else None
+    train = training_pairs(args.datasets, neg_ratio=ratio, seed=config.seed)
+    dev = training_pairs(args.dev, neg_ratio=ratio, seed=config.seed)
     for name, pairs in train.items():
         console.print(f"train {name}: {len(pairs)} pairs, {sum(p.label for p in pairs)} positive")
     with progress_bar(console) as progress:
@@ -352,7 +309,6 @@ def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
             args.out,
             config,
             onnx_out=args.onnx_out,
-            quantize=args.quantize,
             progress=report,
         )
     if run.onnx is not None:
@@ -368,6 +324,6 @@ def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
     card = run.card
     console.print(
         f"{card.steps} steps in {card.seconds:.0f} s; threshold {run.calibration.threshold:.2f} "
-        f"(chosen on dev); {card.truncated_pairs} training pairs reached {args.max_length} tokens"
+        f"(chosen on dev); {card.truncated_pairs} training pairs reached {config.max_length} tokens"
     )
     return 0

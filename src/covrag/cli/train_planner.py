@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -23,83 +25,75 @@ from covrag.cli._common import (
     progress_bar,
 )
 
+if TYPE_CHECKING:
+    from covrag.train.planner_data import PlannerRequest
+    from covrag.types import Topic
+
+#: The PlannerTrainConfig fields that are ``covrag train planner`` options: the base model and
+#: the SFT epochs of docs/experiments/17-trained-planner.md, and ``max_steps`` (a quick run).
+#: The LoRA, DPO, batch and learning-rate settings keep TRL's usual values (no run compared
+#: others; the trained planner did not beat the random outline there).
+PLANNER_OPTIONS = ("base_model", "sft_epochs", "max_steps")
+
+
+def add_request_args(
+    p: argparse.ArgumentParser, datasets: Sequence[str], help_text: str, config: type[Any]
+) -> None:
+    """The options of the requests (``--datasets``, ``--limit-topics``, ``--per-topic``) and of
+    the teacher's QTree (``--depth``, ``--branching``, defaults from ``config``), shared by
+    ``train planner-data`` and ``eval planner``: the two read requests made the same way."""
+    p.add_argument("--datasets", nargs="+", default=list(datasets), help=help_text)
+    p.add_argument("--limit-topics", type=int, default=None, help="first N topics of each dataset")
+    p.add_argument("--per-topic", type=int, default=2, help="requests per topic")
+    for name in ("depth", "branching"):
+        p.add_argument("--" + name, type=int, default=field_default(config, name))
+
+
+def load_requests(args: argparse.Namespace, seed: int) -> tuple[list[Topic], list[PlannerRequest]]:
+    """The topics of ``--datasets`` (the first ``--limit-topics`` of each, taken in turn from
+    each dataset) and ``--per-topic`` requests about each, their aspects drawn with ``seed``."""
+    from covrag.data import load_dataset
+    from covrag.train.planner_data import make_requests
+
+    per_dataset = [load_dataset(spec)[: args.limit_topics or None] for spec in args.datasets]
+    topics = [t for group in itertools.zip_longest(*per_dataset) for t in group if t is not None]
+    return topics, make_requests(topics, args.per_topic, seed)
+
 
 def add_train_planner_data(train: Subparsers) -> None:
     """Register ``covrag train planner-data``."""
-    from covrag.train.planner_data import KINDS, DataConfig
+    from covrag.train.planner_data import DataConfig
 
     p = train.add_parser(
         "planner-data",
         help="judged outlines of include/exclude requests: SFT examples and DPO pairs (LLM)",
     )
-    p.add_argument(
-        "--datasets",
-        nargs="+",
-        default=["argkp2021:train", "perspectrum:train"],
-        help="labelled topics whose questions and aspects make the requests",
+    add_request_args(
+        p,
+        ["argkp2021:train", "perspectrum:train"],
+        "labelled topics whose questions and aspects make the requests",
+        DataConfig,
     )
     p.add_argument("--out", required=True, type=Path, help="folder to write the data into")
-    p.add_argument("--limit-topics", type=int, default=None, help="first N topics of each dataset")
-    p.add_argument("--per-topic", type=int, default=2, help="requests per topic")
-    p.add_argument(
-        "--max-requests",
-        type=int,
-        default=None,
-        help="only the first N requests (topics taken in turn from each dataset)",
-    )
-    p.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
-    add_llm_args(p)
-    p.add_argument("--judge-llm", default=None, help="LLM spec of the judge (default: --llm)")
-    for name in ("depth", "branching", "outline_size", "candidates", "retries", "seed"):
-        p.add_argument(
-            "--" + name.replace("_", "-"), type=int, default=field_default(DataConfig, name)
-        )
-    p.add_argument("--tree-strategy", choices=("levels", "whole"), default=DataConfig.tree_strategy)
-    p.add_argument(
-        "--outline-strategy", choices=("nodes", "whole"), default=DataConfig.outline_strategy
-    )
-    p.add_argument("--min-sft-score", type=int, default=3, help="best outline's least score")
-    p.add_argument("--margin", type=int, default=1, help="least score gap of a DPO pair")
-    p.add_argument(
-        "--no-baseline-pairs",
-        action="store_true",
-        help="never use the random outline as a DPO pair's rejected outline",
-    )
+    add_llm_args(p)  # the teacher and the judge
     p.set_defaults(run_command=run_train_planner_data)
 
 
 def run_train_planner_data(args: argparse.Namespace, console: Console) -> int:
-    from covrag.data import load_dataset
-    from covrag.train.planner_data import DataConfig, make_requests, write_planner_data
+    from covrag.train.planner_data import DataConfig, write_planner_data
 
     check_outputs([("--datasets", d) for d in args.datasets], [], [("--out", args.out)])
-    per_dataset = [load_dataset(spec)[: args.limit_topics or None] for spec in args.datasets]
-    topics = [t for group in itertools.zip_longest(*per_dataset) for t in group if t is not None]
-    requests = make_requests(topics, args.per_topic, args.seed, args.kinds)
-    requests = requests[: args.max_requests or None]
-    teacher = build_llm(args.llm, args.no_llm_cache)
-    judge = build_llm(args.judge_llm, args.no_llm_cache) if args.judge_llm else teacher
-    config = DataConfig(
-        depth=args.depth,
-        branching=args.branching,
-        outline_size=args.outline_size,
-        candidates=args.candidates,
-        tree_strategy=args.tree_strategy,
-        outline_strategy=args.outline_strategy,
-        retries=args.retries,
-        seed=args.seed,
-    )
+    config = DataConfig(depth=args.depth, branching=args.branching)
+    _, requests = load_requests(args, config.seed)
+    teacher = build_llm(args.llm)
     with progress_bar(console) as progress:
         task = progress.add_task("planning and judging", total=len(requests))
         card = write_planner_data(
             requests,
             teacher,
-            judge,
+            teacher,
             args.out,
             config,
-            min_sft_score=args.min_sft_score,
-            margin=args.margin,
-            baseline_in_pairs=not args.no_baseline_pairs,
             progress=lambda _: progress.advance(task),
         )
     histogram = card["score_histogram"]["candidates"]
@@ -121,13 +115,13 @@ def add_train_planner(train: Subparsers) -> None:
     p.add_argument("--data", required=True, type=Path, help="folder of `train planner-data`")
     p.add_argument("--out", required=True, type=Path, help="folder to write sft/, dpo/ into")
     for field in dataclasses.fields(PlannerTrainConfig):
-        p.add_argument(
-            "--" + field.name.replace("_", "-"),
-            type=type(field.default),
-            default=field.default,
-            help="default: %(default)s",
-        )
-    p.add_argument("--skip-dpo", action="store_true", help="stop after SFT")
+        if field.name in PLANNER_OPTIONS:
+            p.add_argument(
+                "--" + field.name.replace("_", "-"),
+                type=type(field.default),
+                default=field.default,
+                help="default: %(default)s",
+            )
     p.set_defaults(run_command=run_train_planner)
 
 
@@ -135,9 +129,7 @@ def run_train_planner(args: argparse.Namespace, console: Console) -> int:
     from covrag.train.planner import PlannerTrainConfig, train_planner
 
     check_outputs([("--data", args.data)], [], [("--out", args.out)])
-    config = PlannerTrainConfig(
-        **{f.name: getattr(args, f.name) for f in dataclasses.fields(PlannerTrainConfig)}
-    )
+    config = PlannerTrainConfig(**{name: getattr(args, name) for name in PLANNER_OPTIONS})
     with progress_bar(console) as progress:
         task = progress.add_task("training", total=None)
 
@@ -145,7 +137,7 @@ def run_train_planner(args: argparse.Namespace, console: Console) -> int:
             shown = f"{stage} loss {loss:.3f}" if loss is not None else stage
             progress.update(task, completed=step, total=total, description=shown)
 
-        card = train_planner(args.data, args.out, config, skip_dpo=args.skip_dpo, progress=report)
+        card = train_planner(args.data, args.out, config, progress=report)
     for stage in ("sft", "dpo"):
         if card.get(stage):
             figures = card[stage]

@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 
 from covrag.coverage.base import ESTIMATORS, CoverageEstimator
-from covrag.coverage.cross_encoder import CrossEncoderCoverage, _scorer
+from covrag.coverage.cross_encoder import CrossEncoderCoverage
 from covrag.embed import Encoder, default_encoder
 from covrag.types import CoverageMatrix, FloatArray, Topic
 
@@ -78,9 +78,13 @@ class CoverCoverage(CoverageEstimator):
             return self._cross_encoder().resolved_threshold()
         return COSINE_THRESHOLD
 
+    def encoder(self) -> Encoder:
+        """The CoveR bi-encoder (the packaged MiniLM when ``model`` is None), loaded once."""
+        return default_encoder() if self.model is None else _encoder(self.model)
+
     def cosines(self, topic: Topic) -> FloatArray:
         """Cosine of every passage with every aspect under the CoveR model, clipped to [0, 1]."""
-        encoder = default_encoder() if self.model is None else _encoder(self.model)
+        encoder = self.encoder()
         if not topic.passages or not topic.aspects:
             return np.zeros((len(topic.passages), len(topic.aspects)))
         passages = encoder.encode([p.text for p in topic.passages])
@@ -115,7 +119,7 @@ class CoverCoverage(CoverageEstimator):
         chosen = np.zeros_like(cosines, dtype=bool)
         chosen[top, np.arange(cosines.shape[1])[None, :]] = True
         cross = self._cross_encoder()
-        scorer = _scorer(cross.model_path(), cross.batch_size, cross.max_length)
+        scorer = cross.scorer()
         where = np.argwhere(chosen)
         pairs = [(topic.passages[i].text, topic.aspects[j].text) for i, j in where.tolist()]
         values, scored, truncated = scorer.score(pairs)

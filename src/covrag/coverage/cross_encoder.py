@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from covrag.coverage.base import ESTIMATORS, CoverageEstimator, best_of, expand_answers
-from covrag.coverage.embedding import EmbeddingCoverage
 from covrag.coverage.onnx_model import OnnxPairScorer
 from covrag.deadline import check_deadline, current_deadline
 from covrag.errors import ConfigError, MissingExtraError
@@ -31,6 +30,11 @@ from covrag.text import is_question
 from covrag.types import CoverageMatrix, FloatArray, Topic
 
 logger = logging.getLogger(__name__)
+
+#: The least probability, read by the model with the sketch as the passage, at which an aspect's
+#: answer sketch counts (0.5: chosen by five-fold CV on ArgKP's question-form key points,
+#: docs/experiments/20-question-aware-coverage.md).
+ANSWERS_GATE = 0.5
 
 
 def default_model_path() -> Path:
@@ -103,7 +107,7 @@ class PairScorer:
         todo = [p for p in dict.fromkeys(pairs) if p not in self._cache]
         truncated = 0
         if todo:
-            lengths = self._lengths(todo)
+            lengths = self.lengths(todo)
             truncated = int((lengths > self.max_length).sum())
             values = self._predict(todo, lengths)
             for pair, value in zip(todo, values, strict=True):
@@ -135,7 +139,7 @@ class PairScorer:
         result[order] = np.concatenate(scores) if scores else np.zeros(0)
         return result
 
-    def _lengths(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray[Any, np.dtype[np.int64]]:
+    def lengths(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray[Any, np.dtype[np.int64]]:
         if self._onnx is not None:
             return self._onnx.lengths(pairs)
         encoded = self._model.tokenizer(
@@ -153,6 +157,11 @@ def _scorer(model: str, batch_size: int, max_length: int) -> PairScorer:
     return PairScorer(model, batch_size, max_length, cache_size=500_000)
 
 
+def clear_scorers() -> None:
+    """Forget every loaded pair scorer and its cached scores (benchmarks time cold estimates)."""
+    _scorer.cache_clear()
+
+
 @ESTIMATORS.register
 @dataclass(frozen=True, repr=False)
 class CrossEncoderCoverage(CoverageEstimator):
@@ -162,64 +171,44 @@ class CrossEncoderCoverage(CoverageEstimator):
         model: sentence-transformers CrossEncoder name or path; None for covrag's shipped model.
         threshold: Probability at or above which a pair counts as covered; None = the threshold
             chosen on dev and stored with the model (0.5 when it has none).
-        assignment: ``independent`` (every pair against the threshold) or ``best`` (a passage
-            covers at most its best-scoring aspect, as an ArgKP argument usually makes one key
-            point); None = the assignment chosen on dev and stored with the model
-            (``independent`` when it has none).
         batch_size: Pairs per forward pass.
         max_length: Token limit per pair; longer pairs are cut by the model and reported.
-        blend: Weight of the bi-encoder's cosine in an ensemble with the cross-encoder:
-            P = (1 - blend) * cross-encoder + blend * max(0, cosine). The bi-encoder still
-            relates paraphrases (``businesses`` and ``shops``) that a fine-tuned cross-encoder
-            can lose; 0 (the default) is the cross-encoder alone. On 12 ArgKP topics the
-            fold models never saw, 0.5 moved alpha-nDCG@10 from 0.563 to 0.577 with
-            question-form aspects and from 0.650 to 0.629 with statements
-            (docs/experiments/20-question-aware-coverage.md), so it is not on by default; with the
-            LLM's sub-questions (28 topics, 0.454 alone, 0.44-0.45 blended) and as the judge of
-            "covered" for questions it does no better either (same section).
-        blend_model: The bi-encoder of the blend (sentence-transformers name or path); None for
-            the packaged MiniLM.
         question_threshold: The threshold of aspects worded as questions (ending with ``?``):
             the model is less sure of a passage against a question than against a statement
             of the same point. None = the one stored with the model (the shipped model's 0.3
             was chosen by five-fold cross-validation of F1 on ArgKP's labelled pairs,
             docs/experiments/20-question-aware-coverage.md), and when ``threshold`` is given, or
             the model stores none, ``threshold`` for every aspect.
-        answers_gate: An aspect's answer sketches (:attr:`~covrag.types.Aspect.answers`) are
-            scored beside its text, each passage keeping its best; a sketch counts only when
-            the model, reading it as a passage, gives it at least this probability of covering
-            the aspect, so a sketch the LLM wrote beside the point is dropped (0 = every sketch
-            counts). On ArgKP's question-form key points (28 topics, five-fold CV, the LLM's 3
-            sketches each) expected coverage reaches alpha-nDCG@10 0.612 with the gate at
-            0.5, 0.595 at 0.8, 0.539 with every sketch, against 0.582 for the questions alone;
-            but those are the shipped model's training topics, and on 14 topics a model never
-            saw the sketches lower it at any gate
-            (docs/experiments/20-question-aware-coverage.md).
+
+    Every pair is judged on its own against its threshold, and an aspect's answer sketches
+    (:attr:`~covrag.types.Aspect.answers`) are scored beside its text, each passage keeping its
+    best, a sketch counting only when the model, reading it as a passage, gives it at least
+    :data:`ANSWERS_GATE` of covering the aspect (the check of section 20 of the experiment log).
+    Blending in the bi-encoder's cosine, capping a passage at its best aspect and other gate
+    values lost their cross-validated comparisons there and were removed (issue 33).
     """
 
     name = "cross-encoder"
     model: str | None = None
     threshold: float | None = None
-    assignment: str | None = None
     batch_size: int = 64
     max_length: int = 256
-    blend: float = 0.0
-    blend_model: str | None = None
     question_threshold: float | None = None
-    answers_gate: float = 0.5
 
     def __post_init__(self) -> None:
-        for name in ("threshold", "question_threshold", "answers_gate"):
+        for name in ("threshold", "question_threshold"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {value}")
-        if self.assignment not in (None, "independent", "best"):
-            raise ValueError(f"assignment must be 'independent' or 'best', got {self.assignment!r}")
-        if not 0.0 <= self.blend <= 1.0:
-            raise ValueError(f"blend must lie in [0, 1], got {self.blend}")
 
     def model_pairs(self, n_passages: int, n_columns: int) -> int:
         return n_passages * n_columns
+
+    def scorer(self) -> PairScorer:
+        """The model's pair scorer, loaded once per process: ``scorer().score(pairs)`` gives the
+        raw probability of each (passage text, aspect text) pair, with no threshold, sketch or
+        column logic (what the citation check and the benchmarks read)."""
+        return _scorer(self.model_path(), self.batch_size, self.max_length)
 
     def model_path(self) -> str:
         if self.model is not None:
@@ -268,44 +257,29 @@ class CrossEncoderCoverage(CoverageEstimator):
         probs: FloatArray,
     ) -> tuple[FloatArray, int, int]:
         """``probs`` with the columns of sketches the model does not judge to answer their
-        aspect (``answers_gate``) set to 0, and the check's pairs scored and cut."""
+        aspect (:data:`ANSWERS_GATE`) set to 0, and the check's pairs scored and cut."""
         own = np.zeros(len(owners), dtype=bool)
         own[np.unique(owners, return_index=True)[1]] = True  # each aspect's own column
         sketches = np.flatnonzero(~own)
         pairs = [(expanded.aspects[c].text, topic.aspects[owners[c]].text) for c in sketches]
         values, scored, truncated = scorer.score(pairs)
         gated = probs.copy()
-        gated[:, sketches[values < self.answers_gate]] = 0.0
+        gated[:, sketches[values < ANSWERS_GATE]] = 0.0
         return gated, scored, truncated
-
-    def resolved_assignment(self) -> str:
-        if self.assignment is not None:
-            return self.assignment
-        stored = card_value(Path(self.model_path()), "assignment")
-        return "independent" if stored is None else str(stored)
 
     def estimate(self, topic: Topic) -> CoverageMatrix:
         started = time.perf_counter()
-        scorer = _scorer(self.model_path(), self.batch_size, self.max_length)
+        scorer = self.scorer()
         expanded, owners = expand_answers(topic)
         pairs = [(p.text, a.text) for p in topic.passages for a in expanded.aspects]
         values, scored, truncated = scorer.score(pairs)
         probs = values.reshape(len(topic.passages), len(expanded.aspects))
-        if self.blend > 0.0 and probs.size:
-            cosine = EmbeddingCoverage(threshold=0.0, model=self.blend_model).estimate(expanded)
-            probs = (1.0 - self.blend) * probs + self.blend * cosine.probs
-        if self.answers_gate > 0.0 and len(owners) > len(topic.aspects):
+        if len(owners) > len(topic.aspects):
             probs, checked, cut = self._gate_answers(scorer, topic, expanded, owners, probs)
             scored += checked
             truncated += cut
         probs = best_of(probs, owners, len(topic.aspects))
         threshold, per_aspect = self.thresholds(topic)
-        if self.resolved_assignment() == "best" and probs.size:
-            below = np.nextafter(np.asarray(per_aspect or threshold, dtype=np.float64), 0.0)
-            best = probs.argmax(axis=1)
-            keep = np.zeros_like(probs, dtype=bool)
-            keep[np.arange(len(probs)), best] = True
-            probs = np.where(keep, probs, np.minimum(probs, below))
         if truncated:
             logger.info(
                 "topic %s: %d of %d pairs exceed %d tokens and were cut by the model",

@@ -54,7 +54,7 @@ def exclude_aspects(topics: Sequence[Topic], specs: Sequence[str], seed: int = 0
     Raises:
         ConfigError: a malformed ``random:N``, aspect ids no topic has, or a negative seed.
     """
-    check_seed("--exclude-seed", seed)
+    check_seed("the seed of random:N", seed)
     if not specs:
         return list(topics)
     parsed = {spec: _random_count(spec) for spec in specs}

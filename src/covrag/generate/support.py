@@ -96,8 +96,8 @@ class SupportChecker:
         if judge is None:
             from covrag.coverage import CrossEncoderCoverage
 
-            # every (passage, sentence) pair on its own: no best-aspect assignment, no sketches
-            judge = CrossEncoderCoverage(assignment="independent", answers_gate=0.0)
+            # every (passage, sentence) pair on its own (sentences carry no answer sketches)
+            judge = CrossEncoderCoverage()
         self.judge = judge
         self.threshold = threshold
         self.unsupported = unsupported

@@ -146,8 +146,8 @@ class AskConfig:
         metadata=_help(
             "whether a passage that the estimator says answers the question itself clears the "
             "floor too, not only one that answers a sub-question (on by default: broad "
-            "sub-questions score lower than the question they come from; "
-            "--no-floor-question: the floor reads the sub-questions only)"
+            "sub-questions score lower than the question they come from; False: the floor "
+            "reads the sub-questions only)"
         ),
     )
     gate: float = field(

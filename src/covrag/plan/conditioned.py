@@ -3,7 +3,7 @@
 "Describe the film X. I already know how critics received it, so skip reviews." is a base query
 ("Describe the film X") with an exclude instruction ("reviews"), as in QTree / QPlanner. A request
 is split by the LLM (:func:`split_request`) or given explicitly (:meth:`C2Query.explicit`, the
-CLI's ``--include`` / ``--exclude``). Its constraints become aspects with polarity ``include`` or
+CLI's ``--exclude``). Its constraints become aspects with polarity ``include`` or
 ``exclude``, which coverage selectors honour (:mod:`covrag.select.exclusion`).
 """
 

@@ -357,7 +357,7 @@ def pool_keypoints(
 ) -> KeyPoints:
     """The sub-questions of ``question`` read off the pool ``retriever`` finds for it: each the
     question a key point of the pool answers, that point its answer sketch (``covrag plan
-    --from-pool``, ``covrag ask --aspect-source keypoints``).
+    --from-pool``; ``AskConfig(aspect_source="keypoints")``).
 
     Passages whose MiniLM cosine to ``question`` is below ``gate`` are not read (``ask``'s topic
     gate): a corpus without the question's subject yields passages from other debates, whose

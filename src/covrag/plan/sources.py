@@ -44,7 +44,7 @@ ASPECT_SOURCES: Registry[AspectSource] = Registry("aspect source")
 
 @dataclass(frozen=True)
 class AspectOptions:
-    """What the sources are built from (the CLI's ``--subquestions``, ``--pool-k``, ...).
+    """What the sources are built from (the CLI sets ``subquestions`` only).
 
     Attributes:
         subquestions: Sub-questions per query (``llm``).

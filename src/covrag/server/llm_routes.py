@@ -205,7 +205,7 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
     judge = chosen.estimator if request.feedback == "pointers" else None
     exclude = [a.text for a in topic.aspects if a.polarity == "exclude"]
     # the citation check's judge runs under the model lock too (it shares the scorer's cache)
-    support = _Locked(CrossEncoderCoverage(assignment="independent", answers_gate=0.0))
+    support = _Locked(CrossEncoderCoverage())
     result = build_generator(llm, _settings(request), judge, exclude, support).generate(
         request.question,
         chosen.passages,

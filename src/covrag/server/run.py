@@ -6,8 +6,10 @@ import errno
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from covrag.errors import ConfigError, CovragError, MissingExtraError
 from covrag.server.app import create_app
@@ -114,3 +116,27 @@ def serve_in_background(
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+def probe_request(n_passages: int, n_aspects: int, **fields: Any) -> dict[str, Any]:
+    """A ``POST /v1/select`` body of ``n_passages`` x ``n_aspects`` cross-encoder pairs over texts
+    tagged afresh, so no earlier request's scores are in the pair cache: the model scores every
+    pair. For measuring a server's model work (``benchmarks/bench_deadline.py``) and testing its
+    deadlines (``tests/test_server_deadline.py``); ``fields`` add to or replace the body's.
+    """
+    tag = uuid.uuid4().hex[:8]
+    body: dict[str, Any] = {
+        "query": f"Should cities ban cars? {tag}",
+        "passages": [
+            {"id": f"p{i}", "text": f"Passage {i} ({tag}) on traffic, shops and clean air."}
+            for i in range(n_passages)
+        ],
+        "aspects": [
+            {"id": f"a{j}", "text": f"Aspect {j} ({tag}): does a ban change this?"}
+            for j in range(n_aspects)
+        ],
+        "coverage": "cross-encoder",
+        "relevance": "order",
+        "k": 2,
+    }
+    return body | fields

@@ -108,10 +108,7 @@ SELECTOR_TUNABLES: dict[str, dict[str, Tunable]] = {
 #: operator's: each distinct value loads (and keeps) another model.
 ESTIMATOR_TUNABLES: dict[str, dict[str, Tunable]] = {
     "embedding": {"threshold": Tunable(0, 1)},
-    "cross-encoder": {
-        "threshold": Tunable(0, 1),
-        "assignment": Tunable(choices=("independent", "best")),
-    },
+    "cross-encoder": {"threshold": Tunable(0, 1)},
 }
 
 #: Named selector variants offered by default, besides every selector with its defaults; and

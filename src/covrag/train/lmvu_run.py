@@ -12,17 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from covrag.errors import ConfigError
-from covrag.select.lmvu import FEATURES, M0_FEATURES, STATE, LMVUModel
+from covrag.select.lmvu import LMVUModel
 from covrag.train.lmvu import StateConfig, TrainingSet, cached_training_set, fit_lmvu
 from covrag.types import Topic
-
-#: Named feature sets: ``m0`` and ``no-atomic`` are the paper's controls.
-FEATURE_SETS: dict[str, tuple[str, ...]] = {
-    "full": FEATURES,
-    "m0": M0_FEATURES,
-    "no-atomic": tuple(f for f in FEATURES if not f.startswith("piece_")),
-    "static": FEATURES[: STATE.start],
-}
 
 
 @dataclass(frozen=True)

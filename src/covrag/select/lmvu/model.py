@@ -26,7 +26,7 @@ from covrag.files import atomic_write_text
 from covrag.schema._base import read_model
 from covrag.schema._json import read_json_file
 from covrag.schema.cards import LMVU_FORMAT, LMVUModelFile
-from covrag.select.lmvu.features import FEATURES, STATE
+from covrag.select.lmvu.features import FEATURES
 from covrag.types import FloatArray, IntArray
 
 FORMAT = LMVU_FORMAT
@@ -39,9 +39,7 @@ class LMVUModel:
         l2: L2 regularisation strength on the standardised coefficients.
         features: Names of the features used (a subset of ``FEATURES``); the others get weight 0.
         max_pairs_per_state: Pairs sampled per state (all when fewer), bounding memory.
-        shuffle_state: Control: permute the 14 state features among the candidates of each state
-            before fitting, destroying their link to the gains.
-        random_state: Seed for pair sampling and the shuffle control.
+        random_state: Seed for pair sampling.
     """
 
     mean_: FloatArray
@@ -57,13 +55,11 @@ class LMVUModel:
         l2: float = 1.0,
         features: Sequence[str] = FEATURES,
         max_pairs_per_state: int = 100,
-        shuffle_state: bool = False,
         random_state: int = 0,
     ) -> None:
         self.l2 = l2
         self.features = tuple(features)
         self.max_pairs_per_state = max_pairs_per_state
-        self.shuffle_state = shuffle_state
         self.random_state = random_state
 
     def _mask(self) -> FloatArray:
@@ -98,11 +94,6 @@ class LMVUModel:
             raise DataError("sample_weight must hold one finite weight >= 0 per row")
         rng = np.random.default_rng(self.random_state)
         mask = self._mask()
-        if self.shuffle_state:
-            X = X.copy()
-            for state in np.unique(groups):
-                rows = np.flatnonzero(groups == state)
-                X[rows, STATE] = X[rng.permutation(rows)][:, STATE]
         if not weight.sum() > 0:
             raise DataError("sample_weight is zero everywhere: nothing to fit")
         self.mean_ = np.average(X, axis=0, weights=weight)
@@ -160,7 +151,6 @@ class LMVUModel:
             "l2": self.l2,
             "features": list(self.features),
             "max_pairs_per_state": self.max_pairs_per_state,
-            "shuffle_state": self.shuffle_state,
             "random_state": self.random_state,
         }
 
@@ -193,8 +183,10 @@ class LMVUModel:
                 path=str(path),
                 field="feature_names",
             )
+        # ``shuffle_state`` (a control fitted by benchmarks/bench_lmvu.py now) is in older files
+        params = {k: v for k, v in data.params.items() if k != "shuffle_state"}
         try:
-            model = cls(**data.params)
+            model = cls(**params)
         except TypeError as exc:
             raise DataError(str(exc), path=str(path), field="params") from None
         model.mean_ = np.array(data.mean, dtype=np.float64)
