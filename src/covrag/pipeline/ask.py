@@ -29,8 +29,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError, StructuredOutputError
@@ -51,16 +49,15 @@ from covrag.pipeline.ask_records import AskResult as AskResult  # re-exported
 from covrag.pipeline.ask_records import StageCallback as StageCallback  # re-exported
 from covrag.pipeline.ask_records import StageClock, UsageMeter
 from covrag.pipeline.ask_records import StageCost as StageCost  # re-exported
-from covrag.pipeline.config import AskConfig, PrepareConfig
-from covrag.pipeline.prepare import prepare
+from covrag.pipeline.config import AskConfig
+from covrag.pipeline.context import estimate_context, pick_context
+from covrag.pipeline.context import select_context as select_context  # re-exported
+from covrag.pipeline.context import select_with_filters as select_with_filters  # re-exported
 from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
 from covrag.plan.keypoints import keypoint_aspects
 from covrag.plan.sketch import AnswerSketcher
 from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
-from covrag.select import parse_selector
-from covrag.select.base import Candidates, Selector
-from covrag.select.floor import FilterReport, filter_pool, question_similarity
-from covrag.types import Aspect, Budget, CoverageMatrix, Selection, Topic
+from covrag.types import Aspect, CoverageMatrix, Selection, Topic
 
 logger = logging.getLogger(__name__)
 
@@ -183,98 +180,6 @@ def build_generator(
     return CritiqueRewriteGenerator(writer, critic, passes=config.passes, checker=checker)
 
 
-def select_context(
-    selector: Selector,
-    candidates: Candidates,
-    estimator: CoverageEstimator,
-    k: int,
-    floor: float,
-    pool_aspects: int = 0,
-    question: str | None = None,
-    gate: float = 0.0,
-) -> Selection:
-    """``ask``'s selection (:func:`select_with_filters` without the filters' report)."""
-    return select_with_filters(
-        selector, candidates, estimator, k, floor, pool_aspects, question, gate
-    )[0]
-
-
-def select_with_filters(
-    selector: Selector,
-    candidates: Candidates,
-    estimator: CoverageEstimator,
-    k: int,
-    floor: float,
-    pool_aspects: int = 0,
-    question: str | None = None,
-    gate: float = 0.0,
-) -> tuple[Selection, FilterReport]:
-    """``ask``'s selection: at most ``k`` of the candidates that clear the coverage ``floor``,
-    and what the floor and the gate let through (:class:`~covrag.select.floor.FilterReport`,
-    whose ``reason`` says which filter emptied an empty context).
-
-    With ``pool_aspects`` the selector also covers that many representatives of what cleared
-    the floor (:class:`~covrag.plan.pool.PoolAspectFinder`), beside the sub-questions: the
-    sub-questions say what a complete answer needs, the representatives what the pool holds.
-    The floor reads the sub-questions only (a pool of padding has representatives too), and the
-    selection reports coverage of the sub-questions only. With ``question`` a passage also
-    clears the floor when the estimator says it answers the question itself (the question is
-    not an aspect to cover). With a ``gate`` above 0 a passage must also be about the question's
-    subject: its embedding's cosine to the candidates' query reaches ``gate``
-    (:func:`~covrag.select.floor.above_floor`).
-    """
-    also = None
-    if question is not None and floor > 0.0 and candidates.passages:
-        asked = Topic(candidates.query_id, question, candidates.passages, (Aspect("q", question),))
-        also = estimator.estimate(asked).probs[:, 0]
-    similarity = question_similarity(candidates) if gate > 0.0 else None
-    kept, report = filter_pool(candidates, floor, also, gate=gate, similarity=similarity)
-    if not pool_aspects or not kept.passages:
-        return selector.select(kept, Budget(max_passages=k)), report
-    selection = selector.select(
-        add_pool_aspects(kept, estimator, pool_aspects), Budget(max_passages=k)
-    )
-    assert kept.coverage is not None
-    wanted = set(kept.coverage.aspect_ids)
-    steps = tuple(
-        dataclasses.replace(s, newly_covered=tuple(a for a in s.newly_covered if a in wanted))
-        for s in selection.steps
-    )
-    return dataclasses.replace(selection, steps=steps), report
-
-
-def add_pool_aspects(candidates: Candidates, estimator: CoverageEstimator, n: int) -> Candidates:
-    """The candidates with ``n`` representatives of their pool as more aspects (ids
-    ``pool:pool1``, ...), scored by ``estimator``, weight 1, none excluded."""
-    from covrag.plan.pool import PoolAspectFinder
-
-    coverage = candidates.coverage
-    assert coverage is not None
-    topic = Topic(candidates.query_id, candidates.query, candidates.passages, ())
-    found = tuple(
-        dataclasses.replace(a, id=f"pool:{a.id}") for a in PoolAspectFinder(k=n).find(topic)
-    )
-    extra = estimator.estimate(dataclasses.replace(topic, aspects=found))
-    m, added = len(coverage.aspect_ids), len(found)
-    weights = candidates.aspect_weights
-    excluded = candidates.excluded
-    merged = dataclasses.replace(
-        coverage,
-        aspect_ids=coverage.aspect_ids + extra.aspect_ids,
-        probs=np.hstack([coverage.probs, extra.probs]),
-        pairs_scored=coverage.pairs_scored + extra.pairs_scored,
-        seconds=coverage.seconds + extra.seconds,
-    )
-    return dataclasses.replace(
-        candidates,
-        coverage=merged,
-        aspect_weights=np.concatenate([np.ones(m) if weights is None else weights, np.ones(added)]),
-        excluded=np.concatenate(
-            [np.zeros(m, dtype=bool) if excluded is None else excluded, np.zeros(added, bool)]
-        ),
-    )
-
-
 def _plan(
     question: str,
     llm: LLM,
@@ -344,11 +249,15 @@ def ask(
 
     clock.start("estimate")
     estimator = estimator or parse_estimator(config.coverage)
-    topic, candidates, coverage = _estimate_pool(topic, estimator)
+    policy = dataclasses.replace(config.policy(), aspects=None)  # planned in the plan stage
+    estimated = estimate_context(topic, policy, estimator=estimator)
+    topic, coverage = estimated.topic, estimated.coverage
+    assert coverage is not None
     clock.stop("estimate", pairs_scored=coverage.pairs_scored)
 
     clock.start("select")
-    selection, filters = _select(candidates, estimator, config, query)
+    chosen = pick_context(estimated, policy)
+    selection, filters = chosen.selection, chosen.filters
     clock.stop("select")
     refusal = filters.reason() if not selection.passage_ids else None
 
@@ -373,34 +282,6 @@ def ask(
             *support_warnings(generation.drafts[-1]),
         ),
         filters=filters,
-    )
-
-
-def _estimate_pool(
-    topic: Topic, estimator: CoverageEstimator
-) -> tuple[Topic, Candidates, CoverageMatrix]:
-    """The estimate stage: the pool's coverage of the aspects; returns the topic with the
-    prepared passages (token costs set), the selector's candidates and the coverage."""
-    candidates = prepare(topic, estimator, PrepareConfig(relevance="score")).candidates
-    coverage = candidates.coverage
-    assert coverage is not None
-    topic = dataclasses.replace(topic, passages=candidates.passages)
-    return topic, candidates, coverage
-
-
-def _select(
-    candidates: Candidates, estimator: CoverageEstimator, config: AskConfig, query: C2Query
-) -> tuple[Selection, FilterReport]:
-    """The select stage: ``config``'s selector behind the coverage floor and the topic gate."""
-    return select_with_filters(
-        parse_selector(config.selector),
-        candidates,
-        estimator,
-        config.k,
-        config.floor,
-        config.pool_aspects,
-        query.base if config.floor_question else None,
-        config.gate,
     )
 
 

@@ -155,7 +155,8 @@ class LLMAspects(AspectSource):
 
 @ASPECT_SOURCES.register
 class PoolAspects(AspectSource):
-    """Representatives of the topic's candidate pool."""
+    """Representatives of the topic's candidate pool; the query as the one aspect when the
+    pool has none (an empty pool): the default of the framework components and /v1/select."""
 
     name = "pool"
 
@@ -172,7 +173,8 @@ class PoolAspects(AspectSource):
         return cls(PoolAspectFinder(k=options.pool_k, rewrite=rewrite, llm=llm))
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
-        return self.finder.find(topic)
+        found = self.finder.find(topic) if topic.passages else ()
+        return found or (Aspect("query", topic.query),)
 
 
 @ASPECT_SOURCES.register
