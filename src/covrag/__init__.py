@@ -128,7 +128,7 @@ def evaluate(
         >>> covrag.evaluate([topic], {"q1": ["p1"]}, ["StRecall@1"])
         {'StRecall@1': 0.5}
     """
-    from covrag.evaluate import Judgments, aggregate
+    from covrag.pipeline.stages import Judgments, aggregate
     from covrag.tokens import with_token_costs
 
     if not isinstance(run, Mapping):
@@ -176,7 +176,7 @@ def ask(
     """
     from covrag.llm import parse_llm
     from covrag.pipeline import ask as run_ask
-    from covrag.retrieve import BM25Retriever, load_corpus, load_index
+    from covrag.pipeline.stages import BM25Retriever, load_corpus, load_index
 
     retriever: Retriever
     if isinstance(corpus, str) and os.path.isdir(corpus):

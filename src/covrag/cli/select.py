@@ -48,18 +48,21 @@ def register(sub: Subparsers) -> None:
 
 def trace_record(selection: Selection) -> dict[str, object]:
     """One line of ``select --trace``: the topic id and its selection's steps."""
-    from covrag.report.runfile import selection_record
+    from covrag.pipeline.stages import selection_record
 
     return {"query_id": selection.query_id, **selection_record(selection)}
 
 
 def run_select(args: argparse.Namespace, console: Console) -> int:
-    from covrag.coverage import parse_estimator
     from covrag.data.trec import format_run
     from covrag.pipeline import config_for
     from covrag.pipeline.batch import select_topics
-    from covrag.report.runfile import run_file_record, topic_run_record
-    from covrag.select import parse_selector
+    from covrag.pipeline.stages import (
+        parse_estimator,
+        parse_selector,
+        run_file_record,
+        topic_run_record,
+    )
 
     check_outputs(
         [("--dataset", args.dataset)],

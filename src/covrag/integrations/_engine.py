@@ -131,7 +131,7 @@ class Choice:
         """This choice as a run-file topic record, for ``covrag report`` (see
         :func:`covrag.report.run_file_record`). Passage ids are ``d0``, ``d1``, ... in input order.
         """
-        from covrag.report.runfile import topic_run_record
+        from covrag.pipeline.stages import topic_run_record
 
         return topic_run_record(self.topic, self.selection, self.coverage)
 

@@ -27,19 +27,26 @@ from typing import Any, TypeVar
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, Field
 
-from covrag.coverage import CrossEncoderCoverage, parse_estimator
-from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError, LLMError
-from covrag.generate import CritiqueContext, support_warnings
-from covrag.generate.answer_coverage import answer_coverage
-from covrag.generate.records import Draft, LLMCost
 from covrag.llm.base import LLM
 from covrag.pipeline import ANSWER, AskConfig, build_generator, choose, estimate_context
-from covrag.plan import C2Query, LLMDecomposer, QPlanner
-from covrag.plan.sketch import AnswerSketcher
+from covrag.pipeline.stages import (
+    AnswerSketcher,
+    C2Query,
+    CoverageEstimator,
+    CritiqueContext,
+    CrossEncoderCoverage,
+    Draft,
+    FilterReport,
+    LLMCost,
+    LLMDecomposer,
+    QPlanner,
+    answer_coverage,
+    parse_estimator,
+    support_warnings,
+)
 from covrag.schema.ask import AspectCoverageOut, FiltersOut, LLMCostOut, OutlinePlanOut
 from covrag.schema.http_answer import AnswerDraftOut, AnswerResponse, CritiqueOut
-from covrag.select.floor import FilterReport
 from covrag.server.config import ServerConfig
 from covrag.server.schemas import MAX_TEXT, AnswerRequest, _Strict
 from covrag.server.service import (

@@ -21,10 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from covrag.errors import ConfigError
+from covrag.pipeline.stages import EXCLUDE_MODES, OPTIMIZERS, SIMILARITIES
 from covrag.registry import Registry, parameter_types, split_spec
-from covrag.select.exclusion import EXCLUDE_MODES
-from covrag.select.facility import SIMILARITIES
-from covrag.select.optimize import OPTIMIZERS
 from covrag.server.schemas import MAX_PASSAGES
 
 T = TypeVar("T")
