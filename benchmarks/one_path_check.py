@@ -1,4 +1,4 @@
-"""Every entry point's context selection on bundled dev topics, as one JSON (timing fields left out).
+"""Each entry point's context selection on bundled dev topics, as one JSON (no timing fields).
 
 Issue 33 routes ``covrag.select``, ``/v1/select``, ``/v1/answer``, the integrations, ``ask``,
 ``bench`` and ``cv`` through one composition (:func:`covrag.pipeline.choose`). The refactoring
@@ -214,8 +214,8 @@ def check_bench() -> Any:
 
 def check_cv() -> Any:
     from covrag.pipeline import build_methods
-    from covrag.pipeline.cv_records import CVConfig
     from covrag.pipeline.cv import run_cv
+    from covrag.pipeline.cv_records import CVConfig
     from covrag.types import Budget
 
     topics = load_dataset("perspectrum:dev")[:6]

@@ -28,12 +28,12 @@ The rules:
    ``version``, ``schema``, ``data``, ``llm``) never import a stage (``ingest``, ``plan``,
    ``retrieve``, ``coverage``, ``select``, ``generate``, ``evaluate``, ``report``).
 8. Only ``covrag.pipeline.distributed`` imports ``ray`` (rule 7, on ``report``, is a case of 2).
-10. Entry points (``cli``, ``server``, ``integrations`` and the top-level package) reach the
-   stages through ``pipeline`` (``covrag.pipeline.stages`` re-exports what they use): at most
-   :data:`MAX_ENTRY_STAGE_IMPORTS` imports go from an entry point straight to a stage module.
 9. Sizes (issue 33): no function or method is over :data:`MAX_FUNCTION_LINES` lines (from its
    ``def`` line to its last line, docstring included), and at most :data:`MAX_LONG_MODULES`
    modules are over :data:`MAX_MODULE_LINES` lines: split rather than grow a long module.
+10. Entry points (``cli``, ``server``, ``integrations`` and the top-level package) reach the
+   stages through ``pipeline`` (``covrag.pipeline.stages`` re-exports what they use): at most
+   :data:`MAX_ENTRY_STAGE_IMPORTS` imports go from an entry point straight to a stage module.
 """
 
 from __future__ import annotations

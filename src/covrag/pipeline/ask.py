@@ -27,11 +27,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
-from covrag.errors import ConfigError, StructuredOutputError
 from covrag.generate import (
     CitedWriter,
     Critic,
@@ -53,24 +51,13 @@ from covrag.pipeline.config import AskConfig
 from covrag.pipeline.context import estimate_context, pick_context
 from covrag.pipeline.context import select_context as select_context  # re-exported
 from covrag.pipeline.context import select_with_filters as select_with_filters  # re-exported
-from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
-from covrag.plan.keypoints import keypoint_aspects
-from covrag.plan.sketch import AnswerSketcher
+from covrag.plan import C2Query
+from covrag.plan.planned import Planned as Planned  # re-exported
+from covrag.plan.planned import PlannerAspects
 from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
 from covrag.types import Aspect, CoverageMatrix, Selection, Topic
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Planned:
-    """What the plan stage decided: the request, its aspects and where they came from."""
-
-    query: C2Query
-    aspects: tuple[Aspect, ...]
-    subquestions: SubQuestions | None = None
-    plan: Plan | None = None
-    warnings: tuple[str, ...] = ()
 
 
 def plan_aspects(
@@ -83,44 +70,10 @@ def plan_aspects(
     aspects: Sequence[Aspect] | None = None,
 ) -> Planned:
     """The aspects of a request: the given ones, or the LLM's sub-questions (and with
-    ``config.outline`` a QPlanner plan) followed by the request's include / exclude aspects."""
+    ``config.outline`` a QPlanner plan) followed by the request's include / exclude aspects
+    (the ``planner`` aspect source under ``config``'s options)."""
     query = C2Query.explicit(question, include, exclude)
-    if aspects is not None:
-        planned = Planned(query, tuple(aspects))
-    else:
-        subquestions: SubQuestions | None = None
-        plan: Plan | None = None
-        warnings: list[str] = []
-        if config.outline:
-            planner = QPlanner(
-                llm,
-                subquestions=max(config.subquestions, 1),
-                decompose_style=config.decompose_style,
-            )
-            try:
-                plan = planner.plan(question, include, exclude)
-                subquestions = plan.subquestions
-            except StructuredOutputError as exc:
-                # The outline is optional guidance: without it the answer is written from the
-                # sub-questions alone, and the run says why.
-                first = str(exc).splitlines()[0]
-                warnings.append(f"no outline ({first}); writing without one")
-                logger.warning("ask: %s", warnings[-1])
-        if subquestions is None and config.subquestions:
-            decomposer = LLMDecomposer(llm, n=config.subquestions, style=config.decompose_style)
-            subquestions = decomposer.decompose(query.base)
-        found = subquestions.aspects if subquestions is not None else ()
-        planned = Planned(query, (*found, *query.aspects()), subquestions, plan, tuple(warnings))
-    if not planned.aspects:
-        raise ConfigError("no aspects: ask for sub-questions or give aspects")
-    if config.answers:
-        failures: list[str] = []
-        sketcher = AnswerSketcher(llm, n=config.answers)
-        sketched = sketcher.sketch_aspects(planned.aspects, query.base, failures)
-        planned = dataclasses.replace(
-            planned, aspects=sketched, warnings=(*planned.warnings, *failures)
-        )
-    return planned
+    return PlannerAspects(llm, config.policy().aspect_options).plan(query, aspects)
 
 
 def retrieve_pool(
@@ -189,22 +142,15 @@ def _plan(
     exclude: Sequence[str],
     aspects: Sequence[Aspect] | None,
 ) -> Planned:
-    """``ask``'s plan: the given aspects, key points read off a first pool
-    (``aspect_source="keypoints"``, their drop notes as warnings) or the LLM's sub-questions."""
-    notes: tuple[str, ...] = ()
+    """``ask``'s plan: the ``planner`` aspect source on the request: the given aspects, key
+    points read off a first pool (``aspect_source="keypoints"``, their drop notes as warnings)
+    or the LLM's sub-questions."""
+    query = C2Query.explicit(question, include, exclude)
+    pool = None
     if aspects is None and config.aspect_source == "keypoints":
-        aspects, notes = keypoint_aspects(
-            question,
-            llm,
-            retriever,
-            pool=config.pool,
-            n=config.subquestions,
-            gate=config.gate,
-            include=include,
-            exclude=exclude,
-        )
-    planned = plan_aspects(question, llm, config, include=include, exclude=exclude, aspects=aspects)
-    return dataclasses.replace(planned, warnings=(*notes, *planned.warnings))
+        pool = tuple(retriever.search(query.base, config.pool))
+    planner = PlannerAspects(llm, config.policy().aspect_options)
+    return planner.plan(query, aspects, pool=pool, gate=config.gate)
 
 
 def ask(

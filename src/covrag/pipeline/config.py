@@ -179,7 +179,7 @@ class AskConfig:
         ),
     )
     outline: bool = field(
-        default=False,
+        default=ASK.aspect_options.outline,
         metadata=_help("plan a QTree outline (QPlanner) and write along the best one"),
     )
     max_words: int | None = field(
@@ -231,6 +231,7 @@ class AskConfig:
                 subquestions=self.subquestions,
                 decompose_style=self.decompose_style,
                 answers=self.answers,
+                outline=self.outline,
             ),
             k=self.k,
             floor=self.floor,
