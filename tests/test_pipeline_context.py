@@ -1,4 +1,4 @@
-"""The one path to a context (covrag.pipeline.choose) and the policy record that holds its defaults."""
+"""The one path to a context (covrag.pipeline.choose) and the policy record of its defaults."""
 
 from __future__ import annotations
 
