@@ -35,8 +35,8 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/covrag demo
 
 lint: $(VENV)/.installed-dev
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks scripts
+	$(VENV)/bin/ruff format --check src tests benchmarks scripts
 
 typecheck: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy

@@ -31,6 +31,9 @@ The rules:
 9. Sizes (issue 33): no function or method is over :data:`MAX_FUNCTION_LINES` lines (from its
    ``def`` line to its last line, docstring included), and at most :data:`MAX_LONG_MODULES`
    modules are over :data:`MAX_MODULE_LINES` lines: split rather than grow a long module.
+10. Entry points (``cli``, ``server``, ``integrations`` and the top-level package) reach the
+   stages through ``pipeline`` (``covrag.pipeline.stages`` re-exports what they use): at most
+   :data:`MAX_ENTRY_STAGE_IMPORTS` imports go from an entry point straight to a stage module.
 """
 
 from __future__ import annotations
@@ -70,6 +73,11 @@ MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 400
 MAX_LONG_MODULES = 4
 """At most this many modules may be over MAX_MODULE_LINES lines (a ceiling that only goes down)."""
+
+ENTRY_POINTS = ("cli", "server", "integrations", "")
+"""The layers users call ("" is the top-level package and its verbs)."""
+MAX_ENTRY_STAGE_IMPORTS = 15
+"""At most this many (entry-point module, stage module) imports (issue 33; 54 before it)."""
 
 RECORDS = "covrag.types"
 RECORDS_MAY_IMPORT = frozenset({"covrag.errors"})
@@ -238,6 +246,42 @@ def test_no_import_cycle_between_modules(graph: Graph) -> None:
 
 def test_no_upward_import(graph: Graph) -> None:
     assert layer_violations(graph) == []
+
+
+def entry_stage_imports(graph: Graph) -> list[tuple[str, str]]:
+    """Every (entry-point module, stage module) edge: an entry point that reaches a stage
+    without going through ``pipeline``."""
+    return sorted(
+        (importer, target)
+        for importer, targets in graph.items()
+        if layer(importer) in ENTRY_POINTS and importer != "covrag.__main__"
+        for target in targets
+        if layer(target) in STAGES
+    )
+
+
+def test_entry_points_reach_the_stages_through_the_pipeline(graph: Graph) -> None:
+    found = entry_stage_imports(graph)
+    print(f"entry-point -> stage imports: {len(found)}", *found, sep="\n  ")
+    assert len(found) <= MAX_ENTRY_STAGE_IMPORTS, "import it from covrag.pipeline(.stages)"
+
+
+def test_the_entry_stage_count_sees_every_entry_point() -> None:
+    graph = _graph(
+        {
+            "covrag": ["covrag.select.base", "covrag.pipeline"],
+            "covrag.cli.ask": ["covrag.plan.sources", "covrag.types"],
+            "covrag.server.app": ["covrag.coverage"],
+            "covrag.integrations.langchain": ["covrag.pipeline.stages"],
+            "covrag.pipeline.stages": ["covrag.select.base"],
+            "covrag.train.lmvu": ["covrag.select.lmvu"],
+        }
+    )
+    assert entry_stage_imports(graph) == [
+        ("covrag", "covrag.select.base"),
+        ("covrag.cli.ask", "covrag.plan.sources"),
+        ("covrag.server.app", "covrag.coverage"),
+    ]
 
 
 RAY_MODULE = "covrag.pipeline.distributed"

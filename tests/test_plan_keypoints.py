@@ -6,7 +6,8 @@ import re
 import pytest
 
 from covrag.errors import ConfigError
-from covrag.plan.keypoints import KeyPointGenerator, keypoint_aspects, point_problem
+from covrag.plan import C2Query, PlannerAspects
+from covrag.plan.keypoints import KeyPointGenerator, point_problem
 from covrag.plan.sources import AspectOptions, KeyPointAspects, build_aspect_sources
 from covrag.retrieve import BM25Retriever
 from covrag.types import Passage, Topic
@@ -138,9 +139,10 @@ def test_ask_aspects_come_from_the_retrieved_pool_with_the_request_constraints()
     retriever = BM25Retriever().index([*(Passage(i, t) for i, t in TEXTS), cake])
     replies = [point(*GOOD[0]), point(*TEMPLATE), point(*GOOD[1])]  # 1.5 x 2 groups
     llm = ScriptedLLM(replies)
-    aspects, notes = keypoint_aspects(
-        QUERY, llm, retriever, pool=10, n=2, gate=0.2, exclude=["parking fees"]
-    )
+    planner = PlannerAspects(llm, AspectOptions(subquestions=2, answers=0))
+    query = C2Query.explicit(QUERY, exclude=["parking fees"])
+    planned = planner.plan(query, pool=tuple(retriever.search(QUERY, 10)), gate=0.2)
+    aspects, notes = planned.aspects, planned.warnings
     wanted = [a for a in aspects if a.polarity != "exclude"]
     assert sorted(a.text for a in wanted) == sorted(q for _, q in GOOD[:2])
     assert [a.text for a in aspects if a.polarity == "exclude"] == ["parking fees"]

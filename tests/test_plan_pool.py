@@ -115,6 +115,7 @@ def test_aspect_sources_are_built_from_the_registry_with_one_llm_only_when_neede
         "llm",
         "llm+answers",
         "llm+pool",
+        "planner",
         "pool",
         "query",
     ]

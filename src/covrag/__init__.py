@@ -25,11 +25,8 @@ from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Sel
 from covrag.version import __version__
 
 if TYPE_CHECKING:
-    from covrag.coverage.base import CoverageEstimator
-    from covrag.llm.base import LLM
     from covrag.pipeline import AskConfig, AskResult, RelevanceSource
-    from covrag.retrieve import Retriever
-    from covrag.select.base import Selector
+    from covrag.pipeline.stages import LLM, CoverageEstimator, Retriever, Selector
 
 __all__ = [
     "Aspect",
@@ -61,7 +58,8 @@ def select(
         topic: The query, its candidate passages and the aspects to cover.
         selector: A selector or its spec (``"greedy-coverage"``, ``"mmr(lam=0.7)"``, ...);
             None for the default, ``expected-coverage``.
-        k: At most this many passages (10 when neither ``k`` nor ``max_tokens`` is given).
+        k: At most this many passages (10 when neither ``k`` nor ``max_tokens`` is given: the
+            :data:`covrag.pipeline.SELECT` preset, as every default here).
         max_tokens: At most this many tokens; passages are never truncated.
         coverage: A coverage estimator or its spec (``"gold"`` reads the topic's labels); None
             for the shipped cross-encoder when the selector reads coverage.
@@ -88,27 +86,18 @@ def select(
         >>> s.passage_ids, s.covered
         (('p1', 'p3'), ('a1', 'a2'))
     """
-    from covrag.coverage.base import CoverageEstimator, parse_estimator
-    from covrag.errors import ConfigError
-    from covrag.pipeline import DEFAULT_COVERAGE, DEFAULT_SELECTOR, prepare_for
-    from covrag.select.base import Selector, parse_selector
+    import dataclasses
 
-    if isinstance(selector, Selector):
-        chosen = selector
-    else:
-        chosen = parse_selector(selector or DEFAULT_SELECTOR)
-    estimator: CoverageEstimator | None = None
-    if coverage is not None or chosen.uses_coverage:
-        spec = coverage if coverage is not None else DEFAULT_COVERAGE
-        estimator = spec if isinstance(spec, CoverageEstimator) else parse_estimator(spec)
-    if k is None and max_tokens is None:
-        k = 10
-    try:
-        budget = Budget(max_passages=k, max_tokens=max_tokens)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    candidates = prepare_for(topic, chosen, estimator, relevance=relevance).candidates
-    return chosen.select(candidates, budget)
+    from covrag.pipeline import SELECT, choose
+
+    policy = dataclasses.replace(
+        SELECT.budgeted(k, max_tokens),
+        selector=selector or SELECT.selector,
+        coverage=coverage,
+        relevance=relevance,
+    )
+    policy.budget()  # a budget that limits nothing is an error before any model work
+    return choose(topic, policy).selection
 
 
 def evaluate(
@@ -139,7 +128,7 @@ def evaluate(
         >>> covrag.evaluate([topic], {"q1": ["p1"]}, ["StRecall@1"])
         {'StRecall@1': 0.5}
     """
-    from covrag.evaluate import Judgments, aggregate
+    from covrag.pipeline.stages import Judgments, aggregate
     from covrag.tokens import with_token_costs
 
     if not isinstance(run, Mapping):
@@ -187,7 +176,7 @@ def ask(
     """
     from covrag.llm import parse_llm
     from covrag.pipeline import ask as run_ask
-    from covrag.retrieve import BM25Retriever, load_corpus, load_index
+    from covrag.pipeline.stages import BM25Retriever, load_corpus, load_index
 
     retriever: Retriever
     if isinstance(corpus, str) and os.path.isdir(corpus):

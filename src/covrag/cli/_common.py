@@ -33,7 +33,7 @@ from covrag.types import Budget, Topic
 
 if typing.TYPE_CHECKING:
     from covrag.llm.base import LLM
-    from covrag.plan.sources import AspectSource
+    from covrag.pipeline.stages import AspectSource
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -202,7 +202,7 @@ def parse_budget(spec: str) -> Budget:
 def check_measures(specs: Iterable[str]) -> None:
     """Refuse measures whose cutoff or token budget is above :data:`MAX_PASSAGES` or
     :data:`MAX_TOKENS` (before any work: a cutoff sizes the arrays the measures fill)."""
-    from covrag.evaluate import parse_measures
+    from covrag.pipeline.stages import parse_measures
 
     for measure in parse_measures(list(specs)):
         at = getattr(measure, measure.at, None)
@@ -274,7 +274,7 @@ def add_prepare_args(
     """``--aspects`` and its sources' options, ``--exclude-aspects`` (with ``exclusion``) and
     ``--relevance``."""
     from covrag.pipeline.config import PrepareConfig
-    from covrag.plan import ASPECT_SOURCES, AspectOptions
+    from covrag.pipeline.stages import ASPECT_SOURCES, AspectOptions
 
     parser.add_argument(
         "--aspects",
@@ -303,7 +303,7 @@ def add_prepare_args(
 def aspect_sources(args: argparse.Namespace, names: Iterable[str]) -> dict[str, AspectSource]:
     """The aspect sources ``names`` asks for (registered in ``covrag.plan.ASPECT_SOURCES``),
     built from the command's options; the LLM is built once, only when a source needs it."""
-    from covrag.plan import AspectOptions, build_aspect_sources
+    from covrag.pipeline.stages import AspectOptions, build_aspect_sources
 
     options = AspectOptions(subquestions=args.subquestions)
     return build_aspect_sources(names, options, lambda: build_llm(args.llm))

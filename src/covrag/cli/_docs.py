@@ -18,7 +18,7 @@ from covrag.cli._common import progress_bar
 from covrag.errors import ConfigError
 
 if TYPE_CHECKING:
-    from covrag.ingest import Chunker, IngestReport
+    from covrag.pipeline.stages import Chunker, IngestReport
 
 #: Skipped files listed one by one (the rest are counted).
 _SHOWN_SKIPS = 20
@@ -28,7 +28,7 @@ _MAX_FILE_MB = 100_000
 
 def add_chunk_args(parser: argparse.ArgumentParser) -> None:
     """``--chunk-tokens`` and ``--chunk-overlap`` (defaults from :class:`covrag.ingest.Chunker`)."""
-    from covrag.ingest.chunk import DEFAULT_OVERLAP, DEFAULT_TOKENS
+    from covrag.pipeline.stages import DEFAULT_OVERLAP, DEFAULT_TOKENS
 
     parser.add_argument(
         "--chunk-tokens",
@@ -46,7 +46,7 @@ def add_chunk_args(parser: argparse.ArgumentParser) -> None:
 
 def add_read_args(parser: argparse.ArgumentParser) -> None:
     """``--follow-symlinks`` and ``--max-file-mb``: what ``--docs`` may read."""
-    from covrag.ingest.walk import DEFAULT_MAX_BYTES
+    from covrag.pipeline.stages import DEFAULT_MAX_BYTES
 
     parser.add_argument(
         "--follow-symlinks",
@@ -76,7 +76,7 @@ def read_limits(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def chunker_from_args(args: argparse.Namespace) -> Chunker:
-    from covrag.ingest import Chunker
+    from covrag.pipeline.stages import Chunker
 
     return Chunker(tokens=args.chunk_tokens, overlap=args.chunk_overlap)
 
@@ -91,7 +91,7 @@ def index_documents(
 ) -> IngestReport:
     """Index ``paths`` into ``out`` (incrementally) with a progress bar, and print what it did
     (``limits``: :func:`read_limits`)."""
-    from covrag.ingest import update_index
+    from covrag.pipeline.stages import update_index
 
     with progress_bar(console) as progress:
         task = progress.add_task("read documents", total=None)

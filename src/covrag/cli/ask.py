@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from covrag.llm.progress import ProgressCallback, TokenProgress
-    from covrag.retrieve import Retriever
+    from covrag.pipeline.stages import Retriever
 
 DEFAULT_ASK_OUT = Path("ask-run.json")
 
@@ -145,7 +145,7 @@ def _index_docs(args: argparse.Namespace, console: Console) -> tuple[Path, list[
 
 
 def _retriever(index: Path | None, corpus: str) -> Retriever:
-    from covrag.retrieve import BM25Retriever, load_corpus, load_index
+    from covrag.pipeline.stages import BM25Retriever, load_corpus, load_index
 
     if index is not None:
         return load_index(index)
@@ -153,7 +153,7 @@ def _retriever(index: Path | None, corpus: str) -> Retriever:
 
 
 def _given_aspects(args: argparse.Namespace) -> tuple[Aspect, ...] | None:
-    from covrag.plan import C2Query
+    from covrag.pipeline.stages import C2Query
 
     if not args.aspects:
         return None
@@ -242,11 +242,17 @@ def _llm_progress(progress: Progress, console: Console) -> ProgressCallback:
 
 
 def run_eval_answers(args: argparse.Namespace, console: Console) -> int:
-    from covrag.evaluate.answer_stats import ANSWER_MEASURES, compare_variants
-    from covrag.evaluate.answers import LLMAnswerJudge, agreement, evaluation_record
-    from covrag.evaluate.answers_io import evaluate_variants, load_variants
     from covrag.files import atomic_write_text
     from covrag.llm import parse_llm
+    from covrag.pipeline.stages import (
+        ANSWER_MEASURES,
+        LLMAnswerJudge,
+        agreement,
+        compare_variants,
+        evaluate_variants,
+        evaluation_record,
+        load_variants,
+    )
 
     inputs = [("--dataset", args.dataset), *(("runs", path) for path in args.runs)]
     check_outputs(inputs, [("--out", args.out)])

@@ -236,9 +236,8 @@ def _demo_tour(topics: Sequence[Topic], console: Console) -> BenchResult:
 
 def _demo_trace(topic: Topic, console: Console) -> None:
     """DES's greedy coverage on one topic's gold labels, pick by pick."""
-    from covrag.coverage import parse_estimator
     from covrag.pipeline import PrepareConfig, select_topic
-    from covrag.select import parse_selector
+    from covrag.pipeline.stages import parse_estimator, parse_selector
 
     selector = parse_selector("greedy-coverage")
     gold = parse_estimator("gold")

@@ -13,7 +13,7 @@ from covrag.cli._common import Subparsers, add_exclude_args, check_measures, loa
 from covrag.errors import ConfigError
 
 if TYPE_CHECKING:
-    from covrag.evaluate import Judgments
+    from covrag.pipeline.stages import Judgments
 
 
 def register(sub: Subparsers) -> None:
@@ -43,7 +43,7 @@ def register(sub: Subparsers) -> None:
 
 def run_eval(args: argparse.Namespace, console: Console) -> int:
     from covrag.data import read_run
-    from covrag.evaluate import evaluate
+    from covrag.pipeline.stages import evaluate
 
     check_measures(args.measures)
     judgments, measures = _judgments(args)
@@ -74,7 +74,7 @@ def run_eval(args: argparse.Namespace, console: Console) -> int:
 
 def _judgments(args: argparse.Namespace) -> tuple[Judgments, list[str]]:
     """The judgments ``--dataset`` or ``--qrels`` names, and the measures to compute."""
-    from covrag.evaluate import Judgments, read_judgments
+    from covrag.pipeline.stages import Judgments, read_judgments
     from covrag.tokens import with_token_costs
 
     measures = list(args.measures)

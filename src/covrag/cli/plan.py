@@ -86,7 +86,7 @@ def _split(query: Any, subquestions: Any) -> PlanSplit:
 
 
 def run_plan(args: argparse.Namespace, console: Console) -> int:
-    from covrag.plan.planner import QPlanner
+    from covrag.pipeline.stages import QPlanner
 
     llm = build_llm(args.llm, args.no_llm_cache)
     if args.from_pool:
@@ -136,8 +136,7 @@ def _plan_from_pool(args: argparse.Namespace, llm: Any, console: Console) -> int
     """``--from-pool``: the key points of the question's pool, their questions and what was
     dropped."""
     from covrag.cli.ask import _retriever
-    from covrag.plan.conditioned import C2Query
-    from covrag.plan.keypoints import pool_keypoints
+    from covrag.pipeline.stages import C2Query, pool_keypoints
 
     query = C2Query.explicit(args.request, [], args.exclude)
     with console.status(

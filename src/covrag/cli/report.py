@@ -29,7 +29,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run_report(args: argparse.Namespace, console: Console) -> int:
-    from covrag.report import load_report_input, render_report, write_report
+    from covrag.pipeline.stages import load_report_input, render_report, write_report
 
     if str(args.out) == "-":  # not a file: a pipe or terminal takes the page as it is
         data, where = load_report_input(args.source)

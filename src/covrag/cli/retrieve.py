@@ -73,7 +73,7 @@ def register(sub: Subparsers) -> None:
 
 def run_index(args: argparse.Namespace, console: Console) -> int:
     from covrag.pipeline.batch import build_index
-    from covrag.retrieve import INDEX_KINDS, load_corpus
+    from covrag.pipeline.stages import INDEX_KINDS, load_corpus
 
     if args.model is not None and args.kind not in ("dense", "cover"):
         raise ConfigError(f"--model applies to dense and cover indexes, not {args.kind}")
@@ -107,7 +107,7 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
 
 
 def run_search(args: argparse.Namespace, console: Console) -> int:
-    from covrag.retrieve import CoverRetriever, load_index
+    from covrag.pipeline.stages import CoverRetriever, load_index
 
     retriever = load_index(args.index)
     started = time.perf_counter()

@@ -46,12 +46,15 @@ def register(sub: Subparsers) -> None:
 
 
 def run_select(args: argparse.Namespace, console: Console) -> int:
-    from covrag.coverage import parse_estimator
     from covrag.data.trec import format_run
     from covrag.pipeline import config_for
     from covrag.pipeline.batch import select_topics
-    from covrag.report.runfile import run_file_record, topic_run_record
-    from covrag.select import parse_selector
+    from covrag.pipeline.stages import (
+        parse_estimator,
+        parse_selector,
+        run_file_record,
+        topic_run_record,
+    )
 
     check_outputs(
         [("--dataset", args.dataset)],

@@ -8,28 +8,32 @@ what their frameworks' MMR steps do not give them (see ``shared/USERS.md``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.errors import ConfigError
 from covrag.pipeline import DEFAULT_COVERAGE as DEFAULT_COVERAGE
 from covrag.pipeline import DEFAULT_SELECTOR as DEFAULT_SELECTOR
-from covrag.pipeline import prepare_for
-from covrag.select.base import Selector, parse_selector
-from covrag.tokens import TokenCounter
+from covrag.pipeline import INTEGRATIONS, choose
+from covrag.pipeline.context import build_source, source_aspects
+from covrag.pipeline.stages import (
+    CoverageEstimator,
+    Selector,
+    TokenCounter,
+    parse_estimator,
+    parse_selector,
+)
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
 
 AspectLike = str | Aspect
 LabelFree = Literal["pool", "query"]
 AspectSource = Sequence[AspectLike] | Callable[[str], Sequence[AspectLike]] | LabelFree | None
 
-#: The aspects used when none are given: the pool's representatives. Under five-fold
-#: cross-validation on ArgKP's 28 train + dev topics they beat the query as the only aspect,
-#: alpha-nDCG@10 0.500 against 0.383 with expected coverage
-#: (docs/experiments/20-question-aware-coverage.md).
-DEFAULT_ASPECTS: LabelFree = "pool"
+#: The aspects used when none are given: the pool's representatives (the
+#: :data:`covrag.pipeline.INTEGRATIONS` preset, which says why).
+DEFAULT_ASPECTS = cast(LabelFree, INTEGRATIONS.aspects)
 LABEL_FREE: tuple[LabelFree, ...] = ("pool", "query")
 Relevance = Literal["auto", "score", "order", "dense"]
 RELEVANCES: tuple[Relevance, ...] = ("auto", "score", "order", "dense")
@@ -37,7 +41,7 @@ RELEVANCES: tuple[Relevance, ...] = ("auto", "score", "order", "dense")
 METADATA_KEY = "covrag"
 """The metadata key under which every adapter records what a document newly covers."""
 
-DEFAULT_K = 5
+DEFAULT_K = INTEGRATIONS.k
 
 
 def as_aspects(items: Sequence[AspectLike]) -> tuple[Aspect, ...]:
@@ -78,26 +82,12 @@ def resolve_aspects(
       question" and greedy coverage picks the best-covering passage first, then follows
       relevance.
     """
-    if isinstance(source, str):
-        if source not in LABEL_FREE:
-            raise ConfigError(
-                f"aspects: give a list of sub-questions, a callable, 'pool' or 'query'; "
-                f"got the string {source!r}"
-            )
-        if source == "pool" and passages:
-            from covrag.plan.pool import pool_or_query
-
-            return pool_or_query(Topic("query", query, tuple(passages), ()))
-        source = None
-    if source is None:
-        if not query.strip():
-            raise ConfigError("no aspects and no query: give sub-questions or a query")
-        return (Aspect(id="query", text=query),)
-    items = source(query) if callable(source) else source
-    aspects = as_aspects(list(items))
-    if not aspects:
-        raise ConfigError("the aspect list is empty: give at least one sub-question, or None")
-    return aspects
+    named, given = _aspect_input(source, query, passages)
+    if named is None:
+        return given
+    policy = dataclasses.replace(INTEGRATIONS, aspects=named)
+    topic = Topic("query", query, tuple(passages), ())
+    return source_aspects(topic, build_source(policy)).topic.aspects
 
 
 @dataclass(frozen=True)
@@ -141,7 +131,7 @@ class Choice:
         """This choice as a run-file topic record, for ``covrag report`` (see
         :func:`covrag.report.run_file_record`). Passage ids are ``d0``, ``d1``, ... in input order.
         """
-        from covrag.report.runfile import topic_run_record
+        from covrag.pipeline.stages import topic_run_record
 
         return topic_run_record(self.topic, self.selection, self.coverage)
 
@@ -189,7 +179,7 @@ class CoverageChoice:
     aspects: AspectSource = DEFAULT_ASPECTS
     k: int | None = DEFAULT_K
     max_tokens: int | None = None
-    relevance: Relevance = "auto"
+    relevance: Relevance = INTEGRATIONS.relevance
     counter: TokenCounter | None = None
 
     def __post_init__(self) -> None:
@@ -239,30 +229,50 @@ class CoverageChoice:
         source = aspects if aspects is not None else self.aspects
         if source == "pool" and not selector.uses_coverage:
             source = "query"  # a selector that reads no coverage has no use for them
-        wanted = resolve_aspects(source, query, passages)
-        topic = Topic(query_id="query", query=query, passages=passages, aspects=wanted)
-        relevance = self.relevance
-        if relevance == "auto":
-            relevance = "score" if passages and all(s is not None for s in scores) else "order"
-        estimator = self.coverage if selector.uses_coverage else None
-        assert estimator is None or isinstance(estimator, CoverageEstimator)
-        prepared = prepare_for(
-            topic, selector, estimator, relevance=relevance, counter=self.counter
+        named, given = _aspect_input(source, query, passages)
+        policy = dataclasses.replace(
+            INTEGRATIONS,
+            selector=selector,
+            coverage=self.coverage if selector.uses_coverage else None,
+            aspects=named,
+            k=self.k,
+            max_tokens=self.max_tokens,
+            relevance=self.relevance,
+            counter=self.counter,
         )
-        candidates = prepared.candidates
-        selection = selector.select(candidates, self.budget)
-        return _choice(selection, candidates.coverage, wanted, candidates.passages, topic)
+        chosen = choose(Topic("query", query, passages, given), policy)
+        return _choice(chosen.selection, chosen.coverage, chosen.topic)
 
 
-def _choice(
-    selection: Selection,
-    coverage: CoverageMatrix | None,
-    aspects: tuple[Aspect, ...],
-    passages: tuple[Passage, ...],
-    topic: Topic,
-) -> Choice:
+def _aspect_input(
+    source: AspectSource, query: str, passages: Sequence[Passage]
+) -> tuple[str | None, tuple[Aspect, ...]]:
+    """The aspect source to name (``pool``, ``query``) or the aspects given: ``pool`` over no
+    documents is the query."""
+    if isinstance(source, str):
+        if source not in LABEL_FREE:
+            raise ConfigError(
+                f"aspects: give a list of sub-questions, a callable, 'pool' or 'query'; "
+                f"got the string {source!r}"
+            )
+        if source == "pool" and passages:
+            return "pool", ()
+        source = None
+    if source is None:
+        if not query.strip():
+            raise ConfigError("no aspects and no query: give sub-questions or a query")
+        return "query", ()
+    items = source(query) if callable(source) else source
+    aspects = as_aspects(list(items))
+    if not aspects:
+        raise ConfigError("the aspect list is empty: give at least one sub-question, or None")
+    return None, aspects
+
+
+def _choice(selection: Selection, coverage: CoverageMatrix | None, topic: Topic) -> Choice:
+    aspects = topic.aspects
     by_id = {a.id: a for a in aspects}
-    index = {p.id: i for i, p in enumerate(passages)}
+    index = {p.id: i for i, p in enumerate(topic.passages)}
     picks = []
     for rank, step in enumerate(selection.steps, start=1):
         covers = coverage.aspects_of(step.passage_id) if coverage is not None else ()
@@ -276,5 +286,4 @@ def _choice(
                 covers=tuple(by_id[a] for a in covers),
             )
         )
-    topic = Topic(topic.query_id, topic.query, passages, aspects)
     return Choice(tuple(picks), aspects, selection, coverage, topic)

@@ -3,6 +3,9 @@
 The CLI, the HTTP server and the framework integrations all call these functions; the stages
 (plan, retrieve, coverage, select, generate, evaluate) never import this package.
 
+- :func:`choose`: a topic -> a context, under a :class:`ContextPolicy` (one preset per entry
+  point: :data:`SELECT`, :data:`SERVER_SELECT`, :data:`INTEGRATIONS`, :data:`ASK`,
+  :data:`ANSWER`, :data:`BENCH`), the one path every entry point takes.
 - :func:`prepare`: a topic -> the selector's input (token costs, coverage, relevance, embeddings).
 - :func:`ask`: question -> plan -> pool -> coverage -> selection -> cited, critiqued answer.
 - :func:`run_bench`: selectors x coverage sources x budgets on a dataset, measured and compared.
@@ -37,6 +40,24 @@ from covrag.pipeline.config import (
     PrepareConfig,
     RelevanceSource,
 )
+from covrag.pipeline.context import (
+    Chosen,
+    Estimated,
+    choose,
+    estimate_context,
+    pick_context,
+    select_context,
+    select_with_filters,
+)
+from covrag.pipeline.policy import (
+    ANSWER,
+    ASK,
+    BENCH,
+    INTEGRATIONS,
+    SELECT,
+    SERVER_SELECT,
+    ContextPolicy,
+)
 from covrag.pipeline.prepare import (
     Prepared,
     attach_coverage,
@@ -48,6 +69,20 @@ from covrag.pipeline.prepare import (
 )
 
 __all__ = [
+    "ANSWER",
+    "ASK",
+    "BENCH",
+    "INTEGRATIONS",
+    "SELECT",
+    "SERVER_SELECT",
+    "Chosen",
+    "ContextPolicy",
+    "Estimated",
+    "choose",
+    "estimate_context",
+    "pick_context",
+    "select_context",
+    "select_with_filters",
     "DEFAULT_COVERAGE",
     "DEFAULT_SELECTOR",
     "ORACLE",

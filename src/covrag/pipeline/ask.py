@@ -27,13 +27,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-
-import numpy as np
 
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
-from covrag.errors import ConfigError, StructuredOutputError
 from covrag.generate import (
     CitedWriter,
     Critic,
@@ -51,29 +47,17 @@ from covrag.pipeline.ask_records import AskResult as AskResult  # re-exported
 from covrag.pipeline.ask_records import StageCallback as StageCallback  # re-exported
 from covrag.pipeline.ask_records import StageClock, UsageMeter
 from covrag.pipeline.ask_records import StageCost as StageCost  # re-exported
-from covrag.pipeline.config import AskConfig, PrepareConfig
-from covrag.pipeline.prepare import prepare
-from covrag.plan import C2Query, LLMDecomposer, Plan, QPlanner, SubQuestions
-from covrag.plan.keypoints import keypoint_aspects
-from covrag.plan.sketch import AnswerSketcher
+from covrag.pipeline.config import AskConfig
+from covrag.pipeline.context import estimate_context, pick_context
+from covrag.pipeline.context import select_context as select_context  # re-exported
+from covrag.pipeline.context import select_with_filters as select_with_filters  # re-exported
+from covrag.plan import C2Query
+from covrag.plan.planned import Planned as Planned  # re-exported
+from covrag.plan.planned import PlannerAspects
 from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
-from covrag.select import parse_selector
-from covrag.select.base import Candidates, Selector
-from covrag.select.floor import FilterReport, filter_pool, question_similarity
-from covrag.types import Aspect, Budget, CoverageMatrix, Selection, Topic
+from covrag.types import Aspect, CoverageMatrix, Selection, Topic
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Planned:
-    """What the plan stage decided: the request, its aspects and where they came from."""
-
-    query: C2Query
-    aspects: tuple[Aspect, ...]
-    subquestions: SubQuestions | None = None
-    plan: Plan | None = None
-    warnings: tuple[str, ...] = ()
 
 
 def plan_aspects(
@@ -86,44 +70,10 @@ def plan_aspects(
     aspects: Sequence[Aspect] | None = None,
 ) -> Planned:
     """The aspects of a request: the given ones, or the LLM's sub-questions (and with
-    ``config.outline`` a QPlanner plan) followed by the request's include / exclude aspects."""
+    ``config.outline`` a QPlanner plan) followed by the request's include / exclude aspects
+    (the ``planner`` aspect source under ``config``'s options)."""
     query = C2Query.explicit(question, include, exclude)
-    if aspects is not None:
-        planned = Planned(query, tuple(aspects))
-    else:
-        subquestions: SubQuestions | None = None
-        plan: Plan | None = None
-        warnings: list[str] = []
-        if config.outline:
-            planner = QPlanner(
-                llm,
-                subquestions=max(config.subquestions, 1),
-                decompose_style=config.decompose_style,
-            )
-            try:
-                plan = planner.plan(question, include, exclude)
-                subquestions = plan.subquestions
-            except StructuredOutputError as exc:
-                # The outline is optional guidance: without it the answer is written from the
-                # sub-questions alone, and the run says why.
-                first = str(exc).splitlines()[0]
-                warnings.append(f"no outline ({first}); writing without one")
-                logger.warning("ask: %s", warnings[-1])
-        if subquestions is None and config.subquestions:
-            decomposer = LLMDecomposer(llm, n=config.subquestions, style=config.decompose_style)
-            subquestions = decomposer.decompose(query.base)
-        found = subquestions.aspects if subquestions is not None else ()
-        planned = Planned(query, (*found, *query.aspects()), subquestions, plan, tuple(warnings))
-    if not planned.aspects:
-        raise ConfigError("no aspects: ask for sub-questions or give aspects")
-    if config.answers:
-        failures: list[str] = []
-        sketcher = AnswerSketcher(llm, n=config.answers)
-        sketched = sketcher.sketch_aspects(planned.aspects, query.base, failures)
-        planned = dataclasses.replace(
-            planned, aspects=sketched, warnings=(*planned.warnings, *failures)
-        )
-    return planned
+    return PlannerAspects(llm, config.policy().aspect_options).plan(query, aspects)
 
 
 def retrieve_pool(
@@ -183,98 +133,6 @@ def build_generator(
     return CritiqueRewriteGenerator(writer, critic, passes=config.passes, checker=checker)
 
 
-def select_context(
-    selector: Selector,
-    candidates: Candidates,
-    estimator: CoverageEstimator,
-    k: int,
-    floor: float,
-    pool_aspects: int = 0,
-    question: str | None = None,
-    gate: float = 0.0,
-) -> Selection:
-    """``ask``'s selection (:func:`select_with_filters` without the filters' report)."""
-    return select_with_filters(
-        selector, candidates, estimator, k, floor, pool_aspects, question, gate
-    )[0]
-
-
-def select_with_filters(
-    selector: Selector,
-    candidates: Candidates,
-    estimator: CoverageEstimator,
-    k: int,
-    floor: float,
-    pool_aspects: int = 0,
-    question: str | None = None,
-    gate: float = 0.0,
-) -> tuple[Selection, FilterReport]:
-    """``ask``'s selection: at most ``k`` of the candidates that clear the coverage ``floor``,
-    and what the floor and the gate let through (:class:`~covrag.select.floor.FilterReport`,
-    whose ``reason`` says which filter emptied an empty context).
-
-    With ``pool_aspects`` the selector also covers that many representatives of what cleared
-    the floor (:class:`~covrag.plan.pool.PoolAspectFinder`), beside the sub-questions: the
-    sub-questions say what a complete answer needs, the representatives what the pool holds.
-    The floor reads the sub-questions only (a pool of padding has representatives too), and the
-    selection reports coverage of the sub-questions only. With ``question`` a passage also
-    clears the floor when the estimator says it answers the question itself (the question is
-    not an aspect to cover). With a ``gate`` above 0 a passage must also be about the question's
-    subject: its embedding's cosine to the candidates' query reaches ``gate``
-    (:func:`~covrag.select.floor.above_floor`).
-    """
-    also = None
-    if question is not None and floor > 0.0 and candidates.passages:
-        asked = Topic(candidates.query_id, question, candidates.passages, (Aspect("q", question),))
-        also = estimator.estimate(asked).probs[:, 0]
-    similarity = question_similarity(candidates) if gate > 0.0 else None
-    kept, report = filter_pool(candidates, floor, also, gate=gate, similarity=similarity)
-    if not pool_aspects or not kept.passages:
-        return selector.select(kept, Budget(max_passages=k)), report
-    selection = selector.select(
-        add_pool_aspects(kept, estimator, pool_aspects), Budget(max_passages=k)
-    )
-    assert kept.coverage is not None
-    wanted = set(kept.coverage.aspect_ids)
-    steps = tuple(
-        dataclasses.replace(s, newly_covered=tuple(a for a in s.newly_covered if a in wanted))
-        for s in selection.steps
-    )
-    return dataclasses.replace(selection, steps=steps), report
-
-
-def add_pool_aspects(candidates: Candidates, estimator: CoverageEstimator, n: int) -> Candidates:
-    """The candidates with ``n`` representatives of their pool as more aspects (ids
-    ``pool:pool1``, ...), scored by ``estimator``, weight 1, none excluded."""
-    from covrag.plan.pool import PoolAspectFinder
-
-    coverage = candidates.coverage
-    assert coverage is not None
-    topic = Topic(candidates.query_id, candidates.query, candidates.passages, ())
-    found = tuple(
-        dataclasses.replace(a, id=f"pool:{a.id}") for a in PoolAspectFinder(k=n).find(topic)
-    )
-    extra = estimator.estimate(dataclasses.replace(topic, aspects=found))
-    m, added = len(coverage.aspect_ids), len(found)
-    weights = candidates.aspect_weights
-    excluded = candidates.excluded
-    merged = dataclasses.replace(
-        coverage,
-        aspect_ids=coverage.aspect_ids + extra.aspect_ids,
-        probs=np.hstack([coverage.probs, extra.probs]),
-        pairs_scored=coverage.pairs_scored + extra.pairs_scored,
-        seconds=coverage.seconds + extra.seconds,
-    )
-    return dataclasses.replace(
-        candidates,
-        coverage=merged,
-        aspect_weights=np.concatenate([np.ones(m) if weights is None else weights, np.ones(added)]),
-        excluded=np.concatenate(
-            [np.zeros(m, dtype=bool) if excluded is None else excluded, np.zeros(added, bool)]
-        ),
-    )
-
-
 def _plan(
     question: str,
     llm: LLM,
@@ -284,22 +142,15 @@ def _plan(
     exclude: Sequence[str],
     aspects: Sequence[Aspect] | None,
 ) -> Planned:
-    """``ask``'s plan: the given aspects, key points read off a first pool
-    (``aspect_source="keypoints"``, their drop notes as warnings) or the LLM's sub-questions."""
-    notes: tuple[str, ...] = ()
+    """``ask``'s plan: the ``planner`` aspect source on the request: the given aspects, key
+    points read off a first pool (``aspect_source="keypoints"``, their drop notes as warnings)
+    or the LLM's sub-questions."""
+    query = C2Query.explicit(question, include, exclude)
+    pool = None
     if aspects is None and config.aspect_source == "keypoints":
-        aspects, notes = keypoint_aspects(
-            question,
-            llm,
-            retriever,
-            pool=config.pool,
-            n=config.subquestions,
-            gate=config.gate,
-            include=include,
-            exclude=exclude,
-        )
-    planned = plan_aspects(question, llm, config, include=include, exclude=exclude, aspects=aspects)
-    return dataclasses.replace(planned, warnings=(*notes, *planned.warnings))
+        pool = tuple(retriever.search(query.base, config.pool))
+    planner = PlannerAspects(llm, config.policy().aspect_options)
+    return planner.plan(query, aspects, pool=pool, gate=config.gate)
 
 
 def ask(
@@ -344,11 +195,15 @@ def ask(
 
     clock.start("estimate")
     estimator = estimator or parse_estimator(config.coverage)
-    topic, candidates, coverage = _estimate_pool(topic, estimator)
+    policy = dataclasses.replace(config.policy(), aspects=None)  # planned in the plan stage
+    estimated = estimate_context(topic, policy, estimator=estimator)
+    topic, coverage = estimated.topic, estimated.coverage
+    assert coverage is not None
     clock.stop("estimate", pairs_scored=coverage.pairs_scored)
 
     clock.start("select")
-    selection, filters = _select(candidates, estimator, config, query)
+    chosen = pick_context(estimated, policy)
+    selection, filters = chosen.selection, chosen.filters
     clock.stop("select")
     refusal = filters.reason() if not selection.passage_ids else None
 
@@ -373,34 +228,6 @@ def ask(
             *support_warnings(generation.drafts[-1]),
         ),
         filters=filters,
-    )
-
-
-def _estimate_pool(
-    topic: Topic, estimator: CoverageEstimator
-) -> tuple[Topic, Candidates, CoverageMatrix]:
-    """The estimate stage: the pool's coverage of the aspects; returns the topic with the
-    prepared passages (token costs set), the selector's candidates and the coverage."""
-    candidates = prepare(topic, estimator, PrepareConfig(relevance="score")).candidates
-    coverage = candidates.coverage
-    assert coverage is not None
-    topic = dataclasses.replace(topic, passages=candidates.passages)
-    return topic, candidates, coverage
-
-
-def _select(
-    candidates: Candidates, estimator: CoverageEstimator, config: AskConfig, query: C2Query
-) -> tuple[Selection, FilterReport]:
-    """The select stage: ``config``'s selector behind the coverage floor and the topic gate."""
-    return select_with_filters(
-        parse_selector(config.selector),
-        candidates,
-        estimator,
-        config.k,
-        config.floor,
-        config.pool_aspects,
-        query.base if config.floor_question else None,
-        config.gate,
     )
 
 

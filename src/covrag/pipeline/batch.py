@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from covrag.coverage.base import CoverageEstimator
 from covrag.embed import Encoder, default_encoder
 from covrag.pipeline.config import PrepareConfig
+from covrag.pipeline.context import estimate_matrix, prepare_pool, select_step, source_aspects
 from covrag.pipeline.executor import Executor, SerialExecutor, identity, preloaded
-from covrag.pipeline.prepare import prepare
+from covrag.pipeline.prepare import attach_coverage
 from covrag.plan.sources import AspectSource
 from covrag.retrieve.base import IndexRetriever
 from covrag.retrieve.dense import DenseRetriever, embedding_chunks, gather_embeddings
@@ -38,8 +39,13 @@ class _Prepare:
 
     def __call__(self, topic: Topic) -> Candidates:
         # Coverage is estimated against the chosen aspects; the run is judged on the gold labels.
-        estimated = self.source.apply(topic) if self.source is not None else topic
-        return prepare(estimated, self.estimator, self.config).candidates
+        # The steps of covrag.pipeline.choose, a topic at a time.
+        estimated = source_aspects(topic, self.source).topic
+        candidates = prepare_pool(estimated, self.config)
+        if self.estimator is None:
+            return candidates
+        matrix = estimate_matrix(candidates, estimated, self.estimator)
+        return attach_coverage(candidates, matrix, estimated)
 
 
 @dataclass(frozen=True)
@@ -50,7 +56,7 @@ class _Select:
     budget: Budget
 
     def __call__(self, candidates: Candidates) -> tuple[Selection, Candidates]:
-        return self.selector.select(candidates, self.budget), candidates
+        return select_step(self.selector, candidates, self.budget), candidates
 
 
 def select_topics(

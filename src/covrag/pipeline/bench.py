@@ -27,8 +27,9 @@ from covrag.evaluate.bench_results import ORACLE, BenchResult, MethodResult
 from covrag.evaluate.headroom import gap_closed
 from covrag.evaluate.stats import bootstrap_ci, holm, paired_randomization_test
 from covrag.pipeline.config import BenchConfig, PrepareConfig
+from covrag.pipeline.context import estimate_matrix, prepare_pool, select_step, source_aspects
 from covrag.pipeline.executor import Executor, SerialExecutor, preloaded
-from covrag.pipeline.prepare import attach_coverage, config_for, prepare
+from covrag.pipeline.prepare import attach_coverage, config_for
 from covrag.plan.sources import AspectSource, GoldAspects
 from covrag.select.base import Candidates, Selector, parse_selector
 from covrag.select.exact import ExactSelector
@@ -286,20 +287,22 @@ class _TopicRuns:
 
 @dataclass(frozen=True)
 class _TopicModels:
-    """The model step of a bench topic: aspect sources, embeddings and coverage matrices."""
+    """The model step of a bench topic: aspect sources, embeddings and coverage matrices (the
+    steps of :func:`covrag.pipeline.choose`, each run once per topic, source and estimator)."""
 
     config: PrepareConfig
     sources: dict[str, AspectSource]
     estimators: dict[tuple[str, str], CoverageEstimator]
 
     def __call__(self, topic: Topic) -> _TopicInputs:
-        base = prepare(topic, None, self.config).candidates
+        base = prepare_pool(topic, self.config)
         prepared: dict[tuple[str, str] | None, Candidates] = {None: base}
-        found = {s: self.sources[s].timed(topic) for s in sorted({k[0] for k in self.estimators})}
+        names = sorted({k[0] for k in self.estimators})
+        found = {s: source_aspects(topic, self.sources[s]) for s in names}
         costs: dict[tuple[str, str], tuple[int, float]] = {}
         for key, estimator in self.estimators.items():
             estimated = found[key[0]].topic
-            matrix = estimator.estimate(estimated)
+            matrix = estimate_matrix(base, estimated, estimator)
             costs[key] = (matrix.pairs_scored, matrix.seconds)
             prepared[key] = attach_coverage(base, matrix, estimated)
         seconds = {name: sourced.seconds for name, sourced in found.items()}
@@ -319,7 +322,7 @@ class _TopicSelections:
             candidates = inputs.prepared[method.coverage_key]
             for budget in self.budgets:
                 started = time.perf_counter()
-                selection = method.selector.select(candidates, budget)
+                selection = select_step(method.selector, candidates, budget)
                 selections[(name, budget)] = (selection, time.perf_counter() - started)
         return _TopicRuns(selections, inputs.aspect_seconds, inputs.coverage_cost)
 

@@ -9,11 +9,16 @@ written once, here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Literal, cast
 
 from covrag.embed import Encoder, default_encoder
 from covrag.errors import ConfigError
+from covrag.pipeline.policy import ASK, ContextPolicy
+from covrag.pipeline.policy import DEFAULT_COVERAGE as DEFAULT_COVERAGE  # re-exported
+from covrag.pipeline.policy import DEFAULT_FLOOR as DEFAULT_FLOOR  # re-exported
+from covrag.pipeline.policy import DEFAULT_GATE as DEFAULT_GATE  # re-exported
+from covrag.pipeline.policy import DEFAULT_SELECTOR as DEFAULT_SELECTOR  # re-exported
 from covrag.registry import check_seed
 from covrag.tokens import TokenCounter
 
@@ -25,24 +30,9 @@ UnsupportedPolicy = Literal["drop", "mark"]  # covrag.generate.support.UNSUPPORT
 Fallback = Literal["quote", "refuse"]  # covrag.generate.support.FALLBACKS
 RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "score", "order")
 
-#: The selector used wherever a caller names none (ask, the server, the integrations): the best
-#: measured selector on estimated coverage (docs/BENCHMARKS.md).
 #: The most resamples of a bootstrap or permutation test (``--n-resamples``): far above the
 #: 10,000 that give stable p-values, far below what would not fit in memory.
 MAX_RESAMPLES = 1_000_000
-
-DEFAULT_SELECTOR = "expected-coverage"
-#: The coverage estimator used wherever a caller names none: the shipped cross-encoder.
-DEFAULT_COVERAGE = "cross-encoder"
-#: The coverage floor of ``ask``: a passage enters the context only when the estimator gives it
-#: at least this probability of answering one wanted aspect (or the question itself).
-DEFAULT_FLOOR = 0.5
-#: The topic gate of ``ask``: a passage enters the context only when its MiniLM cosine to the
-#: question reaches this (``covrag.select.floor``); it holds for the packaged MiniLM only.
-#: Floor and gate were chosen together by leave-topics-out cross-validation over 28 ArgKP
-#: train + dev topics (the LLM's sub-questions) and 40 Perspectrum-evidence train + dev topics
-#: (docs/experiments/20-question-aware-coverage.md, "A topic gate").
-DEFAULT_GATE = 0.5
 
 
 def _help(text: str, **extra: object) -> dict[str, object]:
@@ -97,7 +87,10 @@ class PrepareConfig:
 class AskConfig:
     """How :func:`covrag.pipeline.ask` runs each stage (help texts in the field metadata)."""
 
-    subquestions: int = field(default=8, metadata=_help("sub-questions the LLM writes (DES: 10)"))
+    subquestions: int = field(
+        default=ASK.aspect_options.subquestions,
+        metadata=_help("sub-questions the LLM writes (DES: 10)"),
+    )
     aspect_source: Literal["llm", "keypoints"] = field(
         default="llm",
         metadata=_help(
@@ -108,7 +101,7 @@ class AskConfig:
         ),
     )
     decompose_style: DecomposeStyle = field(
-        default="factors",
+        default=cast(DecomposeStyle, ASK.aspect_options.decompose_style),
         metadata=_help(
             "how the LLM is asked for sub-questions: factors = DES's (one sub-question per "
             "factor a complete answer weighs); points = the specific claims a complete answer "
@@ -116,7 +109,7 @@ class AskConfig:
         ),
     )
     answers: int = field(
-        default=0,
+        default=ASK.aspect_options.answers,
         metadata=_help(
             "answer sketches per sub-question: short statements an answer would make, written "
             "by the LLM, which the estimator scores passages against beside the sub-question "
@@ -124,17 +117,17 @@ class AskConfig:
         ),
     )
     pool: int = field(default=50, metadata=_help("candidate passages to retrieve"))
-    k: int = field(default=8, metadata=_help("passages in the answer's context"))
+    k: int = field(default=cast(int, ASK.k), metadata=_help("passages in the answer's context"))
     selector: str = field(
-        default=DEFAULT_SELECTOR,
+        default=cast(str, ASK.selector),
         metadata=_help("selector spec (greedy-coverage, expected-coverage, 'mmr(lam=0.7)', ...)"),
     )
     coverage: str = field(
-        default=DEFAULT_COVERAGE,
+        default=cast(str, ASK.coverage),
         metadata=_help("coverage estimator spec (cross-encoder, embedding, ...)"),
     )
     floor: float = field(
-        default=DEFAULT_FLOOR,
+        default=ASK.floor,
         metadata=_help(
             "coverage floor: only passages with at least this estimated probability of "
             "answering a sub-question (or the question, see floor_question) are selected, so "
@@ -142,7 +135,7 @@ class AskConfig:
         ),
     )
     floor_question: bool = field(
-        default=True,
+        default=ASK.floor_question,
         metadata=_help(
             "whether a passage that the estimator says answers the question itself clears the "
             "floor too, not only one that answers a sub-question (on by default: broad "
@@ -151,7 +144,7 @@ class AskConfig:
         ),
     )
     gate: float = field(
-        default=DEFAULT_GATE,
+        default=ASK.gate,
         metadata=_help(
             "topic gate: only passages whose embedding (the packaged MiniLM) has at least this "
             "cosine similarity to the question are selected: a passage from another subject "
@@ -159,7 +152,7 @@ class AskConfig:
         ),
     )
     pool_aspects: int = field(
-        default=0,
+        default=ASK.pool_aspects,
         metadata=_help(
             "also select to cover this many representatives of the pool (facility location), "
             "beside the sub-questions (0 = the sub-questions only)"
@@ -186,7 +179,7 @@ class AskConfig:
         ),
     )
     outline: bool = field(
-        default=False,
+        default=ASK.aspect_options.outline,
         metadata=_help("plan a QTree outline (QPlanner) and write along the best one"),
     )
     max_words: int | None = field(
@@ -225,6 +218,27 @@ class AskConfig:
             raise ConfigError(f"floor must lie in [0, 1], got {self.floor}")
         if not 0.0 <= self.gate <= 1.0:
             raise ConfigError(f"gate must lie in [0, 1] (0: no gate), got {self.gate}")
+
+    def policy(self) -> ContextPolicy:
+        """How ``ask`` chooses its context under this configuration (the :data:`ASK` preset with
+        this configuration's fields)."""
+        return replace(
+            ASK,
+            selector=self.selector,
+            coverage=self.coverage,
+            aspect_options=replace(
+                ASK.aspect_options,
+                subquestions=self.subquestions,
+                decompose_style=self.decompose_style,
+                answers=self.answers,
+                outline=self.outline,
+            ),
+            k=self.k,
+            floor=self.floor,
+            floor_question=self.floor_question,
+            gate=self.gate,
+            pool_aspects=self.pool_aspects,
+        )
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from covrag.evaluate import Judgments, evaluate, parse_measures
 from covrag.evaluate.stats import bootstrap_ci
 from covrag.pipeline.bench import Method, default_measures
 from covrag.pipeline.config import PrepareConfig
+from covrag.pipeline.context import estimate_matrix, prepare_pool, select_step, source_aspects
 from covrag.pipeline.cv_records import CVConfig as CVConfig  # re-exported
 from covrag.pipeline.cv_records import CVResult as CVResult  # re-exported
 from covrag.pipeline.cv_records import DevReport as DevReport  # re-exported
@@ -38,7 +39,7 @@ from covrag.pipeline.cv_records import FoldResult as FoldResult  # re-exported
 from covrag.pipeline.cv_records import HoldOut as HoldOut  # re-exported
 from covrag.pipeline.cv_records import SettingResult as SettingResult  # re-exported
 from covrag.pipeline.cv_records import Values as Values  # re-exported
-from covrag.pipeline.prepare import attach_coverage, config_for, prepare
+from covrag.pipeline.prepare import attach_coverage, config_for
 from covrag.plan.sources import AspectSource, GoldAspects
 from covrag.select.base import Candidates
 from covrag.tokens import with_token_costs
@@ -97,14 +98,16 @@ class TopicScores:
         if key not in self._sourced:
             if aspects not in self.sources:
                 raise ConfigError(f"no aspect source {aspects!r} was given")
-            self._sourced[key] = self.sources[aspects].timed(self.topics[query_id]).topic
+            sourced = source_aspects(self.topics[query_id], self.sources[aspects])
+            self._sourced[key] = sourced.topic
         return self._sourced[key]
 
     def matrix(self, query_id: str, estimator: CoverageEstimator, aspects: str) -> CoverageMatrix:
         """One estimator's coverage matrix of one topic against one aspect source."""
         key = (query_id, aspects, repr(estimator))
         if key not in self._matrices:
-            matrix = estimator.estimate(self.sourced(query_id, aspects))
+            sourced = self.sourced(query_id, aspects)
+            matrix = estimate_matrix(self.base(query_id), sourced, estimator)
             spent = self.coverage_seconds.get(repr(estimator), 0.0)
             self.coverage_seconds[repr(estimator)] = spent + matrix.seconds
             self._matrices[key] = matrix
@@ -117,15 +120,19 @@ class TopicScores:
                 self._values[(method.name, query_id)] = self._score(method, query_id)
         return {m: {q: self._values[(method.name, q)][m] for q in query_ids} for m in self.measures}
 
+    def base(self, query_id: str) -> Candidates:
+        """The topic's pool as the selectors read it, without coverage."""
+        if query_id not in self._base:
+            self._base[query_id] = prepare_pool(self.topics[query_id], self.config)
+        return self._base[query_id]
+
     def _score(self, method: Method, query_id: str) -> dict[str, float]:
         topic = self.topics[query_id]
-        if query_id not in self._base:
-            self._base[query_id] = prepare(topic, None, self.config).candidates
-        candidates = self._base[query_id]
+        candidates = self.base(query_id)
         if method.coverage is not None:
             matrix = self.matrix(query_id, method.coverage, method.aspects)
             candidates = attach_coverage(candidates, matrix, self.sourced(query_id, method.aspects))
-        selection = method.selector.select(candidates, self.budget)
+        selection = select_step(method.selector, candidates, self.budget)
         scores = evaluate(
             Judgments.from_topics([topic]), {query_id: selection.passage_ids}, self.measures
         )

@@ -9,6 +9,7 @@ from covrag.plan.conditioned import C2Query, split_request
 from covrag.plan.decompose import LLMDecomposer, SubQuestions
 from covrag.plan.judge import OutlineJudge
 from covrag.plan.outline import Outline, OutlineExtractor, random_outline
+from covrag.plan.planned import Planned, PlannerAspects
 from covrag.plan.planner import Plan, QPlanner
 from covrag.plan.pool import PoolAspectFinder
 from covrag.plan.qtree import QTree, QTreeBuilder, QTreeNode
@@ -26,6 +27,8 @@ from covrag.plan.sources import (
 from covrag.plan.writer import OutlineWriter, outline_messages
 
 __all__ = [
+    "Planned",
+    "PlannerAspects",
     "ASPECT_SOURCES",
     "AspectOptions",
     "AspectSource",

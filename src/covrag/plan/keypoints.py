@@ -38,7 +38,7 @@ from covrag.plan.decompose import clean_question, near_duplicates, representativ
 from covrag.schema.llm import Reply
 from covrag.select.cluster import kmeans
 from covrag.text import is_question, words
-from covrag.types import Aspect, Topic, as_mapping
+from covrag.types import Aspect, Passage, Topic, as_mapping
 
 if TYPE_CHECKING:
     from covrag.coverage.base import CoverageEstimator
@@ -368,7 +368,13 @@ def pool_keypoints(
     """
     if pool < 1:
         raise ConfigError(f"pool must be >= 1, got {pool}")
-    found = tuple(retriever.search(question, pool))
+    return read_keypoints(question, llm, tuple(retriever.search(question, pool)), n=n, gate=gate)
+
+
+def read_keypoints(
+    question: str, llm: LLM, found: tuple[Passage, ...], *, n: int = 10, gate: float = DEFAULT_GATE
+) -> KeyPoints:
+    """:func:`pool_keypoints` on a pool already retrieved (``found``, in rank order)."""
     # Asked for a question too, the 1.5B model writes longer points, and more are unusable:
     # 1.5 n groups and points of up to 20 words.
     generator = KeyPointGenerator(
@@ -387,24 +393,3 @@ def pool_keypoints(
         found = kept
     result = generator.generate(Topic("pool", question, found, ()))
     return dataclasses.replace(result, notes=notes + result.notes)
-
-
-def keypoint_aspects(
-    question: str,
-    llm: LLM,
-    retriever: Retriever,
-    *,
-    pool: int,
-    n: int,
-    gate: float = DEFAULT_GATE,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-) -> tuple[tuple[Aspect, ...], tuple[str, ...]]:
-    """``ask``'s aspects from the pool: the key points' sub-questions and the request's include /
-    exclude aspects; and a note per dropped candidate (``ask`` shows them as warnings)."""
-    from covrag.plan.conditioned import C2Query
-
-    base = C2Query.explicit(question, include, exclude)
-    found = pool_keypoints(base.base, llm, retriever, pool=pool, n=n, gate=gate)
-    notes = tuple(f"key points: dropped {note}" for note in found.notes)
-    return (*found.aspects, *base.aspects()), notes

@@ -11,7 +11,6 @@ as the short question it answers.
 
 from __future__ import annotations
 
-import functools
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -148,17 +147,3 @@ class PoolAspectFinder:
             params=ChatParams(max_tokens=80),
         )
         return str(result.value)
-
-
-@functools.cache
-def default_pool_finder() -> PoolAspectFinder:
-    """The finder with the settings ``--aspects pool`` was measured with (10 aspects), one per
-    process so that its encoder loads once."""
-    return PoolAspectFinder()
-
-
-def pool_or_query(topic: Topic) -> tuple[Aspect, ...]:
-    """Label-free aspects of ``topic``: its pool's representatives, or its query as the one
-    aspect when the pool has none (the default of the framework components and /v1/select)."""
-    found = default_pool_finder().find(topic) if topic.passages else ()
-    return found or (Aspect("query", topic.query),)

@@ -10,6 +10,8 @@
   kept only when a pooled passage covers it (:class:`~covrag.plan.keypoints.KeyPointGenerator`).
 - ``query``: the query itself as the only aspect, the baseline every other label-free source has
   to beat.
+- ``planner``: ``ask``'s planner (:mod:`covrag.plan.planned`): the LLM's sub-questions (or a
+  QPlanner outline's), then the request's include / exclude aspects, with answer sketches.
 - ``gold+answers``, ``llm+answers``: the gold aspects or the LLM's sub-questions, each question
   given ``answers`` statements an answer to it would make (:mod:`covrag.plan.sketch`), which the
   estimators score passages against beside the question.
@@ -52,7 +54,8 @@ class AspectOptions:
         pool_rewrite: Have the LLM rewrite each representative passage as a question (``pool``).
         decompose_style: How the LLM is asked for sub-questions (``llm``;
             :data:`~covrag.plan.decompose.STYLES`).
-        answers: Answer sketches per question (``+answers`` sources).
+        answers: Answer sketches per question (``+answers`` sources, ``planner``).
+        outline: Plan a QPlanner outline, whose sub-questions become the aspects (``planner``).
     """
 
     subquestions: int = 10
@@ -60,6 +63,7 @@ class AspectOptions:
     pool_rewrite: bool = False
     decompose_style: str = "factors"
     answers: int = 3
+    outline: bool = False
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,8 @@ class LLMAspects(AspectSource):
 
 @ASPECT_SOURCES.register
 class PoolAspects(AspectSource):
-    """Representatives of the topic's candidate pool."""
+    """Representatives of the topic's candidate pool; the query as the one aspect when the
+    pool has none (an empty pool): the default of the framework components and /v1/select."""
 
     name = "pool"
 
@@ -172,7 +177,8 @@ class PoolAspects(AspectSource):
         return cls(PoolAspectFinder(k=options.pool_k, rewrite=rewrite, llm=llm))
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
-        return self.finder.find(topic)
+        found = self.finder.find(topic) if topic.passages else ()
+        return found or (Aspect("query", topic.query),)
 
 
 @ASPECT_SOURCES.register

@@ -16,6 +16,7 @@ has an LLM (``ServerConfig.llm``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
 from collections.abc import Callable
@@ -25,23 +26,29 @@ from typing import Any, TypeVar
 
 from fastapi import FastAPI, HTTPException
 
-from covrag.coverage import CrossEncoderCoverage, parse_estimator
-from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError, LLMError
-from covrag.generate import CritiqueContext, support_warnings
-from covrag.generate.answer_coverage import answer_coverage
-from covrag.generate.records import Draft, LLMCost, draft_record
 from covrag.llm.base import LLM
-from covrag.pipeline import AskConfig, PrepareConfig, build_generator, prepare
-from covrag.pipeline.ask import select_with_filters
-from covrag.plan import C2Query, LLMDecomposer, QPlanner
-from covrag.plan.sketch import AnswerSketcher
+from covrag.pipeline import ANSWER, AskConfig, build_generator, choose, estimate_context
+from covrag.pipeline.stages import (
+    AnswerSketcher,
+    C2Query,
+    CoverageEstimator,
+    CritiqueContext,
+    CrossEncoderCoverage,
+    Draft,
+    FilterReport,
+    LLMCost,
+    LLMDecomposer,
+    QPlanner,
+    answer_coverage,
+    draft_record,
+    parse_estimator,
+    support_warnings,
+)
 from covrag.schema.ask import AspectCoverageOut, FiltersOut
 from covrag.schema.generation import LLMCostOut
 from covrag.schema.http_answer import AnswerDraftOut, AnswerRequest, AnswerResponse, CritiqueOut
 from covrag.schema.http_plan import OutlineOut, PlanAspectOut, PlanRequest, PlanResponse
-from covrag.select.base import parse_selector
-from covrag.select.floor import FilterReport
 from covrag.server.config import ServerConfig
 from covrag.server.service import (
     MODEL_LOCK,
@@ -165,21 +172,23 @@ def _context(request: AnswerRequest, topic: Topic, config: ServerConfig) -> _Con
         return _Context(list(topic.passages))
     base = parse_estimator(config.default_coverage)
     estimator = _Locked(base if base.name != "gold" else CrossEncoderCoverage())
-    candidates = prepare(topic, estimator, PrepareConfig(relevance="order")).candidates
-    if request.k is None:
-        return _Context(list(topic.passages), candidates.coverage, estimator)
-    selection, filters = select_with_filters(
-        parse_selector(config.default_selector),
-        candidates,
-        estimator,
-        request.k,
-        request.floor,
-        question=request.question if request.floor_question else None,
+    policy = dataclasses.replace(
+        ANSWER,
+        selector=config.default_selector,
+        coverage=estimator,
+        k=request.k,
+        floor=request.floor,
+        floor_question=request.floor_question,
         gate=request.gate,
     )
-    by_id = {p.id: p for p in candidates.passages}
-    context = [by_id[p] for p in selection.passage_ids]
-    return _Context(context, candidates.coverage, estimator, filters)
+    if request.k is None:  # no selection: the coverage of every passage, for the critique
+        unfiltered = dataclasses.replace(policy, floor=0.0, gate=0.0)
+        estimated = estimate_context(topic, unfiltered, estimator=estimator)
+        return _Context(list(topic.passages), estimated.coverage, estimator)
+    chosen = choose(topic, policy, estimator=estimator)
+    by_id = {p.id: p for p in chosen.candidates.passages}
+    context = [by_id[p] for p in chosen.selection.passage_ids]
+    return _Context(context, chosen.coverage, estimator, chosen.filters)
 
 
 def _settings(request: AnswerRequest) -> AskConfig:

@@ -15,10 +15,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from covrag.coverage.base import ESTIMATORS, CoverageEstimator, parse_estimator
 from covrag.deadline import Deadline
 from covrag.errors import ConfigError, CovragError, DataError
-from covrag.pipeline import RelevanceSource, prepare_for
+from covrag.pipeline import (
+    SERVER_SELECT,
+    ContextPolicy,
+    RelevanceSource,
+    choose,
+    estimate_context,
+    pick_context,
+)
+from covrag.pipeline.stages import (
+    ESTIMATORS,
+    SELECTORS,
+    CoverageEstimator,
+    Selector,
+    parse_estimator,
+    parse_selector,
+)
 from covrag.schema.http import (
     AspectIn,
     AspectOut,
@@ -29,7 +43,6 @@ from covrag.schema.http import (
     StepOut,
     TimingsOut,
 )
-from covrag.select.base import SELECTORS, Selector, parse_selector
 from covrag.server.config import ServerConfig
 from covrag.server.gate import ModelGate
 from covrag.server.specs import (
@@ -135,9 +148,7 @@ def build_job(request: SelectRequest, config: ServerConfig, menus: Menus) -> Sel
         aspects=aspect_records(request.aspects),
         labels=labels,
     )
-    budget = Budget(
-        max_passages=request.k if request.k or request.tokens else 10, max_tokens=request.tokens
-    )
+    budget = SERVER_SELECT.budgeted(request.k, request.tokens).budget()
     job = SelectJob(
         topic,
         selector,
@@ -173,13 +184,6 @@ def check_pairs(job: SelectJob) -> None:
         )
 
 
-def with_pool_aspects(topic: Topic) -> Topic:
-    """``topic`` with its pool's representatives as the aspects (the query when none)."""
-    from covrag.plan.pool import pool_or_query
-
-    return dataclasses.replace(topic, aspects=pool_or_query(topic))
-
-
 def run_job(job: SelectJob, deadline: Deadline, wait_s: float) -> SelectResponse:
     """Estimate coverage, prepare the candidates and select (blocking; call from a thread).
 
@@ -194,25 +198,44 @@ def run_job(job: SelectJob, deadline: Deadline, wait_s: float) -> SelectResponse
         ModelBusy: Another request held the model for longer than ``wait_s``.
         RequestFieldError: A field covrag cannot serve (e.g. over ``max_pairs``).
     """
+    policy = _policy(job)
     started = time.perf_counter()
     try:
         with MODEL_GATE.hold(deadline, wait_s):
-            if job.pool_aspects:
-                job = dataclasses.replace(job, topic=with_pool_aspects(job.topic))
-                check_pairs(job)
-            candidates = prepare_for(
-                job.topic, job.selector, job.estimator, relevance=job.relevance
-            ).candidates
+            estimated = estimate_context(
+                job.topic,
+                policy,
+                selector=job.selector,
+                estimator=job.estimator,
+                check=(lambda t: check_pairs(dataclasses.replace(job, topic=t)))
+                if job.pool_aspects
+                else None,
+            )
     except RequestFieldError:
         raise
     except (ConfigError, DataError) as exc:
         raise RequestFieldError("coverage" if job.estimator else "relevance", str(exc)) from exc
     prepared = time.perf_counter()
     try:
-        selection = job.selector.select(candidates, job.budget)
+        selection = pick_context(estimated, policy).selection
     except CovragError as exc:  # a bad setting, or exact's optimum not proven in time
         raise RequestFieldError("selector", str(exc)) from exc
-    return _response(job, selection, candidates.coverage, prepared - started)
+    job = dataclasses.replace(job, topic=estimated.topic)
+    return _response(job, selection, estimated.coverage, prepared - started)
+
+
+def _policy(job: SelectJob) -> ContextPolicy:
+    """The job as a :data:`~covrag.pipeline.SERVER_SELECT` policy: the pool's representatives
+    as the aspects when the request gave none for a selector that reads coverage."""
+    return dataclasses.replace(
+        SERVER_SELECT,
+        selector=job.selector,
+        coverage=job.estimator,
+        aspects="pool" if job.pool_aspects else None,
+        k=job.budget.max_passages,
+        max_tokens=job.budget.max_tokens,
+        relevance=job.relevance,
+    )
 
 
 def warm_up(config: ServerConfig) -> None:
@@ -227,7 +250,7 @@ def warm_up(config: ServerConfig) -> None:
     estimator = parse_estimator(config.default_coverage)
     selector = parse_selector(config.default_selector)
     with MODEL_LOCK:
-        prepare_for(topic, selector, estimator)
+        choose(topic, SERVER_SELECT, selector=selector, estimator=estimator)
 
 
 def _response(

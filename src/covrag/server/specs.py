@@ -21,11 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from covrag.errors import ConfigError
+from covrag.pipeline.stages import EXCLUDE_MODES, OPTIMIZERS, SIMILARITIES
 from covrag.registry import Registry, parameter_types, split_spec
 from covrag.schema.http import MAX_PASSAGES
-from covrag.select.exclusion import EXCLUDE_MODES
-from covrag.select.facility import SIMILARITIES
-from covrag.select.optimize import OPTIMIZERS
 
 T = TypeVar("T")
 

@@ -1,0 +1,130 @@
+"""Every default of choosing a context, in one record: :class:`ContextPolicy` and its presets.
+
+Each entry point that chooses a context (``covrag.select``, ``POST /v1/select``, ``POST
+/v1/answer``, the framework integrations, ``covrag ask``, ``covrag bench`` and ``covrag cv``) runs
+:func:`covrag.pipeline.context.choose` (or its steps) under a policy, and the defaults each one
+starts from are the presets below, side by side, so that a difference between two entry points
+is written here or nowhere:
+
+| preset | entry point | aspects | k | relevance | floor / gate |
+|---|---|---|---|---|---|
+| :data:`SELECT` | ``covrag.select`` | the topic's own | 10 | dense | none |
+| :data:`SERVER_SELECT` | ``/v1/select`` | the request's, else ``pool`` | 10 | as asked | none |
+| :data:`INTEGRATIONS` | LangChain, LlamaIndex, Haystack | ``pool`` | 5 | auto | none |
+| :data:`ASK` | ``covrag ask`` (:class:`AskConfig`) | ``planner`` | 8 | score | 0.5 / 0.5 |
+| :data:`ANSWER` | ``/v1/answer`` (with ``k``) | the request's | the request's | order | as ask |
+| :data:`BENCH` | ``covrag bench`` / ``cv`` | ``--aspects`` | ``--budgets`` | dense | none |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal
+
+from covrag.errors import ConfigError
+from covrag.plan.sources import AspectOptions
+from covrag.types import Budget
+
+if TYPE_CHECKING:
+    from covrag.coverage.base import CoverageEstimator
+    from covrag.select.base import Selector
+    from covrag.tokens import TokenCounter
+
+#: The selector used wherever a caller names none (ask, the server, the integrations): the best
+#: measured selector on estimated coverage (docs/BENCHMARKS.md).
+DEFAULT_SELECTOR = "expected-coverage"
+#: The coverage estimator used wherever a caller names none: the shipped cross-encoder.
+DEFAULT_COVERAGE = "cross-encoder"
+#: The coverage floor of ``ask``: a passage enters the context only when the estimator gives it
+#: at least this probability of answering one wanted aspect (or the question itself).
+DEFAULT_FLOOR = 0.5
+#: The topic gate of ``ask``: a passage enters the context only when its MiniLM cosine to the
+#: question reaches this (``covrag.select.floor``); it holds for the packaged MiniLM only.
+#: Floor and gate were chosen together by leave-topics-out cross-validation over 28 ArgKP
+#: train + dev topics (the LLM's sub-questions) and 40 Perspectrum-evidence train + dev topics
+#: (docs/experiments/20-question-aware-coverage.md, "A topic gate").
+DEFAULT_GATE = 0.5
+
+#: ``auto``: the passages' scores when every passage has one, else their order.
+Relevance = Literal["auto", "dense", "score", "order"]
+
+
+@dataclass(frozen=True)
+class ContextPolicy:
+    """How a context is chosen: aspects -> estimate -> floor / gate -> select.
+
+    Attributes:
+        selector: A selector or its spec.
+        coverage: A coverage estimator or its spec, estimated whether or not the selector reads
+            it; None: :data:`DEFAULT_COVERAGE`, only when the selector reads coverage.
+        aspects: The aspect source (a name in :data:`covrag.plan.ASPECT_SOURCES`) whose aspects
+            coverage is estimated against; None: the topic's own.
+        aspect_options: What the aspect sources are built from (sub-questions, sketches, ...).
+        k: At most this many passages (None: no limit on the count).
+        max_tokens: At most this many tokens (None: no limit on the tokens).
+        relevance: ``dense`` (MiniLM cosine to the query), ``score``, ``order`` or ``auto``.
+        floor: The coverage floor (0: none; :mod:`covrag.select.floor`).
+        floor_question: Whether a passage that answers the question itself clears the floor.
+        gate: The topic gate: the least MiniLM cosine to the question (0: none).
+        pool_aspects: Also cover this many representatives of what clears the filters.
+        counter: Token counter for the budget (None: MiniLM WordPiece).
+    """
+
+    selector: str | Selector = DEFAULT_SELECTOR
+    coverage: str | CoverageEstimator | None = None
+    aspects: str | None = None
+    aspect_options: AspectOptions = AspectOptions()
+    k: int | None = 10
+    max_tokens: int | None = None
+    relevance: Relevance = "dense"
+    floor: float = 0.0
+    floor_question: bool = False
+    gate: float = 0.0
+    pool_aspects: int = 0
+    counter: TokenCounter | None = field(default=None, compare=False)
+
+    def budget(self) -> Budget:
+        """The budget of ``k`` and ``max_tokens`` (ConfigError when neither limits anything)."""
+        try:
+            return Budget(max_passages=self.k, max_tokens=self.max_tokens)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def budgeted(self, k: int | None, max_tokens: int | None) -> ContextPolicy:
+        """This policy under ``k`` and ``max_tokens``; with neither, under the preset's own."""
+        if k is None and max_tokens is None:
+            return self
+        return replace(self, k=k, max_tokens=max_tokens)
+
+
+#: ``covrag.select``: the topic's own aspects, at most 10 passages, MiniLM relevance.
+SELECT = ContextPolicy()
+#: ``POST /v1/select``: as ``covrag.select``; a request without aspects for a selector that
+#: reads coverage gets the ``pool`` source (``covrag.server.service.build_job``).
+SERVER_SELECT = ContextPolicy()
+#: The framework integrations (``CoverageChoice``): the pool's representatives as aspects, at
+#: most 5 documents, the retriever's scores when every document has one. Under five-fold
+#: cross-validation on ArgKP's 28 train + dev topics the pool's representatives beat the query
+#: as the only aspect, alpha-nDCG@10 0.500 against 0.383 with expected coverage
+#: (docs/experiments/20-question-aware-coverage.md).
+INTEGRATIONS = ContextPolicy(aspects="pool", k=5, relevance="auto")
+#: ``covrag ask`` (the defaults of :class:`covrag.pipeline.AskConfig`): the planner's aspects
+#: (8 sub-questions, no sketches), 8 passages of the retrieved pool by its scores, behind the
+#: coverage floor (the question counts) and the topic gate.
+ASK = ContextPolicy(
+    coverage=DEFAULT_COVERAGE,
+    aspects="planner",
+    aspect_options=AspectOptions(subquestions=8, answers=0),
+    k=8,
+    relevance="score",
+    floor=DEFAULT_FLOOR,
+    floor_question=True,
+    gate=DEFAULT_GATE,
+)
+#: ``POST /v1/answer`` with ``k``: the request's aspects and passages in their order, floor and
+#: gate as ``ask`` (the request's fields default to them); ``gold`` coverage, which needs
+#: labels a request does not carry, is swapped for the cross-encoder.
+ANSWER = replace(ASK, aspects=None, relevance="order", k=None)
+#: ``covrag bench`` and ``covrag cv``: the aspect options behind ``--subquestions``,
+#: ``--answers``, ``--pool-k``; budgets and aspect sources come from the command line.
+BENCH = ContextPolicy(aspects="gold", aspect_options=AspectOptions())
