@@ -215,7 +215,7 @@ def test_an_llm_that_cannot_be_reached_or_loaded_is_named(
     passwd = tmp_path / "passwd"
     passwd.write_text("root:x:0:0:root:/root:/bin/bash\n")
     spec = spec.format(passwd=passwd)
-    code = main(["plan", "Should cities ban cars?", "--no-llm-cache", "--llm", spec])
+    code = main(["plan", "Should cities ban cars?", "--llm", spec])
     assert code == 2 and says in _error(capsys)
 
 

@@ -36,7 +36,7 @@ def test_plan_command_runs_every_step_on_the_tiny_model(  # type: ignore[no-unty
     monkeypatch.setenv("COVRAG_CACHE_DIR", str(tmp_path))  # a fresh response cache
     args = ["plan", "Describe the film Jaws, but skip the reviews.", "--llm", TINY]
     args += ["--subquestions", "3", "--depth", "2", "--branching", "2"]
-    args += ["--tree", "--outline-size", "2", "--candidates", "2", "--json"]
+    args += ["--tree", "--json"]
     args += ["--exclude", "reviews"]
     code = main(args)
     captured = capsys.readouterr()

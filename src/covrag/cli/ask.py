@@ -38,14 +38,16 @@ DEFAULT_ASK_OUT = Path("ask-run.json")
 
 #: The AskConfig fields that are ``covrag ask`` options. The others keep their defaults here
 #: (issue 33 pruned them: no cross-validated result or user need behind a CLI option):
-#: ``aspect_source`` (key points never measured in ask's setting), ``decompose_style`` and
-#: ``answers`` (lost their CV, docs/experiments/20-question-aware-coverage.md), ``floor_question``
-#: (the floor without the question lost, same section), ``feedback``, ``max_words``,
+#: ``decompose_style`` and ``answers`` (lost their CV,
+#: docs/experiments/20-question-aware-coverage.md), ``floor_question`` (the floor without the
+#: question lost, same section), ``feedback``, ``max_words``,
 #: ``sentences`` and ``rewrite_sentences`` (prompt details never compared), ``outline`` (the
 #: QTree outline was never measured in ask; a trained or random outline, section 17).
-#: ``--include`` went too (no test, no result): the LLM's split reads it from the question.
+#: ``aspect_source`` stays: the key points read off the pool are the label-free way to
+#: sub-questions grounded in the corpus (issue 36; docs/experiments/keypoint-aspects.md).
 ASK_OPTIONS = (
     "subquestions",
+    "aspect_source",
     "pool",
     "k",
     "selector",
@@ -87,6 +89,7 @@ def register(sub: Subparsers) -> None:
         ".jsonl), indexed on the fly (BM25, default chunks and read limits) and cached: "
         "unchanged files are not read again (other chunk sizes: covrag index, then --index)",
     )
+    p.add_argument("--include", nargs="+", default=[], help="subtopics the answer must cover")
     p.add_argument("--exclude", nargs="+", default=[], help="subtopics the answer must leave out")
     p.add_argument(
         "--aspects",
@@ -158,7 +161,7 @@ def _given_aspects(args: argparse.Namespace) -> tuple[Aspect, ...] | None:
     if not args.aspects:
         return None
     given = tuple(Aspect(f"sq{i}", text) for i, text in enumerate(args.aspects, start=1))
-    return given + C2Query.explicit(args.question, [], args.exclude).aspects()
+    return given + C2Query.explicit(args.question, args.include, args.exclude).aspects()
 
 
 def run_ask(args: argparse.Namespace, console: Console) -> int:
@@ -204,6 +207,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
                 llm,
                 retriever,
                 config,
+                include=args.include,
                 exclude=args.exclude,
                 aspects=_given_aspects(args),
                 on_stage=on_stage,

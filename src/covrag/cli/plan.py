@@ -24,9 +24,12 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument("request", help="the question, possibly with include/exclude instructions")
     p.add_argument(
+        "--include", nargs="+", default=[], help="subtopics to cover (skips the LLM's split)"
+    )
+    p.add_argument(
         "--exclude", nargs="+", default=[], help="subtopics to leave out (skips the LLM's split)"
     )
-    add_llm_args(p, cache_switch=True)  # the planner and the judge of its outlines
+    add_llm_args(p)  # the planner and the judge of its outlines
     p.add_argument("--subquestions", type=int, default=10, help="DES sub-questions (0 = none)")
     p.add_argument(
         "--from-pool",
@@ -51,8 +54,6 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument("--depth", type=int, default=3, help="QTree levels")
     p.add_argument("--branching", type=int, default=3, help="QTree children per node")
-    p.add_argument("--outline-size", type=int, default=4, help="nodes per outline")
-    p.add_argument("--candidates", type=int, default=3, help="candidate outlines")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(run_command=run_plan)
 
@@ -88,7 +89,7 @@ def _split(query: Any, subquestions: Any) -> PlanSplit:
 def run_plan(args: argparse.Namespace, console: Console) -> int:
     from covrag.pipeline.stages import QPlanner
 
-    llm = build_llm(args.llm, args.no_llm_cache)
+    llm = build_llm(args.llm)
     if args.from_pool:
         if args.tree:
             raise ConfigError("--from-pool does not plan a QTree (--tree); use one or the other")
@@ -98,11 +99,9 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
         subquestions=args.subquestions,
         depth=args.depth,
         branching=args.branching,
-        outline_size=args.outline_size,
-        candidates=args.candidates,
     )
     with console.status(f"splitting and decomposing with {llm.describe()} ...", spinner="dots"):
-        query = planner.query(args.request, exclude=args.exclude)
+        query = planner.query(args.request, include=args.include, exclude=args.exclude)
         subquestions = planner.decompose(query)
     if not args.json:
         # Printed before the tree is planned: sub-questions are useful even if the tree fails.
@@ -138,7 +137,7 @@ def _plan_from_pool(args: argparse.Namespace, llm: Any, console: Console) -> int
     from covrag.cli.ask import _retriever
     from covrag.pipeline.stages import C2Query, pool_keypoints
 
-    query = C2Query.explicit(args.request, [], args.exclude)
+    query = C2Query.explicit(args.request, args.include, args.exclude)
     with console.status(
         f"retrieving and reading the pool with {llm.describe()} ...", spinner="dots"
     ):
