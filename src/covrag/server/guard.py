@@ -39,7 +39,9 @@ class RequestGuard:
         app: The wrapped ASGI app.
         api_key: The key clients must send, or None to accept every request.
         max_body_bytes: Largest body accepted; a larger declared ``Content-Length`` is refused
-            at once, a larger streamed (chunked) body as soon as it passes the limit.
+            before the app sees it, a larger streamed (chunked) body as soon as it passes the
+            limit (what the client still sends of it is read and dropped, up to this many bytes
+            more, so that it reads the refusal).
         body_timeout_s: Seconds the whole body may take to arrive; then 408 and the
             connection is closed.
     """
@@ -59,6 +61,7 @@ class RequestGuard:
         headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
         if self.api_key is not None and is_protected(scope["path"]):
             if not self._authorised(headers):
+                await self._drain(receive)
                 await _error(
                     send,
                     401,
@@ -74,6 +77,7 @@ class RequestGuard:
                 await _error(send, 400, "Content-Length is not a number", "Content-Length")
                 return
             if int(declared) > self.max_body_bytes:
+                await self._drain(receive)
                 await self._too_large(send)
                 return
         body = await self._read_body(receive, send)
@@ -112,11 +116,31 @@ class RequestGuard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
+                if message.get("more_body", False):
+                    await self._drain(receive)
                 await self._too_large(send)
                 return None
             chunks.append(chunk)
             more = bool(message.get("more_body", False))
         return b"".join(chunks)
+
+    async def _drain(self, receive: Receive) -> None:
+        """Read and drop what is left of a refused body, at most ``max_body_bytes`` more within
+        ``body_timeout_s``, so that a client still sending it reads the refusal instead of a
+        connection reset (closing a socket with unread bytes resets it). A longer or slower body
+        is cut there: the client may then see the reset, never a body read in full."""
+        drained = 0
+        deadline = time.monotonic() + self.body_timeout_s
+        while drained <= self.max_body_bytes:
+            try:
+                message = await asyncio.wait_for(receive(), deadline - time.monotonic())
+            except TimeoutError:
+                return
+            if message["type"] != "http.request":
+                return
+            drained += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                return
 
     def _authorised(self, headers: dict[str, bytes]) -> bool:
         assert self.api_key is not None
