@@ -21,8 +21,8 @@ from pathlib import Path
 
 from covrag.coverage import CrossEncoderCoverage
 from covrag.data import load_dataset
-from covrag.evaluate.answer_stats import ANSWER_MEASURES, compare_variants, markdown_table
-from covrag.evaluate.answers import (
+from covrag.evaluation.answer_stats import ANSWER_MEASURES, compare_variants, markdown_table
+from covrag.evaluation.answers import (
     AnswerEvaluation,
     LLMAnswerJudge,
     agreement,
@@ -35,7 +35,7 @@ from covrag.generate import CitedWriter, Critic, CritiqueContext, CritiqueRewrit
 from covrag.llm import parse_llm
 from covrag.pipeline import PrepareConfig, prepare
 from covrag.report.runfile import run_file_record, topic_run_record
-from covrag.select import parse_selector
+from covrag.selectors import parse_selector
 from covrag.types import Budget
 
 

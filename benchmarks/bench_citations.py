@@ -16,7 +16,7 @@ writer itself makes:
   run of ``RUN_WORDS`` words with it;
 - **judged**: a cited sentence is supported when the shipped coverage cross-encoder, reading the
   sentence as an aspect, scores one of its cited passages at or above its own threshold
-  (:func:`covrag.evaluate.answers.cheap_citations`);
+  (:func:`covrag.evaluation.answers.cheap_citations`);
 - **either** of the two; and in every case a sentence that names documents of the context ("The
   MPL-2.0 grants ...") counts as supported only by a cited passage of a document it names
   (:func:`covrag.generate.attribution.candidates`).
@@ -42,7 +42,7 @@ from typing import Any
 
 import covrag
 from covrag.coverage import CrossEncoderCoverage
-from covrag.evaluate.answers import cheap_citations
+from covrag.evaluation.answers import cheap_citations
 from covrag.files import atomic_write_text
 from covrag.generate.attribution import candidates
 from covrag.ingest import update_index

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from covrag.data import load_dataset
-from covrag.evaluate import Judgments, evaluate
+from covrag.evaluation import Judgments, evaluate
 from covrag.retrieve import (
     BM25Retriever,
     CoverRetriever,

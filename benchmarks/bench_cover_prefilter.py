@@ -24,10 +24,10 @@ from covrag.coverage import CoverageEstimator, CoverCoverage, parse_estimator
 from covrag.coverage.cross_encoder import clear_scorers
 from covrag.data import load_dataset
 from covrag.embed import Encoder, default_encoder
-from covrag.evaluate import Judgments, evaluate
+from covrag.evaluation import Judgments, evaluate
 from covrag.pipeline import prepare
 from covrag.pipeline.config import PrepareConfig
-from covrag.select import parse_selector
+from covrag.selectors import parse_selector
 from covrag.types import Budget, CoverageMatrix, Topic
 
 

@@ -32,7 +32,7 @@ from covrag.coverage.cross_encoder import CrossEncoderCoverage, PairScorer
 from covrag.coverage.cross_encoder import default_model_path as shipped_model
 from covrag.data import load_dataset
 from covrag.pipeline.bench import Method, run_bench
-from covrag.select import parse_selector
+from covrag.selectors import parse_selector
 from covrag.train.calibrate import roc_auc
 from covrag.types import Budget, CoverageMatrix, Topic
 

@@ -25,9 +25,9 @@ import numpy as np
 
 from covrag.data import load_dataset
 from covrag.pipeline import BenchResult, Method, run_bench
-from covrag.select import LMVUSelector, parse_selector
-from covrag.select.base import Candidates
-from covrag.select.lmvu import FEATURES, M0_FEATURES, STATE, LMVUModel
+from covrag.selectors import LMVUSelector, parse_selector
+from covrag.selectors.base import Candidates
+from covrag.selectors.lmvu import FEATURES, M0_FEATURES, STATE, LMVUModel
 from covrag.train.lmvu import StateConfig, TrainingSet, cached_training_set, fit_lmvu
 from covrag.types import Budget, Passage
 

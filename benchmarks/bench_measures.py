@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from covrag.data import read_run, write_run
-from covrag.evaluate import EvalResults, Judgments, evaluate
-from covrag.evaluate.qrels import (
+from covrag.evaluation import EvalResults, Judgments, evaluate
+from covrag.evaluation.qrels import (
     diversity_qrels,
     read_judgments,
     run_to_ir_measures,

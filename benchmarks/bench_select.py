@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from covrag.select import (
+from covrag.selectors import (
     Candidates,
     ExactSelector,
     GreedyCoverageSelector,

@@ -32,8 +32,8 @@ from pathlib import Path
 
 from covrag.coverage import CrossEncoderCoverage
 from covrag.data import load_dataset
-from covrag.evaluate.answer_stats import ANSWER_MEASURES, compare_variants, markdown_table
-from covrag.evaluate.answers import (
+from covrag.evaluation.answer_stats import ANSWER_MEASURES, compare_variants, markdown_table
+from covrag.evaluation.answers import (
     AnswerEvaluation,
     LLMAnswerJudge,
     evaluate_answer,
@@ -54,7 +54,7 @@ from covrag.llm import LLM, parse_llm
 from covrag.pipeline import PrepareConfig, prepare
 from covrag.plan import LLMDecomposer
 from covrag.report.runfile import run_file_record, topic_run_record
-from covrag.select import parse_selector
+from covrag.selectors import parse_selector
 from covrag.types import Budget, Topic
 
 MEASURES = (*ANSWER_MEASURES, "v_strict~ce", "citation_precision~ce")

@@ -55,8 +55,8 @@ from covrag.pipeline.cv import assign_folds
 from covrag.plan import C2Query, LLMDecomposer
 from covrag.plan.sketch import AnswerSketcher
 from covrag.retrieve import BM25Retriever
-from covrag.select import parse_selector
-from covrag.select.base import Candidates
+from covrag.selectors import parse_selector
+from covrag.selectors.base import Candidates
 from covrag.train.cv_coverage import fold_models
 from covrag.types import Selection, Topic
 

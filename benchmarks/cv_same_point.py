@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from covrag.data import load_dataset
-from covrag.evaluate.stats import bootstrap_ci
+from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline.bench import Method, build_methods
 from covrag.pipeline.cv import CVConfig, TopicScores, assign_folds, cv_measures
 from covrag.pipeline.prepare import config_for

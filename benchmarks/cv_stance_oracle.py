@@ -25,7 +25,7 @@ from covrag.coverage.base import CoverageEstimator
 from covrag.data import load_dataset
 from covrag.pipeline import Method
 from covrag.pipeline.cv import CVConfig, run_cv
-from covrag.select import parse_selector
+from covrag.selectors import parse_selector
 from covrag.train import cv_coverage
 from covrag.types import Budget, CoverageMatrix, FloatArray, Topic
 

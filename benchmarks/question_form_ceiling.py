@@ -29,7 +29,7 @@ from covrag.data import load_dataset
 from covrag.data.question_forms import as_questions, read_question_forms
 from covrag.embed import default_encoder
 from covrag.pipeline.bench import Method, run_bench
-from covrag.select import parse_selector
+from covrag.selectors import parse_selector
 from covrag.types import Budget, CoverageMatrix, FloatArray, Topic
 
 

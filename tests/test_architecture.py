@@ -66,7 +66,7 @@ FOUNDATIONS = frozenset(
     | {"data", "llm"}
 )
 STAGES = frozenset(
-    {"ingest", "plan", "retrieve", "coverage", "select", "generate", "evaluate", "report"}
+    {"ingest", "plan", "retrieve", "coverage", "selectors", "generate", "evaluation", "report"}
 )
 
 MAX_FUNCTION_LINES = 80
@@ -177,7 +177,8 @@ def cycles(graph: Graph) -> list[list[str]]:
 
 
 def layer(module: str) -> str:
-    """The top-level part of a module: ``select`` for ``covrag.select.mmr``, "" for ``covrag``."""
+    """The top-level part of a module: ``selectors`` for ``covrag.selectors.mmr``; "" for
+    ``covrag``."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 
@@ -236,7 +237,7 @@ def graph() -> dict[str, frozenset[str]]:
 def test_the_graph_sees_every_kind_of_import(graph: Graph) -> None:
     assert len(graph) > 50
     assert "covrag.errors" in graph["covrag.registry"]  # top level
-    assert "covrag.registry" in graph["covrag.select.base"]
+    assert "covrag.registry" in graph["covrag.selectors.base"]
     assert "covrag.embed" in graph["covrag.retrieve.dense"]  # TYPE_CHECKING and in functions
 
 
@@ -269,16 +270,16 @@ def test_entry_points_reach_the_stages_through_the_pipeline(graph: Graph) -> Non
 def test_the_entry_stage_count_sees_every_entry_point() -> None:
     graph = _graph(
         {
-            "covrag": ["covrag.select.base", "covrag.pipeline"],
+            "covrag": ["covrag.selectors.base", "covrag.pipeline"],
             "covrag.cli.ask": ["covrag.plan.sources", "covrag.types"],
             "covrag.server.app": ["covrag.coverage"],
             "covrag.integrations.langchain": ["covrag.pipeline.stages"],
-            "covrag.pipeline.stages": ["covrag.select.base"],
-            "covrag.train.lmvu": ["covrag.select.lmvu"],
+            "covrag.pipeline.stages": ["covrag.selectors.base"],
+            "covrag.train.lmvu": ["covrag.selectors.lmvu"],
         }
     )
     assert entry_stage_imports(graph) == [
-        ("covrag", "covrag.select.base"),
+        ("covrag", "covrag.selectors.base"),
         ("covrag.cli.ask", "covrag.plan.sources"),
         ("covrag.server.app", "covrag.coverage"),
     ]
@@ -350,9 +351,9 @@ def test_cycles_are_found_and_a_dag_has_none() -> None:
 @pytest.mark.parametrize(
     ("importer", "imported", "rule"),
     [
-        ("covrag.select.lmvu", "covrag.train.lmvu_model", "a stage imports an entry layer"),
+        ("covrag.selectors.lmvu", "covrag.train.lmvu_model", "a stage imports an entry layer"),
         ("covrag.report.bench_html", "covrag.pipeline.bench", "a stage imports an entry layer"),
-        ("covrag.evaluate.answers", "covrag.cli.main", "a stage imports an entry layer"),
+        ("covrag.evaluation.answers", "covrag.cli.main", "a stage imports an entry layer"),
         ("covrag.retrieve.store", "covrag", "a stage imports an entry layer"),
         ("covrag.types", "covrag.registry", "the records import nothing of covrag"),
         ("covrag.llm.models", "covrag.plan.decompose", "a foundation imports a stage"),
@@ -372,8 +373,8 @@ def test_each_layer_rule_can_fail(importer: str, imported: str, rule: str) -> No
     ("importer", "imported"),
     [
         ("covrag.types", "covrag.errors"),
-        ("covrag.select.lmvu.selector", "covrag.select.lmvu.model"),
-        ("covrag.train.lmvu", "covrag.select.lmvu.model"),
+        ("covrag.selectors.lmvu.selector", "covrag.selectors.lmvu.model"),
+        ("covrag.train.lmvu", "covrag.selectors.lmvu.model"),
         ("covrag.cli.fit", "covrag.train.lmvu"),
         ("covrag.pipeline.bench", "covrag.train.lmvu"),
         ("covrag.server.app", "covrag.pipeline.ask"),
@@ -381,8 +382,8 @@ def test_each_layer_rule_can_fail(importer: str, imported: str, rule: str) -> No
         ("covrag", "covrag.pipeline.ask"),
         ("covrag.__main__", "covrag.cli.main"),
         ("covrag.report.page", "covrag.version"),
-        ("covrag.evaluate.answers", "covrag.llm.cost"),
-        ("covrag.plan.pool", "covrag.select.facility"),
+        ("covrag.evaluation.answers", "covrag.llm.cost"),
+        ("covrag.plan.pool", "covrag.selectors.facility"),
     ],
 )
 def test_allowed_imports_pass(importer: str, imported: str) -> None:

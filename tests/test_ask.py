@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from covrag.cli import main
-from covrag.evaluate.answers_io import evaluate_variants, load_variants
+from covrag.evaluation.answers_io import evaluate_variants, load_variants
 from covrag.pipeline import AskConfig, ask
 from covrag.report.runfile import parse_run_file
 from covrag.retrieve import BM25Retriever

@@ -13,7 +13,7 @@ def test_select_then_eval_greedy_gold_matches_ir_measures(tmp_path: Path, capsys
     ir_measures = pytest.importorskip("ir_measures")
     pytest.importorskip("pyndeval")
     from covrag.data import load_dataset
-    from covrag.evaluate.qrels import run_to_ir_measures, to_ir_measures, topic_qrels
+    from covrag.evaluation.qrels import run_to_ir_measures, to_ir_measures, topic_qrels
 
     run_path = tmp_path / "greedy.trec"
     run_json = tmp_path / "run.json"

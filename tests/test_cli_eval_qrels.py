@@ -10,7 +10,7 @@ import pytest
 
 from covrag.cli import main
 from covrag.data import load_dataset, write_run
-from covrag.evaluate.qrels import topic_qrels, write_qrels
+from covrag.evaluation.qrels import topic_qrels, write_qrels
 
 MEASURES = ["alpha-nDCG@10", "alpha-nDCG(alpha=0.7)@5", "StRecall@10", "P@10", "nDCG@10"]
 

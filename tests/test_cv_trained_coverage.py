@@ -13,7 +13,7 @@ from covrag.data import load_dataset
 from covrag.errors import ConfigError
 from covrag.pipeline import Method, PrepareConfig
 from covrag.pipeline.cv import CVConfig, run_cv
-from covrag.select import parse_selector
+from covrag.selectors import parse_selector
 from covrag.train.coverage import TrainConfig
 from covrag.train.cv_coverage import EXPORT, TrainedCoverage, fold_models
 from covrag.types import Budget, Topic

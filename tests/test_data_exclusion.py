@@ -10,7 +10,7 @@ from covrag.cli._common import EXCLUDE_SEED
 from covrag.data import load_dataset, read_run
 from covrag.data.exclusion import chosen_for, exclude_aspects
 from covrag.errors import ConfigError
-from covrag.evaluate import Judgments
+from covrag.evaluation import Judgments
 from covrag.plan.sources import AspectSource
 from covrag.types import Aspect, Passage, Topic
 

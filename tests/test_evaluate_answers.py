@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from covrag.evaluate.answer_stats import compare_variants, markdown_table
-from covrag.evaluate.answers import (
+from covrag.evaluation.answer_stats import compare_variants, markdown_table
+from covrag.evaluation.answers import (
     AnswerEvaluation,
     LLMAnswerJudge,
     NuggetJudgment,

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from covrag.errors import ConfigError, DataError
-from covrag.evaluate import (
+from covrag.evaluation import (
     AlphaNDCG,
     EvalResults,
     Judgments,
@@ -28,10 +28,10 @@ from covrag.evaluate import (
     binary_qrels,
     diversity_qrels,
     evaluate,
-    evaluation,
     parse_measure,
+    scoring,
 )
-from covrag.evaluate.qrels import run_to_ir_measures, to_ir_measures
+from covrag.evaluation.qrels import run_to_ir_measures, to_ir_measures
 
 CUTOFFS = range(1, 21)
 DIVERSITY = (
@@ -67,7 +67,7 @@ def test_topic_missing_from_run_scores_zero_and_counts_in_means(judgments: Judgm
 def test_run_topic_without_judgments_is_ignored_with_a_warning(
     judgments: Judgments, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="covrag.evaluate.evaluation"):
+    with caplog.at_level(logging.WARNING, logger="covrag.evaluation.scoring"):
         result = evaluate(judgments, {"q1": ["d1"], "nope": ["d1"]}, "P@1")
     assert result.query_ids == ("q1", "q2")
     assert "1 run topic(s) have no judgments" in caplog.text and "'nope'" in caplog.text
@@ -110,7 +110,7 @@ def test_batches_and_ideal_cache_do_not_change_values(monkeypatch: pytest.Monkey
     run = {q: rng.sample(sorted(docs), len(docs)) for q, docs in labels.items()}
     specs = ["alpha-nDCG@5", "alpha-nDCG@25", "alpha-nDCG(alpha=0.9)@7", "StRecall@25", "nDCG@9"]
     whole = evaluate(Judgments.from_labels(labels), run, specs).values
-    monkeypatch.setattr(evaluation, "_BLOCK", 50)
+    monkeypatch.setattr(scoring, "_BLOCK", 50)
     monkeypatch.setattr(_compiled, "_IDEAL_BLOCK", 40)
     judgments = Judgments.from_labels(labels)
     shallow = evaluate(judgments, run, ["alpha-nDCG@3"]).values  # caches a shallow ideal
@@ -223,11 +223,11 @@ def test_parity_on_bundled_data(ir_measures: ModuleType, name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["", ".measures", ".evaluation", ".judgments", ".headroom", ".stats", ".qrels"]
+    "module", ["", ".measures", ".scoring", ".judgments", ".headroom", ".stats", ".qrels"]
 )
 def test_docstring_examples_run(module: str) -> None:
     import doctest
     import importlib
 
-    result = doctest.testmod(importlib.import_module("covrag.evaluate" + module))
+    result = doctest.testmod(importlib.import_module("covrag.evaluation" + module))
     assert result.failed == 0

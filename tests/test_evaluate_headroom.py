@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from covrag.errors import DataError
-from covrag.evaluate import Headroom, gap_closed
+from covrag.evaluation import Headroom, gap_closed
 
 
 def test_gap_closed_by_hand() -> None:

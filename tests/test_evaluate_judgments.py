@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from covrag.errors import DataError
-from covrag.evaluate import Judgments, TopicJudgments
+from covrag.evaluation import Judgments, TopicJudgments
 from covrag.types import Aspect, CoverageMatrix, Passage, Topic
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from covrag.errors import ConfigError, DataError
-from covrag.evaluate import (
+from covrag.evaluation import (
     MEASURES,
     NDCG,
     RVC,
@@ -161,7 +161,7 @@ def test_unjudged_docs_gain_nothing_and_aspects_without_support_do_not_count() -
 
 
 def test_excluded_share_by_hand() -> None:
-    from covrag.evaluate import TopicJudgments
+    from covrag.evaluation import TopicJudgments
     from covrag.types import Aspect, Passage, Topic
 
     labels = {"d1": ["a"], "d2": ["reviews"], "d3": ["a", "reviews"], "d4": []}

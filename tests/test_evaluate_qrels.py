@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from covrag.errors import DataError, MissingExtraError
-from covrag.evaluate import (
+from covrag.evaluation import (
     DiversityQrel,
     Judgments,
     binary_qrels,
@@ -19,7 +19,7 @@ from covrag.evaluate import (
     read_qrels,
     write_qrels,
 )
-from covrag.evaluate.qrels import (
+from covrag.evaluation.qrels import (
     coverage_qrels,
     format_qrels,
     run_to_ir_measures,
@@ -120,7 +120,7 @@ def test_missing_extra_raises_with_the_extra_name(monkeypatch: pytest.MonkeyPatc
 
 
 def test_importing_the_package_does_not_import_ir_measures() -> None:
-    code = "import sys, covrag.evaluate; print('ir_measures' in sys.modules)"
+    code = "import sys, covrag.evaluation; print('ir_measures' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -11,7 +11,7 @@ import pytest
 
 from covrag.data._columns import read_columns
 from covrag.errors import DataError
-from covrag.evaluate import (
+from covrag.evaluation import (
     Judgments,
     TopicJudgments,
     diversity_qrels,
@@ -21,7 +21,7 @@ from covrag.evaluate import (
     read_qrels,
     write_qrels,
 )
-from covrag.evaluate._qrels_columns import judgments_from_columns
+from covrag.evaluation._qrels_columns import judgments_from_columns
 
 MEASURES = ["alpha-nDCG@5", "alpha-nDCG(alpha=0.7)@3", "StRecall@5", "P@5", "nDCG@5", "Excl@5"]
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from covrag.errors import DataError
-from covrag.evaluate import (
+from covrag.evaluation import (
     ConfidenceInterval,
     RandomizationTest,
     bootstrap_ci,

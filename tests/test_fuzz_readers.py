@@ -23,8 +23,8 @@ from conftest import topic_record
 from covrag.data import read_run, read_topics
 from covrag.data.trec import _read_run
 from covrag.errors import DataError
-from covrag.evaluate import judgments_from_qrels, read_judgments, read_qrels
-from covrag.evaluate.answers_io import AnswerCase, load_variants
+from covrag.evaluation import judgments_from_qrels, read_judgments, read_qrels
+from covrag.evaluation.answers_io import AnswerCase, load_variants
 from covrag.report import load_report_input, parse_run_file, write_report
 from covrag.types import Topic
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from covrag.cli import main
 from covrag.cli.train import parse_dataset_weights
 from covrag.errors import ConfigError, DataError
-from covrag.select import Candidates, LMVUSelector
-from covrag.select.lmvu import FEATURES, FeatureState, LMVUModel
+from covrag.selectors import Candidates, LMVUSelector
+from covrag.selectors.lmvu import FEATURES, FeatureState, LMVUModel
 from covrag.text import split_sentences
 from covrag.train.lmvu import StateConfig, TrainingSet
 from covrag.types import Budget, Passage

@@ -130,7 +130,7 @@ def test_pool_aspects_join_the_sub_questions_but_not_the_floor_or_the_report() -
     from covrag.pipeline import prepare
     from covrag.pipeline.ask import select_context
     from covrag.pipeline.config import PrepareConfig
-    from covrag.select import parse_selector
+    from covrag.selectors import parse_selector
     from covrag.types import Topic
 
     passages = (
@@ -156,7 +156,7 @@ def test_a_passage_that_answers_the_question_itself_clears_the_floor() -> None:
     from covrag.pipeline import prepare
     from covrag.pipeline.ask import select_context
     from covrag.pipeline.config import PrepareConfig
-    from covrag.select import parse_selector
+    from covrag.selectors import parse_selector
     from covrag.types import Topic
 
     passages = (
@@ -186,7 +186,7 @@ def test_the_gate_drops_a_passage_from_another_subject_that_answers_a_broad_sub_
     from covrag.pipeline import prepare
     from covrag.pipeline.ask import select_context
     from covrag.pipeline.config import PrepareConfig
-    from covrag.select import parse_selector, question_similarity
+    from covrag.selectors import parse_selector, question_similarity
     from covrag.types import Topic
 
     passages = (

@@ -22,7 +22,7 @@ from covrag.pipeline import (
 )
 from covrag.pipeline.context import refine
 from covrag.plan import ASPECT_SOURCES, AspectOptions, C2Query, PlannerAspects
-from covrag.select.base import parse_selector
+from covrag.selectors.base import parse_selector
 from covrag.types import Aspect, Passage, Topic
 from generate_support import KeywordCoverage
 from llm_support import ScriptedLLM

@@ -11,7 +11,7 @@ import pytest
 from covrag.coverage.base import CoverageEstimator
 from covrag.data import load_dataset
 from covrag.errors import ConfigError, DataError
-from covrag.evaluate.stats import bootstrap_ci
+from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline import Method, PrepareConfig, build_methods, run_bench
 from covrag.pipeline.cv import (
     CalibratedThreshold,
@@ -23,7 +23,7 @@ from covrag.pipeline.cv import (
     run_cv,
     scores_for,
 )
-from covrag.select import parse_selector
+from covrag.selectors import parse_selector
 from covrag.types import Budget, CoverageMatrix, Topic
 
 ORDER = PrepareConfig(relevance="order")  # no encoder: relevance is the pool order

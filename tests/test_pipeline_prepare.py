@@ -18,7 +18,7 @@ from covrag.pipeline import (
     prepare_for,
     select_topic,
 )
-from covrag.select import parse_selector
+from covrag.selectors import parse_selector
 from covrag.types import Aspect, Budget, Passage, Topic
 
 TOPIC = Topic(

@@ -7,12 +7,12 @@ import pytest
 
 from covrag.coverage import ESTIMATORS
 from covrag.errors import ConfigError
-from covrag.evaluate import MEASURES
+from covrag.evaluation import MEASURES
 from covrag.llm import BACKENDS
 from covrag.plan import ASPECT_SOURCES
 from covrag.registry import Registry, spec_of, split_spec
 from covrag.retrieve import INDEX_KINDS
-from covrag.select import SELECTORS, parse_selector
+from covrag.selectors import SELECTORS, parse_selector
 
 
 def test_split_spec_parses_literals_and_bare_words() -> None:

@@ -11,11 +11,11 @@ from conftest import topic_record
 from covrag.cli import main
 from covrag.coverage import parse_estimator
 from covrag.errors import DataError
-from covrag.evaluate.bench_results import ORACLE
+from covrag.evaluation.bench_results import ORACLE
 from covrag.pipeline import PrepareConfig, prepare
 from covrag.report import parse_run_file, render_report, run_file_record, topic_run_record
 from covrag.report.bench_html import budget_axis
-from covrag.select import parse_selector
+from covrag.selectors import parse_selector
 from covrag.types import Answer, Aspect, Budget, Citation, Passage, Topic
 
 HOSTILE = '<script>window.__pwned = 1</script><img src="https://example.invalid/x.png">'

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from covrag.errors import ConfigError
-from covrag.select import parse_selector
-from covrag.select.base import Candidates
+from covrag.selectors import parse_selector
+from covrag.selectors.base import Candidates
 from covrag.train.same_point import (
     SamePointConfig,
     contrastive_loss,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from covrag.evaluate.answers import SUPPORT_LABELS
+from covrag.evaluation.answers import SUPPORT_LABELS
 from covrag.schema.llm import parse_reply, reply_schema
 
 # --- the hand-written schemas, as they were -------------------------------------------------
@@ -227,7 +227,7 @@ def test_split_judge_and_pool_question() -> None:
 
 @pytest.mark.parametrize("m", [1, 3, 7])
 def test_critique_and_answer_judgments(m: int) -> None:
-    from covrag.evaluate.answers import citation_reply, nugget_reply
+    from covrag.evaluation.answers import citation_reply, nugget_reply
     from covrag.generate.critique import critique_reply
 
     assert reply_schema(critique_reply(m)) == old_critique_schema(m)
@@ -249,7 +249,7 @@ def test_cache_keys_do_not_change() -> None:
 
 
 def test_replies_are_validated_with_the_model() -> None:
-    from covrag.evaluate.answers import nugget_reply
+    from covrag.evaluation.answers import nugget_reply
     from covrag.plan.qtree import tree_reply
 
     reply = nugget_reply(2)

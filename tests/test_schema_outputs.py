@@ -67,7 +67,7 @@ def test_ask_run_record_is_a_run_file_with_the_plan_and_costs() -> None:
 
 
 def test_ask_drafts_are_read_through_the_schema(tmp_path: Path) -> None:
-    from covrag.evaluate.answers_io import load_variants
+    from covrag.evaluation.answers_io import load_variants
     from covrag.pipeline import AskConfig, ask
     from covrag.retrieve import BM25Retriever
     from generate_support import KeywordCoverage
@@ -96,7 +96,7 @@ def test_ask_drafts_are_read_through_the_schema(tmp_path: Path) -> None:
 
 
 def test_bench_summary() -> None:
-    from covrag.evaluate.bench_results import ORACLE, BenchResult, MethodResult
+    from covrag.evaluation.bench_results import ORACLE, BenchResult, MethodResult
 
     method = MethodResult(
         method="mmr(lam=0.5)",

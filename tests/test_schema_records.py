@@ -66,7 +66,7 @@ def test_an_old_ask_run_file_reads_and_writes_back_unchanged() -> None:
 
 
 def test_an_old_ask_run_file_renders_and_its_drafts_are_read(tmp_path: Path) -> None:
-    from covrag.evaluate.answers_io import load_variants
+    from covrag.evaluation.answers_io import load_variants
 
     out = tmp_path / "report.html"
     assert main(["report", str(OLD / "ask_run.json"), "-o", str(out)]) == 0
@@ -326,7 +326,7 @@ def test_generation_records_are_deep_copies_of_nothing_shared() -> None:
 
 
 def test_the_shipped_lmvu_model_round_trips_and_a_bad_field_is_named(tmp_path: Path) -> None:
-    from covrag.select.lmvu.model import LMVUModel, default_model_path
+    from covrag.selectors.lmvu.model import LMVUModel, default_model_path
 
     shipped = default_model_path()
     model = LMVUModel.load(shipped)

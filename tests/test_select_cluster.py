@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from covrag.errors import ConfigError
-from covrag.select import Candidates, ClusterSelector, parse_selector
-from covrag.select.cluster import UNLIMITED_CLUSTERS, default_n_clusters, kmeans
+from covrag.selectors import Candidates, ClusterSelector, parse_selector
+from covrag.selectors.cluster import UNLIMITED_CLUSTERS, default_n_clusters, kmeans
 from covrag.types import Budget, Passage
 
 # Group A (p0-p2) near e1, group B (p3, p4) near e2; tight groups far apart.

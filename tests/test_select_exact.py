@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from covrag.errors import ConfigError
-from covrag.select import (
+from covrag.selectors import (
     Candidates,
     ExactSelector,
     GreedyCoverageSelector,
@@ -17,7 +17,7 @@ from covrag.select import (
     parse_selector,
     solve_exact,
 )
-from covrag.select.exact import reduce_pool
+from covrag.selectors.exact import reduce_pool
 from covrag.types import Budget, CoverageMatrix, Passage
 
 # The greedy trap: p0 covers the most (a-d), but p1 + p2 cover all six aspects.

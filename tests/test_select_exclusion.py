@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from covrag.errors import ConfigError
-from covrag.select import Candidates
-from covrag.select.exclusion import apply_exclusion, check_exclusion
+from covrag.selectors import Candidates
+from covrag.selectors.exclusion import apply_exclusion, check_exclusion
 from covrag.types import CoverageMatrix, Passage
 
 COVERED = np.array([[1, 1, 0], [1, 0, 0], [0, 1, 1]], dtype=bool)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from covrag.errors import ConfigError
-from covrag.select import (
+from covrag.selectors import (
     Candidates,
     ExpectedCoverageSelector,
     GreedyCoverageSelector,

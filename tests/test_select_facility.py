@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from covrag.errors import ConfigError
-from covrag.select import Candidates, FacilityLocationSelector, parse_selector
-from covrag.select.base import BudgetTracker
-from covrag.select.facility import FacilityLocation, embedding_similarity
-from covrag.select.optimize import lazy_greedy, naive_greedy
+from covrag.selectors import Candidates, FacilityLocationSelector, parse_selector
+from covrag.selectors.base import BudgetTracker
+from covrag.selectors.facility import FacilityLocation, embedding_similarity
+from covrag.selectors.optimize import lazy_greedy, naive_greedy
 from covrag.types import Budget, CoverageMatrix, Passage
 
 E1, E2, E3 = np.eye(3)

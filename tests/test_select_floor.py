@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from covrag.errors import ConfigError
-from covrag.select import (
+from covrag.selectors import (
     SELECTORS,
     above_floor,
     filter_pool,
@@ -16,7 +16,7 @@ from covrag.select import (
     question_similarity,
     select_above_floor,
 )
-from covrag.select.base import Candidates
+from covrag.selectors.base import Candidates
 from covrag.types import Budget, CoverageMatrix, Passage
 
 # Support of each passage for aspects a, b (c is excluded).

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from covrag.errors import ConfigError
-from covrag.select import Candidates, GreedyCoverageSelector, parse_selector
+from covrag.selectors import Candidates, GreedyCoverageSelector, parse_selector
 from covrag.types import Budget, CoverageMatrix, Passage
 
 # Hand-made pool: aspects a, b, c, d.

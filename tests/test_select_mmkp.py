@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from covrag.errors import ConfigError
-from covrag.select import Candidates, MMKPSelector, parse_selector
+from covrag.selectors import Candidates, MMKPSelector, parse_selector
 from covrag.types import Budget, Passage
 
 # Group A (p0-p2) near e1, group B (p3, p4) near e2.

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from covrag.errors import ConfigError
-from covrag.select import Candidates, MMRSelector, TopKSelector, parse_selector
+from covrag.selectors import Candidates, MMRSelector, TopKSelector, parse_selector
 from covrag.types import Budget, Passage
 
 COS = 0.99

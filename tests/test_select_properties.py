@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from covrag.select import (
+from covrag.selectors import (
     Candidates,
     ClusterSelector,
     ExactSelector,

@@ -8,18 +8,14 @@ The records (:class:`Topic`, :class:`Passage`, :class:`Aspect`, :class:`Budget`,
 - :func:`ask`: a question -> a cited, critiqued answer, with every stage recorded.
 
 ``covrag.select`` and ``covrag.evaluate`` are also the names of subpackages: the verbs stay
-callable, and their attributes are the subpackages' (``covrag.select.GreedyCoverageSelector``).
+callable, and their attributes are the subpackages' (``covrag.selectors.GreedyCoverageSelector``).
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 import os
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, SelectionStep, Topic
 from covrag.version import __version__
@@ -191,39 +187,3 @@ def ask(
     return run_ask(
         question, model, retriever, config, include=include, exclude=exclude, aspects=aspects
     )
-
-
-class _Verb:
-    """A verb that shares its name with a subpackage: calling it runs the verb; its attributes
-    are the subpackage's, imported on first use."""
-
-    def __init__(self, function: Callable[..., Any], package: str) -> None:
-        functools.update_wrapper(self, function)
-        self._function = function
-        self._package = package
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._function(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(importlib.import_module(self._package), name)
-
-    def __repr__(self) -> str:
-        return f"<covrag verb {self._function.__name__}; package {self._package}>"
-
-
-class _Covrag(ModuleType):
-    """The ``covrag`` module: importing a subpackage named like a verb keeps the verb."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, ModuleType) and isinstance(self.__dict__.get(name), _Verb):
-            return  # the subpackage stays in sys.modules and behind the verb's attributes
-        super().__setattr__(name, value)
-
-
-if not TYPE_CHECKING:  # type checkers see the functions; Python gets verbs that keep them
-    select = _Verb(select, "covrag.select")
-    evaluate = _Verb(evaluate, "covrag.evaluate")
-    sys.modules[__name__].__class__ = _Covrag

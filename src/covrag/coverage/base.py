@@ -90,7 +90,7 @@ def answer_support(
     """An estimator's coverage matrix of the answer's sentences (rows ``s1``...) x ``aspects``.
 
     An aspect is in the answer when at least one sentence covers it; this is the cheap judge of
-    answer support (the LLM judge is in :mod:`covrag.evaluate.answers`;
+    answer support (the LLM judge is in :mod:`covrag.evaluation.answers`;
     :func:`covrag.generate.aspects_in_answer` reads it).
     """
     sentences = tuple(

@@ -3,7 +3,7 @@
 A coverage-conditioned request ("... but skip the cost arguments") asks a context *not* to cover
 some aspects. Labelled datasets have no such requests, so ``--exclude-aspects`` makes them: it sets
 the polarity of chosen gold aspects to ``exclude``. Selectors then treat them by their ``exclude``
-mode (ignore, penalize, forbid), :meth:`~covrag.evaluate.Judgments.from_topics` takes them out of
+mode (ignore, penalize, forbid), :meth:`~covrag.evaluation.Judgments.from_topics` takes them out of
 the gains, and ``Excl@k`` reports how much of a ranking still supports them.
 
 Specs:

@@ -11,7 +11,7 @@ The CLI, the HTTP server and the framework integrations all call these functions
 - :func:`run_bench`: selectors x coverage sources x budgets on a dataset, measured and compared.
 """
 
-from covrag.evaluate.bench_results import ORACLE, BenchResult, MethodResult
+from covrag.evaluation.bench_results import ORACLE, BenchResult, MethodResult
 from covrag.pipeline.ask import (
     STAGES,
     AskResult,

@@ -19,7 +19,7 @@ from covrag.llm.base import LLM
 from covrag.plan import C2Query, Plan, SubQuestions
 from covrag.schema.ask import ask_plan, ask_run_record
 from covrag.schema.generation import LLMCostOut, StageCostOut
-from covrag.select.floor import FilterReport
+from covrag.selectors.floor import FilterReport
 from covrag.types import Aspect, CoverageMatrix, Selection, Topic
 
 #: Called when a stage starts (``plan``, ``retrieve``, ...) and after each generation step.

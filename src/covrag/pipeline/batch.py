@@ -25,7 +25,7 @@ from covrag.retrieve.base import IndexRetriever
 from covrag.retrieve.dense import DenseRetriever, embedding_chunks, gather_embeddings
 from covrag.retrieve.fusion import HybridRetriever
 from covrag.retrieve.kinds import make_retriever
-from covrag.select.base import Candidates, Selector
+from covrag.selectors.base import Candidates, Selector
 from covrag.types import Budget, FloatArray, Passage, Selection, Topic
 
 

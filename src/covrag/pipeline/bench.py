@@ -22,17 +22,17 @@ import numpy as np
 from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.coverage.gold import GoldCoverage
 from covrag.errors import ConfigError
-from covrag.evaluate import EvalResults, Judgments, Measure, evaluate, parse_measures
-from covrag.evaluate.bench_results import ORACLE, BenchResult, MethodResult
-from covrag.evaluate.headroom import gap_closed
-from covrag.evaluate.stats import bootstrap_ci, holm, paired_randomization_test
+from covrag.evaluation import EvalResults, Judgments, Measure, evaluate, parse_measures
+from covrag.evaluation.bench_results import ORACLE, BenchResult, MethodResult
+from covrag.evaluation.headroom import gap_closed
+from covrag.evaluation.stats import bootstrap_ci, holm, paired_randomization_test
 from covrag.pipeline.config import BenchConfig, PrepareConfig
 from covrag.pipeline.context import estimate_matrix, prepare_pool, select_step, source_aspects
 from covrag.pipeline.executor import Executor, SerialExecutor, preloaded
 from covrag.pipeline.prepare import attach_coverage, config_for
 from covrag.plan.sources import AspectSource, GoldAspects
-from covrag.select.base import Candidates, Selector, parse_selector
-from covrag.select.exact import ExactSelector
+from covrag.selectors.base import Candidates, Selector, parse_selector
+from covrag.selectors.exact import ExactSelector
 from covrag.tokens import with_token_costs
 from covrag.types import Budget, Selection, Topic
 

@@ -30,8 +30,8 @@ from covrag.pipeline.policy import DEFAULT_COVERAGE, ContextPolicy
 from covrag.pipeline.prepare import attach_coverage, config_for, prepare
 from covrag.plan.pool import PoolAspectFinder
 from covrag.plan.sources import AspectSource, SourcedTopic, source_class
-from covrag.select.base import Candidates, Selector, parse_selector
-from covrag.select.floor import FilterReport, filter_pool, question_similarity
+from covrag.selectors.base import Candidates, Selector, parse_selector
+from covrag.selectors.floor import FilterReport, filter_pool, question_similarity
 from covrag.types import Aspect, Budget, CoverageMatrix, FloatArray, Selection, Topic
 
 

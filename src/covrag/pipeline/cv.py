@@ -27,8 +27,8 @@ import numpy as np
 
 from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError, DataError
-from covrag.evaluate import Judgments, evaluate, parse_measures
-from covrag.evaluate.stats import bootstrap_ci
+from covrag.evaluation import Judgments, evaluate, parse_measures
+from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline.bench import Method, default_measures
 from covrag.pipeline.config import PrepareConfig
 from covrag.pipeline.context import estimate_matrix, prepare_pool, select_step, source_aspects
@@ -41,7 +41,7 @@ from covrag.pipeline.cv_records import SettingResult as SettingResult  # re-expo
 from covrag.pipeline.cv_records import Values as Values  # re-exported
 from covrag.pipeline.prepare import attach_coverage, config_for
 from covrag.plan.sources import AspectSource, GoldAspects
-from covrag.select.base import Candidates
+from covrag.selectors.base import Candidates
 from covrag.tokens import with_token_costs
 from covrag.types import Budget, CoverageMatrix, Topic
 

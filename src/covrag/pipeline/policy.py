@@ -27,7 +27,7 @@ from covrag.types import Budget
 
 if TYPE_CHECKING:
     from covrag.coverage.base import CoverageEstimator
-    from covrag.select.base import Selector
+    from covrag.selectors.base import Selector
     from covrag.tokens import TokenCounter
 
 #: The selector used wherever a caller names none (ask, the server, the integrations): the best
@@ -39,7 +39,7 @@ DEFAULT_COVERAGE = "cross-encoder"
 #: at least this probability of answering one wanted aspect (or the question itself).
 DEFAULT_FLOOR = 0.5
 #: The topic gate of ``ask``: a passage enters the context only when its MiniLM cosine to the
-#: question reaches this (``covrag.select.floor``); it holds for the packaged MiniLM only.
+#: question reaches this (``covrag.selectors.floor``); it holds for the packaged MiniLM only.
 #: Floor and gate were chosen together by leave-topics-out cross-validation over 28 ArgKP
 #: train + dev topics (the LLM's sub-questions) and 40 Perspectrum-evidence train + dev topics
 #: (docs/experiments/20-question-aware-coverage.md, "A topic gate").
@@ -63,7 +63,7 @@ class ContextPolicy:
         k: At most this many passages (None: no limit on the count).
         max_tokens: At most this many tokens (None: no limit on the tokens).
         relevance: ``dense`` (MiniLM cosine to the query), ``score``, ``order`` or ``auto``.
-        floor: The coverage floor (0: none; :mod:`covrag.select.floor`).
+        floor: The coverage floor (0: none; :mod:`covrag.selectors.floor`).
         floor_question: Whether a passage that answers the question itself clears the floor.
         gate: The topic gate: the least MiniLM cosine to the question (0: none).
         pool_aspects: Also cover this many representatives of what clears the filters.

@@ -14,7 +14,7 @@ from covrag.coverage.base import CoverageEstimator
 from covrag.embed import Encoder
 from covrag.errors import ConfigError
 from covrag.pipeline.config import PrepareConfig, RelevanceSource
-from covrag.select.base import Candidates, Selector
+from covrag.selectors.base import Candidates, Selector
 from covrag.text import split_sentences
 from covrag.tokens import TokenCounter, with_token_costs
 from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Selection, Topic

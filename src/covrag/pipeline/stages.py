@@ -9,11 +9,11 @@ that go around it).
 from covrag.coverage import parse_estimator
 from covrag.coverage.base import ESTIMATORS, CoverageEstimator
 from covrag.coverage.cross_encoder import CrossEncoderCoverage
-from covrag.evaluate import Judgments, aggregate, evaluate, parse_measures, read_judgments
-from covrag.evaluate.answer_stats import ANSWER_MEASURES, compare_variants
-from covrag.evaluate.answers import LLMAnswerJudge, agreement, evaluation_record
-from covrag.evaluate.answers_io import evaluate_variants, load_variants
-from covrag.evaluate.qrels import coverage_qrels, topic_qrels, write_qrels
+from covrag.evaluation import Judgments, aggregate, evaluate, parse_measures, read_judgments
+from covrag.evaluation.answer_stats import ANSWER_MEASURES, compare_variants
+from covrag.evaluation.answers import LLMAnswerJudge, agreement, evaluation_record
+from covrag.evaluation.answers_io import evaluate_variants, load_variants
+from covrag.evaluation.qrels import coverage_qrels, topic_qrels, write_qrels
 from covrag.generate import CritiqueContext, support_warnings
 from covrag.generate.answer_coverage import answer_coverage
 from covrag.generate.records import Draft, LLMCost, draft_record
@@ -37,13 +37,13 @@ from covrag.retrieve import (
     load_corpus,
     load_index,
 )
-from covrag.select import parse_selector
-from covrag.select.base import SELECTORS, Selector
-from covrag.select.exclusion import EXCLUDE_MODES
-from covrag.select.facility import SIMILARITIES
-from covrag.select.floor import FilterReport
-from covrag.select.lmvu import FEATURES, LMVUModel
-from covrag.select.optimize import OPTIMIZERS
+from covrag.selectors import parse_selector
+from covrag.selectors.base import SELECTORS, Selector
+from covrag.selectors.exclusion import EXCLUDE_MODES
+from covrag.selectors.facility import SIMILARITIES
+from covrag.selectors.floor import FilterReport
+from covrag.selectors.lmvu import FEATURES, LMVUModel
+from covrag.selectors.optimize import OPTIMIZERS
 from covrag.tokens import TokenCounter
 
 __all__ = [
@@ -84,12 +84,12 @@ __all__ = [
     "Selector",
     "TokenCounter",
     "aggregate",
-    "draft_record",
     "agreement",
     "answer_coverage",
     "build_aspect_sources",
     "compare_variants",
     "coverage_qrels",
+    "draft_record",
     "evaluate",
     "evaluate_variants",
     "evaluation_record",

@@ -4,7 +4,7 @@
 ("Describe the film X") with an exclude instruction ("reviews"), as in QTree / QPlanner. A request
 is split by the LLM (:func:`split_request`) or given explicitly (:meth:`C2Query.explicit`, the
 CLI's ``--exclude``). Its constraints become aspects with polarity ``include`` or
-``exclude``, which coverage selectors honour (:mod:`covrag.select.exclusion`).
+``exclude``, which coverage selectors honour (:mod:`covrag.selectors.exclusion`).
 """
 
 from __future__ import annotations

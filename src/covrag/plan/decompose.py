@@ -25,9 +25,9 @@ from covrag.errors import ConfigError
 from covrag.llm.base import LLM, ChatParams, canonical, system, user
 from covrag.llm.structured import chat_json
 from covrag.schema.llm import Reply, sized, with_fields
-from covrag.select.base import BudgetTracker
-from covrag.select.facility import FacilityLocation
-from covrag.select.optimize import fill, naive_greedy
+from covrag.selectors.base import BudgetTracker
+from covrag.selectors.facility import FacilityLocation
+from covrag.selectors.optimize import fill, naive_greedy
 from covrag.text import words
 from covrag.types import Aspect, Budget, as_mapping
 

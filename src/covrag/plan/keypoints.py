@@ -36,7 +36,7 @@ from covrag.llm.prompts import truncate_words
 from covrag.llm.structured import chat_json
 from covrag.plan.decompose import clean_question, near_duplicates, representative
 from covrag.schema.llm import Reply
-from covrag.select.cluster import kmeans
+from covrag.selectors.cluster import kmeans
 from covrag.text import is_question, words
 from covrag.types import Aspect, Passage, Topic, as_mapping
 

@@ -22,9 +22,9 @@ from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
 from covrag.plan.decompose import clean_question
 from covrag.schema.llm import Reply
-from covrag.select.base import BudgetTracker
-from covrag.select.facility import FacilityLocation, embedding_similarity
-from covrag.select.optimize import SATURATED, lazy_greedy
+from covrag.selectors.base import BudgetTracker
+from covrag.selectors.facility import FacilityLocation, embedding_similarity
+from covrag.selectors.optimize import SATURATED, lazy_greedy
 from covrag.types import Aspect, Budget, Topic, as_mapping
 
 if TYPE_CHECKING:

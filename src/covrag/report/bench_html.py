@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from covrag.evaluate.headroom import ORACLE
+from covrag.evaluation.headroom import ORACLE
 from covrag.report.page import page
 from covrag.report.svg import ORACLE_COLOR, PALETTE, Series, esc, line_chart_svg
 from covrag.schema._base import read_model

@@ -26,11 +26,11 @@ from covrag.coverage.gold import GoldCoverage
 from covrag.errors import ConfigError, DataError
 from covrag.files import atomic_write_bytes
 from covrag.pipeline import PrepareConfig, attach_coverage, prepare
-from covrag.select.base import Candidates, Selector
-from covrag.select.greedy import GreedyCoverageSelector
-from covrag.select.lmvu import LMVUModel, feature_state
-from covrag.select.mmr import MMRSelector
-from covrag.select.topk import RandomSelector, TopKSelector
+from covrag.selectors.base import Candidates, Selector
+from covrag.selectors.greedy import GreedyCoverageSelector
+from covrag.selectors.lmvu import LMVUModel, feature_state
+from covrag.selectors.mmr import MMRSelector
+from covrag.selectors.topk import RandomSelector, TopKSelector
 from covrag.types import Budget, FloatArray, IntArray, Topic
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from covrag.errors import ConfigError
-from covrag.select.lmvu import LMVUModel
+from covrag.selectors.lmvu import LMVUModel
 from covrag.train.lmvu import StateConfig, TrainingSet, cached_training_set, fit_lmvu
 from covrag.types import Topic
 

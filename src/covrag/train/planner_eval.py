@@ -16,7 +16,7 @@ teacher's QTree stands beside them. For every outline:
   as alpha-nDCG@10 and Excl@10 (the excluded aspect's share of the ten).
 
 Planners are compared pairwise on the per-request values with the paired randomization test
-and Holm's correction (:mod:`covrag.evaluate.stats`).
+and Holm's correction (:mod:`covrag.evaluation.stats`).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from covrag.errors import ConfigError, StructuredOutputError
-from covrag.evaluate.evaluation import evaluate
-from covrag.evaluate.judgments import Judgments
-from covrag.evaluate.stats import bootstrap_ci, holm, paired_randomization_test
+from covrag.evaluation.judgments import Judgments
+from covrag.evaluation.scoring import evaluate
+from covrag.evaluation.stats import bootstrap_ci, holm, paired_randomization_test
 from covrag.llm.base import LLM
 from covrag.plan.judge import OutlineJudge
 from covrag.plan.outline import Outline, random_outline

@@ -1,0 +1,273 @@
+"""A coverage floor: never pad a context with passages that answer none of the aspects.
+
+Every selector fills its budget: once nothing new can be covered, it falls back to relevance
+order (DES's rule), so a question the corpus cannot answer still gets ``k`` passages, all off
+topic. The floor removes such passages from the pool *before* selection: a passage stays only
+when its estimated probability of answering at least one wanted aspect (not an ``exclude`` one)
+reaches ``floor``:
+
+    support(p) = max_{a wanted} P[p, a]        keep p  iff  support(p) >= floor
+
+A second, optional test reads the question rather than the sub-questions: the **topic gate**
+keeps a passage only when its dense similarity to the question (cosine of the packaged MiniLM
+embeddings) reaches ``gate``. Sub-questions are often generic ("What is the impact on morale?"),
+so a passage from another subject can answer one with a high probability; the gate asks that
+the passage is about the question's subject at all:
+
+    keep p  iff  support(p) >= floor  and  cos(p, question) >= gate
+
+The selector then chooses among what is left and returns fewer than ``k`` passages (possibly
+none) when fewer clear the floor. The coverage probability is the relevance signal here: a
+passage's retriever score says how well it matches the words of the question, the estimator how
+likely it answers one of its sub-questions. The value is chosen by leave-topics-out
+cross-validation (docs/experiments/13-coverage-floor.md); 0 disables the floor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from covrag.errors import ConfigError
+from covrag.selectors.base import Candidates, Selector
+from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Selection
+
+
+def passage_support(candidates: Candidates) -> FloatArray:
+    """Per passage: its highest probability of answering a wanted aspect (0 without any)."""
+    coverage = candidates.coverage
+    n = len(candidates)
+    if coverage is None or not coverage.aspect_ids:
+        return np.zeros(n)
+    wanted = np.ones(len(coverage.aspect_ids), dtype=bool)
+    if candidates.excluded is not None:
+        wanted &= ~np.asarray(candidates.excluded, dtype=bool)
+    if not wanted.any():
+        return np.zeros(n)
+    support: FloatArray = np.asarray(coverage.probs, dtype=np.float64)[:, wanted].max(axis=1)
+    return support
+
+
+def subset(candidates: Candidates, keep: IntArray) -> Candidates:
+    """The candidates at the pool indexes ``keep`` (in that order), every signal cut alike."""
+    keep = np.asarray(keep, dtype=np.int64)
+    coverage = candidates.coverage
+    if coverage is not None:
+        coverage = CoverageMatrix(
+            tuple(coverage.passage_ids[i] for i in keep),
+            coverage.aspect_ids,
+            np.asarray(coverage.probs)[keep],
+            threshold=coverage.threshold,
+            source=coverage.source,
+            pairs_scored=coverage.pairs_scored,
+            seconds=coverage.seconds,
+            truncated_pairs=coverage.truncated_pairs,
+            aspect_thresholds=coverage.aspect_thresholds,
+        )
+    pieces, owner = candidates.piece_embeddings, candidates.piece_owner
+    if pieces is not None and owner is not None:
+        position = {int(i): j for j, i in enumerate(keep)}
+        rows = [r for r, o in enumerate(owner) if int(o) in position]
+        pieces = pieces[rows]
+        owner = np.array([position[int(owner[r])] for r in rows], dtype=np.int64)
+        order = np.argsort(owner, kind="stable")
+        pieces, owner = pieces[order], owner[order]
+    return Candidates(
+        query_id=candidates.query_id,
+        query=candidates.query,
+        passages=tuple(candidates.passages[i] for i in keep),
+        relevance=candidates.relevance[keep],
+        costs=candidates.costs[keep],
+        coverage=coverage,
+        embeddings=None if candidates.embeddings is None else candidates.embeddings[keep],
+        query_embedding=candidates.query_embedding,
+        aspect_weights=candidates.aspect_weights,
+        excluded=candidates.excluded,
+        piece_embeddings=pieces,
+        piece_owner=owner,
+    )
+
+
+@dataclass(frozen=True)
+class FilterReport:
+    """What the floor and the gate did to a pool: how many passages each let through, and the
+    best scores, so an empty context can say which filter emptied it and what would change it.
+
+    Attributes:
+        pool: Candidates before filtering.
+        floor: The coverage floor (0: none).
+        gate: The topic gate (0: none).
+        cleared_floor: Candidates whose support reaches the floor (all of them at floor 0).
+        cleared_gate: Candidates whose similarity reaches the gate (all of them at gate 0).
+        kept: Candidates that clear both.
+        best_support: The highest support of any candidate (0 without coverage).
+        best_similarity: The highest similarity to the question (None without a gate).
+    """
+
+    pool: int
+    floor: float
+    gate: float
+    cleared_floor: int
+    cleared_gate: int
+    kept: int
+    best_support: float = 0.0
+    best_similarity: float | None = None
+
+    def reason(self) -> str | None:
+        """Why nothing was kept, naming the filter, the best score and the option that would
+        let a passage in; None when something was kept."""
+        if self.kept:
+            return None
+        if not self.pool:
+            return "nothing was retrieved: the index returned no passage for the question"
+        support = (
+            f"the best estimated probability of answering a sub-question (or the question) is "
+            f"{self.best_support:.3f} < floor {self.floor:.2f} "
+            + (
+                f"(--floor {_below(self.best_support)} would let the best one in)"
+                if self.best_support >= 0.01
+                else "(no passage answers any of them; --floor 0 turns the floor off and pads "
+                "the context with what was retrieved)"
+            )
+        )
+        similar = self.best_similarity or 0.0
+        closeness = (
+            f"the best similarity to the question is {similar:.3f} < gate {self.gate:.2f} "
+            f"(--gate {_below(similar)}, or --gate 0 for no gate, would let the closest one in)"
+        )
+        if self.cleared_floor == 0 and self.cleared_gate == 0 and self.gate > 0.0:
+            return (
+                f"both filters removed all {self.pool} retrieved passages: for the coverage "
+                f"floor, {support}; for the topic gate, {closeness}"
+            )
+        if self.cleared_floor == 0:
+            return f"the coverage floor removed all {self.pool} retrieved passages: {support}"
+        if self.cleared_gate == 0:
+            return (
+                f"the topic gate removed all {self.cleared_floor} passages that cleared the "
+                f"coverage floor: {closeness}"
+            )
+        return (
+            f"no passage clears both filters: {self.cleared_floor} of {self.pool} clear the "
+            f"coverage floor ({self.floor:.2f}) and {self.cleared_gate} the topic gate "
+            f"({self.gate:.2f}), none both (a lower --floor or --gate lets them in)"
+        )
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {
+            "pool": self.pool,
+            "floor": self.floor,
+            "gate": self.gate,
+            "cleared_floor": self.cleared_floor,
+            "cleared_gate": self.cleared_gate,
+            "kept": self.kept,
+            "best_support": round(self.best_support, 6),
+            "best_similarity": None
+            if self.best_similarity is None
+            else round(self.best_similarity, 6),
+        }
+
+
+def _below(score: float) -> str:
+    """A setting just under ``score`` (two decimals, rounded down), for a refusal's advice."""
+    return f"{max(0.0, np.floor(score * 100.0) / 100.0):.2f}"
+
+
+def filter_pool(
+    candidates: Candidates,
+    floor: float,
+    also: FloatArray | None = None,
+    *,
+    gate: float = 0.0,
+    similarity: FloatArray | None = None,
+) -> tuple[Candidates, FilterReport]:
+    """The candidates whose :func:`passage_support` reaches ``floor`` (all of them at 0) and,
+    with a ``gate`` above 0, whose ``similarity`` to the question reaches ``gate``; and a
+    :class:`FilterReport` of what each filter let through.
+
+    ``also`` gives each candidate a second chance at the floor: its probability of answering
+    the question itself (one value per candidate, in pool order); a passage then clears the
+    floor when either reaches it. ``similarity`` holds one value per candidate, in pool order
+    (:func:`question_similarity`).
+    """
+    if not 0.0 <= floor <= 1.0:
+        raise ConfigError(f"the coverage floor must lie in [0, 1], got {floor}")
+    if not 0.0 <= gate <= 1.0:
+        raise ConfigError(f"the topic gate must lie in [0, 1] (0: no gate), got {gate}")
+    n = len(candidates)
+    by_floor = np.ones(n, dtype=bool)
+    by_gate = np.ones(n, dtype=bool)
+    support = np.zeros(n)
+    if floor > 0.0:
+        if candidates.coverage is None:
+            raise ConfigError("a coverage floor needs a coverage matrix (choose --coverage)")
+        support = passage_support(candidates)
+        if also is not None:
+            if len(also) != n:
+                raise ValueError(f"also has {len(also)} values for {n} candidates")
+            support = np.maximum(support, np.asarray(also, dtype=np.float64))
+        by_floor = support >= floor
+    elif candidates.coverage is not None:
+        support = passage_support(candidates)
+    best_similarity = None
+    if gate > 0.0:
+        if similarity is None or len(similarity) != n:
+            got = "none" if similarity is None else len(similarity)
+            raise ValueError(f"a topic gate needs one similarity per candidate ({n}), got {got}")
+        values = np.asarray(similarity, dtype=np.float64)
+        by_gate = values >= gate
+        best_similarity = float(values.max()) if n else None
+    keep = by_floor & by_gate
+    report = FilterReport(
+        pool=n,
+        floor=floor,
+        gate=gate,
+        cleared_floor=int(by_floor.sum()),
+        cleared_gate=int(by_gate.sum()),
+        kept=int(keep.sum()),
+        best_support=float(support.max()) if n else 0.0,
+        best_similarity=best_similarity,
+    )
+    if keep.all():
+        return candidates, report
+    return subset(candidates, np.flatnonzero(keep)), report
+
+
+def above_floor(
+    candidates: Candidates,
+    floor: float,
+    also: FloatArray | None = None,
+    *,
+    gate: float = 0.0,
+    similarity: FloatArray | None = None,
+) -> Candidates:
+    """The candidates :func:`filter_pool` keeps (without its report)."""
+    return filter_pool(candidates, floor, also, gate=gate, similarity=similarity)[0]
+
+
+def question_similarity(candidates: Candidates, question: str | None = None) -> FloatArray:
+    """Each candidate's cosine similarity to ``question`` (default: the candidates' query).
+
+    Uses the candidates' embeddings when they were computed for that query
+    (``PrepareConfig(embeddings=True)``), and the packaged MiniLM otherwise.
+    """
+    from covrag.embed import default_encoder
+
+    question = candidates.query if question is None else question
+    if not candidates.passages:
+        return np.zeros(0)
+    if candidates.embeddings is not None and candidates.query_embedding is not None:
+        if question == candidates.query:
+            return np.asarray(candidates.embeddings @ candidates.query_embedding, np.float64)
+    encoder = default_encoder()
+    passages = encoder.encode([p.text for p in candidates.passages])
+    return np.asarray(passages @ encoder.encode([question])[0], dtype=np.float64)
+
+
+def select_above_floor(
+    selector: Selector, candidates: Candidates, budget: Budget, floor: float
+) -> Selection:
+    """``selector``'s choice among the candidates that clear ``floor``: it may hold fewer than
+    the budget allows, or nothing."""
+    return selector.select(above_floor(candidates, floor), budget)
