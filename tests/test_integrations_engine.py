@@ -8,7 +8,9 @@ import pytest
 
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.integrations import CoverageChoice, resolve_aspects
+from covrag.pipeline import DEFAULT_SELECTOR, LABEL_FREE_SELECTOR
 from covrag.report import render_report, run_file_record
+from covrag.selectors import parse_selector
 from covrag.tokens import WhitespaceTokenCounter
 from covrag.types import Aspect
 from integration_support import ASPECTS, QUERY, TEXTS, KeywordCoverage
@@ -124,17 +126,31 @@ def test_a_choice_becomes_a_report() -> None:
 
 
 @pytest.mark.model
-def test_without_aspects_the_pools_representatives_are_the_aspects() -> None:
-    default = CoverageChoice(k=3)
+def test_without_aspects_or_selector_the_label_free_default_spreads_the_picks() -> None:
+    default = CoverageChoice(k=3).choose(TEXTS, QUERY)
+    # facility location over the shipped same-point similarity (LABEL_FREE_SELECTOR): no
+    # estimator runs, and at most one of the three pollution passages is chosen
+    assert default.selection.selector == repr(parse_selector(LABEL_FREE_SELECTOR))
+    assert default.coverage is None and [a.id for a in default.aspects] == ["query"]
+    assert len({p.index for p in default.picks} & {0, 1, 2}) == 1
+    # given sub-questions, the default selector is expected coverage over them
+    given = CoverageChoice(coverage=KeywordCoverage(), aspects=ASPECTS, k=3).choose(TEXTS, QUERY)
+    assert given.selection.selector == repr(parse_selector(DEFAULT_SELECTOR))
+
+
+@pytest.mark.model
+def test_a_coverage_selector_without_aspects_covers_the_pools_representatives() -> None:
+    default = CoverageChoice(selector=DEFAULT_SELECTOR, k=3)
     assert default.aspects == "pool"
     result = default.choose(TEXTS, QUERY)
     assert result.aspects and all(a.id.startswith("pool") for a in result.aspects)
     assert {a.text for a in result.aspects} <= set(TEXTS)
     # the choice spreads over the viewpoints: at most one of the three pollution passages
     assert len({p.index for p in result.picks} & {0, 1, 2}) == 1
-    query_only = CoverageChoice(k=3, aspects="query").choose(TEXTS, QUERY)
-    assert [a.id for a in query_only.aspects] == ["query"]
-    assert len({p.index for p in query_only.picks} & {0, 1, 2}) >= 2
+    query_only = CoverageChoice(selector=DEFAULT_SELECTOR, k=3, aspects="query")
+    picked = query_only.choose(TEXTS, QUERY)
+    assert [a.id for a in picked.aspects] == ["query"]
+    assert len({p.index for p in picked.picks} & {0, 1, 2}) >= 2
 
 
 @pytest.mark.model

@@ -14,6 +14,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 import covrag.server.app as app_module  # noqa: E402
+from covrag.pipeline import LABEL_FREE_SELECTOR  # noqa: E402
 from covrag.server import ServerConfig  # noqa: E402
 from covrag.server.run import serve_in_background  # noqa: E402
 from covrag.server.service import run_job  # noqa: E402
@@ -156,9 +157,26 @@ def test_select_relevance_score_orders_topk(client: Any) -> None:
     assert response.json()["passage_ids"] == ["d4", "d3", "d2"]
 
 
-def test_without_aspects_the_pools_representatives_are_the_aspects(client: Any) -> None:
+def test_without_aspects_or_selector_the_label_free_default_selects(client: Any) -> None:
     plain = [{"id": p["id"], "text": p["text"]} for p in PASSAGES]
     request = {"query": "Should cities ban cars?", "passages": plain, "k": 2}
+    response = client.post("/v1/select", json=request, headers=AUTH)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    # facility location over the shipped same-point similarity: no aspects, no estimator
+    assert answer["selector"] == LABEL_FREE_SELECTOR
+    assert answer["aspects"] is None and answer["coverage"] is None
+    assert len(answer["passage_ids"]) == 2
+    named = client.post("/v1/select", json={**request, "selector": "topk"}, headers=AUTH).json()
+    assert named["selector"] == "topk"  # a named selector is used as named
+
+
+def test_without_aspects_a_coverage_selector_covers_the_pools_representatives(
+    client: Any,
+) -> None:
+    plain = [{"id": p["id"], "text": p["text"]} for p in PASSAGES]
+    request = {"query": "Should cities ban cars?", "passages": plain, "k": 2}
+    request["selector"] = "expected-coverage"
     response = client.post("/v1/select", json=request, headers=AUTH)
     assert response.status_code == 200, response.text
     answer = response.json()

@@ -9,6 +9,7 @@ what their frameworks' MMR steps do not give them (see ``shared/USERS.md``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -16,7 +17,7 @@ from typing import Any, Literal, cast
 from covrag.errors import ConfigError
 from covrag.pipeline import DEFAULT_COVERAGE as DEFAULT_COVERAGE
 from covrag.pipeline import DEFAULT_SELECTOR as DEFAULT_SELECTOR
-from covrag.pipeline import INTEGRATIONS, choose
+from covrag.pipeline import INTEGRATIONS, LABEL_FREE_SELECTOR, choose
 from covrag.pipeline.context import build_source, source_aspects
 from covrag.pipeline.stages import (
     CoverageEstimator,
@@ -154,12 +155,17 @@ class CoverageChoice:
     """Selects a budgeted, ordered subset of retrieved texts that covers the query's aspects.
 
     Args:
-        selector: A selector or its spec (``greedy-coverage``, ``'mmr(lam=0.7)'``, ...).
+        selector: A selector or its spec (``greedy-coverage``, ``'mmr(lam=0.7)'``, ...). None
+            (the default): ``expected-coverage`` when sub-questions are given, and without them
+            :data:`~covrag.pipeline.LABEL_FREE_SELECTOR`, facility location over covrag's
+            shipped same-point similarity (the best label-free choice under cross-validation:
+            docs/experiments/23-label-free-cv-table.md).
         coverage: A coverage estimator or its spec; used only when the selector reads coverage.
             The default is covrag's shipped cross-encoder (no download).
         aspects: Sub-questions: a list, a callable ``query -> list``, or label-free: ``"pool"``
-            (the default: the documents that best represent the others) or ``"query"`` / None
-            (the query is the only aspect); see :func:`resolve_aspects`.
+            (the default; for a selector that reads coverage, the documents that best represent
+            the others) or ``"query"`` / None (the query is the only aspect); see
+            :func:`resolve_aspects`.
         k: At most this many documents (None = no limit on the count).
         max_tokens: At most this many tokens (MiniLM WordPiece unless ``counter`` is given).
             Documents are never truncated: one that does not fit is skipped.
@@ -174,7 +180,7 @@ class CoverageChoice:
         [1, 2]
     """
 
-    selector: Selector | str = DEFAULT_SELECTOR
+    selector: Selector | str | None = None
     coverage: CoverageEstimator | str = DEFAULT_COVERAGE
     aspects: AspectSource = DEFAULT_ASPECTS
     k: int | None = DEFAULT_K
@@ -198,9 +204,13 @@ class CoverageChoice:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 
-    def _selector(self) -> Selector:
-        assert isinstance(self.selector, Selector)
-        return self.selector
+    def _selector(self, source: AspectSource) -> Selector:
+        """The configured selector; without one, by whether sub-questions are given."""
+        if self.selector is not None:
+            assert isinstance(self.selector, Selector)
+            return self.selector
+        label_free = source is None or isinstance(source, str)
+        return _default_selector(LABEL_FREE_SELECTOR if label_free else DEFAULT_SELECTOR)
 
     def choose(
         self,
@@ -218,7 +228,8 @@ class CoverageChoice:
             scores: The retriever's scores, aligned with ``texts`` (None entries allowed).
             aspects: Overrides the configured aspects for this call.
         """
-        selector = self._selector()
+        source = aspects if aspects is not None else self.aspects
+        selector = self._selector(source)
         scores = list(scores) if scores is not None else [None] * len(texts)
         if len(scores) != len(texts):
             raise ConfigError(f"{len(scores)} scores for {len(texts)} documents")
@@ -226,7 +237,6 @@ class CoverageChoice:
             Passage(id=f"d{i}", text=text, score=score)
             for i, (text, score) in enumerate(zip(texts, scores, strict=True))
         )
-        source = aspects if aspects is not None else self.aspects
         if source == "pool" and not selector.uses_coverage:
             source = "query"  # a selector that reads no coverage has no use for them
         named, given = _aspect_input(source, query, passages)
@@ -242,6 +252,12 @@ class CoverageChoice:
         )
         chosen = choose(Topic("query", query, passages, given), policy)
         return _choice(chosen.selection, chosen.coverage, chosen.topic)
+
+
+@functools.cache
+def _default_selector(spec: str) -> Selector:
+    """A default selector, built once per process (the same-point model loads on first use)."""
+    return parse_selector(spec)
 
 
 def _aspect_input(

@@ -34,7 +34,6 @@ from covrag.integrations._engine import (
     DEFAULT_ASPECTS,
     DEFAULT_COVERAGE,
     DEFAULT_K,
-    DEFAULT_SELECTOR,
     METADATA_KEY,
     CoverageChoice,
     LabelFree,
@@ -54,7 +53,9 @@ class CoverageRanker:
     ``uncovered_aspects``, the wanted aspects no chosen document covers.
 
     Args:
-        selector: covrag selector spec (default ``expected-coverage``).
+        selector: covrag selector spec; None (the default):
+            ``expected-coverage`` over the given aspects, without aspects facility location
+            over covrag's same-point similarity (``covrag.pipeline.LABEL_FREE_SELECTOR``).
         coverage: coverage estimator spec (default covrag's shipped cross-encoder).
         aspects: Default sub-questions, or label-free: ``"pool"`` (the default: the documents
             that best represent the others) or ``"query"`` / None (the query is the only
@@ -68,7 +69,7 @@ class CoverageRanker:
 
     def __init__(
         self,
-        selector: str = DEFAULT_SELECTOR,
+        selector: str | None = None,
         coverage: str = DEFAULT_COVERAGE,
         aspects: list[str] | LabelFree | None = DEFAULT_ASPECTS,
         k: int | None = DEFAULT_K,

@@ -34,7 +34,6 @@ from covrag.integrations._engine import (
     DEFAULT_ASPECTS,
     DEFAULT_COVERAGE,
     DEFAULT_K,
-    DEFAULT_SELECTOR,
     METADATA_KEY,
     CoverageChoice,
     LabelFree,
@@ -54,7 +53,9 @@ class CoverageCompressor(BaseDocumentCompressor):
     covers), ``selector`` and ``coverage``.
 
     Attributes:
-        selector: covrag selector spec or object (default ``expected-coverage``).
+        selector: covrag selector spec or object; None (the default):
+            ``expected-coverage`` over the given aspects, without aspects facility location
+            over covrag's same-point similarity (``covrag.pipeline.LABEL_FREE_SELECTOR``).
         coverage: coverage estimator spec or object (default covrag's shipped cross-encoder).
         aspects: Sub-questions a complete answer covers: a list, a callable ``query -> list``,
             or label-free: ``"pool"`` (the default: the documents that best represent the
@@ -69,7 +70,7 @@ class CoverageCompressor(BaseDocumentCompressor):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    selector: str | Selector = DEFAULT_SELECTOR
+    selector: str | Selector | None = None
     coverage: str | CoverageEstimator = DEFAULT_COVERAGE
     aspects: list[str | Aspect] | Callable[[str], Sequence[str | Aspect]] | LabelFree | None = (
         DEFAULT_ASPECTS

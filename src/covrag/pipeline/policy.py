@@ -9,8 +9,13 @@ is written here or nowhere:
 | preset | entry point | aspects | k | relevance | floor / gate |
 |---|---|---|---|---|---|
 | :data:`SELECT` | ``covrag.select`` | the topic's own | 10 | dense | none |
-| :data:`SERVER_SELECT` | ``/v1/select`` | the request's, else ``pool`` | 10 | as asked | none |
-| :data:`INTEGRATIONS` | LangChain, LlamaIndex, Haystack | ``pool`` | 5 | auto | none |
+| :data:`SERVER_SELECT` | ``/v1/select`` | the request's, else label-free | 10 | as asked | none |
+| :data:`INTEGRATIONS` | LangChain, LlamaIndex, Haystack | given, else label-free | 5 | auto | - |
+
+Without aspects and without a named selector, ``/v1/select`` and the integrations choose by
+:data:`LABEL_FREE_SELECTOR` (``label_free``): facility location over the learned same-point
+similarity, the one label-free row at or above plain facility location on both ArgKP and
+Perspectrum with models that never saw the dataset (docs/experiments/23-label-free-cv-table.md).
 | :data:`ASK` | ``covrag ask`` (:class:`AskConfig`) | ``planner`` | 8 | score | 0.5 / 0.5 |
 | :data:`ANSWER` | ``/v1/answer`` (with ``k``) | the request's | the request's | order | as ask |
 | :data:`BENCH` | ``covrag bench`` / ``cv`` | ``--aspects`` | ``--budgets`` | dense | none |
@@ -45,6 +50,16 @@ DEFAULT_FLOOR = 0.5
 #: (docs/experiments/20-question-aware-coverage.md, "A topic gate").
 DEFAULT_GATE = 0.5
 
+#: The selector where the caller gives no aspects and names no selector (``/v1/select``, the
+#: integrations): facility location over the shipped same-point bi-encoder. Chosen by the
+#: label-free CV table (docs/experiments/23-label-free-cv-table.md, leave-topics-out over train +
+#: dev topics): against facility location over MiniLM cosine, ArgKP 28 topics +0.039
+#: alpha-nDCG@10 (95% CI +0.006..+0.074; a model trained without ArgKP), Perspectrum 680 claims
+#: +0.008 (-0.001..+0.016; a model trained without Perspectrum); the former default (the pool's
+#: representatives + the cross-encoder, expected coverage) was -0.056 (-0.072..-0.040) on
+#: Perspectrum and level with it on ArgKP with an estimator trained on 24 of the 28 topics.
+LABEL_FREE_SELECTOR = "facility-location(similarity='same-point')"
+
 #: ``auto``: the passages' scores when every passage has one, else their order.
 Relevance = Literal["auto", "dense", "score", "order"]
 
@@ -67,6 +82,8 @@ class ContextPolicy:
         floor_question: Whether a passage that answers the question itself clears the floor.
         gate: The topic gate: the least MiniLM cosine to the question (0: none).
         pool_aspects: Also cover this many representatives of what clears the filters.
+        label_free: The selector spec used when the caller names no selector and gives no
+            aspects (None: ``selector`` then too).
         counter: Token counter for the budget (None: MiniLM WordPiece).
     """
 
@@ -81,6 +98,7 @@ class ContextPolicy:
     floor_question: bool = False
     gate: float = 0.0
     pool_aspects: int = 0
+    label_free: str | None = None
     counter: TokenCounter | None = field(default=None, compare=False)
 
     def budget(self) -> Budget:
@@ -99,15 +117,17 @@ class ContextPolicy:
 
 #: ``covrag.select``: the topic's own aspects, at most 10 passages, MiniLM relevance.
 SELECT = ContextPolicy()
-#: ``POST /v1/select``: as ``covrag.select``; a request without aspects for a selector that
-#: reads coverage gets the ``pool`` source (``covrag.server.service.build_job``).
-SERVER_SELECT = ContextPolicy()
-#: The framework integrations (``CoverageChoice``): the pool's representatives as aspects, at
-#: most 5 documents, the retriever's scores when every document has one. Under five-fold
-#: cross-validation on ArgKP's 28 train + dev topics the pool's representatives beat the query
-#: as the only aspect, alpha-nDCG@10 0.500 against 0.383 with expected coverage
-#: (docs/experiments/20-question-aware-coverage.md).
-INTEGRATIONS = ContextPolicy(aspects="pool", k=5, relevance="auto")
+#: ``POST /v1/select``: as ``covrag.select``; a request without aspects and without a selector
+#: gets :data:`LABEL_FREE_SELECTOR`; one without aspects that names a selector reading coverage
+#: gets the ``pool`` source (``covrag.server.service.build_job``).
+SERVER_SELECT = ContextPolicy(label_free=LABEL_FREE_SELECTOR)
+#: The framework integrations (``CoverageChoice``): at most 5 documents, the retriever's scores
+#: when every document has one; without aspects and without a selector,
+#: :data:`LABEL_FREE_SELECTOR`; a selector that reads coverage and no aspects: the pool's
+#: representatives as aspects (they beat the query as the only aspect under five-fold CV on
+#: ArgKP, alpha-nDCG@10 0.500 against 0.383 with expected coverage,
+#: docs/experiments/20-question-aware-coverage.md).
+INTEGRATIONS = ContextPolicy(aspects="pool", k=5, relevance="auto", label_free=LABEL_FREE_SELECTOR)
 #: ``covrag ask`` (the defaults of :class:`covrag.pipeline.AskConfig`): the planner's aspects
 #: (8 sub-questions, no sketches), 8 passages of the retrieved pool by its scores, behind the
 #: coverage floor (the question counts) and the topic gate.

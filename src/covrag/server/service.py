@@ -102,17 +102,29 @@ class Menus:
         """The operator's lists, with the server's defaults always first."""
         selectors = config.selectors or default_selector_specs(SELECTORS)
         coverages = config.coverages or tuple(ESTIMATORS.names())
+        defaults = (config.default_selector, *label_free(config))
         return cls(
-            SpecMenu(SELECTORS, (config.default_selector, *selectors), SELECTOR_TUNABLES),
+            SpecMenu(SELECTORS, (*defaults, *selectors), SELECTOR_TUNABLES),
             SpecMenu(ESTIMATORS, (config.default_coverage, *coverages), ESTIMATOR_TUNABLES),
         )
 
 
+def label_free(config: ServerConfig) -> tuple[str, ...]:
+    """The selector for a request that names no selector, no coverage and no aspects: the
+    label-free default (:data:`~covrag.pipeline.LABEL_FREE_SELECTOR`), unless the operator chose
+    a ``--selector`` (it then serves every request that names none) or listed the selectors
+    requests may choose (``--selectors``: only those and ``--selector`` are offered)."""
+    if config.default_selector != SERVER_SELECT.selector or config.selectors is not None:
+        return ()
+    return (SERVER_SELECT.label_free,) if SERVER_SELECT.label_free else ()
+
+
 def build_job(request: SelectRequest, config: ServerConfig, menus: Menus) -> SelectJob:
     """Check what the schema cannot (ids, specs, cross-field rules) and build the records."""
-    selector = _parse(
-        "selector", request.selector or config.default_selector, menus.selectors.resolve
-    )
+    default = config.default_selector
+    if not request.aspects and request.coverage is None and label_free(config):
+        default = label_free(config)[0]
+    selector = _parse("selector", request.selector or default, menus.selectors.resolve)
     estimator: CoverageEstimator | None = None
     pool_aspects = selector.uses_coverage and not request.aspects
     if request.aspects or pool_aspects:
@@ -248,9 +260,9 @@ def warm_up(config: ServerConfig) -> None:
         labels={"p": frozenset({"a"})},
     )
     estimator = parse_estimator(config.default_coverage)
-    selector = parse_selector(config.default_selector)
     with MODEL_LOCK:
-        choose(topic, SERVER_SELECT, selector=selector, estimator=estimator)
+        for spec in (config.default_selector, *label_free(config)):
+            choose(topic, SERVER_SELECT, selector=parse_selector(spec), estimator=estimator)
 
 
 def _response(
