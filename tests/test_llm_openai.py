@@ -328,15 +328,20 @@ def test_against_xllamacpp_openai_server_running_smollm2() -> None:
 
 
 def test_a_transport_fault_ends_a_command_as_one_line(
-    server: tuple[str, Script], capsys: pytest.CaptureFixture[str]
+    server: tuple[str, Script],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from covrag.cli import main
+
+    monkeypatch.setenv("COVRAG_CACHE_DIR", str(tmp_path))  # a fresh response cache
 
     url, script = server
     script.replies = [(200, b"<html>proxy login</html>", {"content-type": "text/html"}, 0.0)]
     spec = f"openai(model='m', base_url='{url}', max_retries=0)"
     args = ["plan", "Should cities ban cars?", "--llm", spec, "--subquestions", "2"]
-    code = main([*args, "--no-llm-cache"])
+    code = main(args)
     err = " ".join(capsys.readouterr().err.split())  # the console wraps long lines
     assert code == 2 and "Traceback" not in err
     assert err.startswith(f"error: openai:m at {url} answered with a reply that is not a chat")
