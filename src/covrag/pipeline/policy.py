@@ -56,7 +56,7 @@ DEFAULT_GATE = 0.5
 #: dev topics): against facility location over MiniLM cosine, ArgKP 28 topics +0.039
 #: alpha-nDCG@10 (95% CI +0.006..+0.074; a model trained without ArgKP), Perspectrum 680 claims
 #: +0.008 (-0.001..+0.016; a model trained without Perspectrum); the former default (the pool's
-#: representatives + the cross-encoder, expected coverage) was -0.056 (-0.072..-0.040) on
+#: representatives + the cross-encoder, expected coverage) was -0.058 (-0.068..-0.047) on
 #: Perspectrum and level with it on ArgKP with an estimator trained on 24 of the 28 topics.
 LABEL_FREE_SELECTOR = "facility-location(similarity='same-point')"
 
