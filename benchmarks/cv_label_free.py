@@ -3,7 +3,7 @@
 Rows, all at k = 10 on the pools ``covrag cv`` prepares (same pools, same measures):
 
 - baselines: random, MMR (lambda 0.5), cluster, facility location over MiniLM cosine;
-- the same-point similarity (:mod:`covrag.select.similarity`) under MMR, cluster and facility
+- the same-point similarity (:mod:`covrag.selectors.similarity`) under MMR, cluster and facility
   location, with the model ``--same-point`` names (``shipped``: the packaged one);
 - with the shipped coverage cross-encoder (``--coverage``), expected coverage (power 4) over
   the pool's representatives (``pool``: MiniLM cosine, the current label-free default of the
@@ -43,7 +43,7 @@ import numpy as np
 
 from covrag.data import load_dataset
 from covrag.embed import Encoder
-from covrag.evaluate.stats import bootstrap_ci
+from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline.bench import Method, build_methods
 from covrag.pipeline.cv import CVConfig, TopicScores, assign_folds, cv_measures
 from covrag.pipeline.prepare import config_for
