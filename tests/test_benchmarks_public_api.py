@@ -113,3 +113,22 @@ def test_the_check_finds_each_kind_of_private_use() -> None:
     }
     for source, expected in cases.items():
         assert len(violations(source, private)) == expected, source
+
+
+def test_every_covrag_module_a_benchmark_imports_exists() -> None:
+    # A moved or renamed module (covrag.select -> covrag.selectors) must not leave a benchmark
+    # importing a path that is gone: the scripts run only when someone measures.
+    import importlib.util
+
+    missing = []
+    for path in sorted(BENCHMARKS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            for name in names:
+                if name.split(".")[0] == "covrag" and importlib.util.find_spec(name) is None:
+                    missing.append(f"{path.name}: {name}")
+    assert not missing, missing
