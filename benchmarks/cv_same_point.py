@@ -24,6 +24,7 @@ differences).
 Usage::
 
     python benchmarks/cv_same_point.py train CACHE argkp-fold0 ... all
+    python benchmarks/cv_same_point.py train CACHE10 --steps-scale=10 no-argkp argkp-fold0 ...
     python benchmarks/cv_same_point.py score CACHE OUT.json argkp2021 train,dev no-argkp folds
     python benchmarks/cv_same_point.py score CACHE OUT.json perspectrum dev no-perspectrum no-argkp
 """
@@ -76,7 +77,9 @@ def training_data(name: str) -> tuple[dict[str, list[Topic]], int]:
     return dict(data), STEPS[name]
 
 
-def train(cache: Path, names: Sequence[str]) -> None:
+def train(cache: Path, names: Sequence[str], scale: int = 1) -> None:
+    """Train the named models into ``cache``, each for ``scale`` times its ``STEPS`` (use one
+    cache folder per scale: the staged models continue from that folder's ``no-argkp``)."""
     for name in names:
         onnx = cache / name / "onnx"
         if onnx.is_dir():
@@ -84,7 +87,7 @@ def train(cache: Path, names: Sequence[str]) -> None:
         data, steps = training_data(name)
         staged = name.split("-fold")[0] in STAGED
         base = str(cache / "no-argkp" / "model") if staged else None
-        config = SamePointConfig(base_model=base, max_steps=steps, **SETTINGS)  # type: ignore[arg-type]
+        config = SamePointConfig(base_model=base, max_steps=steps * scale, **SETTINGS)  # type: ignore[arg-type]
         card = train_same_point(data, cache / name / "model", config)
         card.notes.append(f"{name}: trained on " + ", ".join(
             f"{k} ({len(v)} topics)" for k, v in data.items()))  # fmt: skip
@@ -176,7 +179,11 @@ def report(what: str, measure: str, table: dict[str, dict[str, float]], out: Pat
 def main(argv: Sequence[str]) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if argv[0] == "train":
-        train(Path(argv[1]), argv[2:])
+        names = list(argv[2:])
+        scale = 1
+        if names and names[0].startswith("--steps-scale="):
+            scale = int(names.pop(0).split("=", 1)[1])
+        train(Path(argv[1]), names, scale)
     else:
         score(Path(argv[1]), Path(argv[2]), argv[3], argv[4].split(","), argv[5:])
 
