@@ -22,7 +22,7 @@ from covrag.plan.decompose import LLMDecomposer, SubQuestions
 from covrag.plan.keypoints import read_keypoints
 from covrag.plan.planner import Plan, QPlanner
 from covrag.plan.sketch import AnswerSketcher
-from covrag.plan.sources import ASPECT_SOURCES, AspectOptions, AspectSource
+from covrag.plan.sources import ASPECT_SOURCES, AspectOptions, AspectSource, LLMAspectSource
 from covrag.types import Aspect, Passage, Topic
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class Planned:
 
 
 @ASPECT_SOURCES.register
-class PlannerAspects(AspectSource):
+class PlannerAspects(LLMAspectSource):
     """``ask``'s planner: the LLM's sub-questions (or key points of a first pool), then the
     request's include / exclude aspects, each with answer sketches."""
 
@@ -51,14 +51,8 @@ class PlannerAspects(AspectSource):
         self.options = options
 
     @classmethod
-    def needs_llm(cls, options: AspectOptions) -> bool:
-        return True
-
-    @classmethod
     def build(cls, options: AspectOptions, llm: LLM | None) -> AspectSource:
-        if llm is None:
-            raise ValueError("the planner aspect source needs an LLM")
-        return cls(llm, options)
+        return cls(cls.require(llm), options)
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
         return self.plan(C2Query.explicit(topic.query)).aspects

@@ -126,6 +126,21 @@ class AspectSource(ABC):
         return self.name
 
 
+class LLMAspectSource(AspectSource):
+    """A source that always needs an LLM (:meth:`build` refuses to run without one)."""
+
+    @classmethod
+    def needs_llm(cls, options: AspectOptions) -> bool:
+        return True
+
+    @classmethod
+    def require(cls, llm: LLM | None) -> LLM:
+        """``llm``, or a ValueError naming this source when there is none."""
+        if llm is None:
+            raise ValueError(f"the {cls.name} aspect source needs an LLM")
+        return llm
+
+
 @ASPECT_SOURCES.register
 class GoldAspects(AspectSource):
     name = "gold"
@@ -135,7 +150,7 @@ class GoldAspects(AspectSource):
 
 
 @ASPECT_SOURCES.register
-class LLMAspects(AspectSource):
+class LLMAspects(LLMAspectSource):
     """Sub-questions of the topic's query, written by an LLM."""
 
     name = "llm"
@@ -144,14 +159,10 @@ class LLMAspects(AspectSource):
         self.decomposer = decomposer
 
     @classmethod
-    def needs_llm(cls, options: AspectOptions) -> bool:
-        return True
-
-    @classmethod
     def build(cls, options: AspectOptions, llm: LLM | None) -> AspectSource:
-        if llm is None:
-            raise ValueError("the llm aspect source needs an LLM")
-        return cls(LLMDecomposer(llm, n=options.subquestions, style=options.decompose_style))
+        return cls(
+            LLMDecomposer(cls.require(llm), n=options.subquestions, style=options.decompose_style)
+        )
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
         return self.decomposer.decompose(topic.query).aspects
@@ -182,7 +193,7 @@ class PoolAspects(AspectSource):
 
 
 @ASPECT_SOURCES.register
-class LLMAndPoolAspects(AspectSource):
+class LLMAndPoolAspects(LLMAspectSource):
     """The LLM's sub-questions and the pool's representatives together: the sub-questions say
     what a complete answer should cover, the representatives what the pool actually holds."""
 
@@ -191,10 +202,6 @@ class LLMAndPoolAspects(AspectSource):
     def __init__(self, llm: LLMAspects, pool: PoolAspects) -> None:
         self.llm = llm
         self.pool = pool
-
-    @classmethod
-    def needs_llm(cls, options: AspectOptions) -> bool:
-        return True
 
     @classmethod
     def build(cls, options: AspectOptions, llm: LLM | None) -> AspectSource:
@@ -208,7 +215,7 @@ class LLMAndPoolAspects(AspectSource):
 
 
 @ASPECT_SOURCES.register
-class KeyPointAspects(AspectSource):
+class KeyPointAspects(LLMAspectSource):
     """The points the LLM reads off the topic's pool, each covered by a pooled passage."""
 
     name = "keypoints"
@@ -217,14 +224,8 @@ class KeyPointAspects(AspectSource):
         self.generator = generator
 
     @classmethod
-    def needs_llm(cls, options: AspectOptions) -> bool:
-        return True
-
-    @classmethod
     def build(cls, options: AspectOptions, llm: LLM | None) -> AspectSource:
-        if llm is None:
-            raise ValueError("the keypoints aspect source needs an LLM")
-        return cls(KeyPointGenerator(llm, n=options.pool_k))
+        return cls(KeyPointGenerator(cls.require(llm), n=options.pool_k))
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
         # the points dropped (no passage covers them, duplicates) are logged by the generator
@@ -241,7 +242,7 @@ class QueryAspect(AspectSource):
         return (Aspect(id="query", text=topic.query),)
 
 
-class _Sketched(AspectSource):
+class _Sketched(LLMAspectSource):
     """Another source's aspects, each question given answer sketches by the LLM."""
 
     base: ClassVar[type[AspectSource]]
@@ -251,13 +252,8 @@ class _Sketched(AspectSource):
         self.sketcher = sketcher
 
     @classmethod
-    def needs_llm(cls, options: AspectOptions) -> bool:
-        return True
-
-    @classmethod
     def build(cls, options: AspectOptions, llm: LLM | None) -> AspectSource:
-        if llm is None:
-            raise ValueError(f"the {cls.name} aspect source needs an LLM")
+        llm = cls.require(llm)
         return cls(cls.base.build(options, llm), AnswerSketcher(llm, n=options.answers))
 
     def aspects(self, topic: Topic) -> tuple[Aspect, ...] | None:
