@@ -10,6 +10,8 @@ Rows, all at k = 10 on the pools ``covrag cv`` prepares (same pools, same measur
   framework components and ``/v1/select``) and over representatives found with the same-point
   similarity (``pool-sp``); expected coverage reads no similarity, so that is the one place
   the same-point similarity enters the default's path;
+- with ``--contrast``, facility location over each similarity once more per value: a similarity
+  counts by how many standard deviations it lies above the pool's mean pair, past the value;
 - ``CV-chosen``: for each of 5 folds (seed 0, the folds of ``covrag cv --folds 5 --seed 0``) the
   label-free row with the best mean alpha-nDCG@10 on the other folds' topics, scored on the
   held-out fold: the figure of choosing a default by this table; and the same choice among the
@@ -66,11 +68,14 @@ def model_arg(model: str) -> str:
     return "" if model == "shipped" else f", similarity_model='{model}'"
 
 
-def cheap_methods(models: Sequence[str]) -> list[Method]:
-    """Rows that read no coverage estimator."""
-    specs = list(BASELINES)
+def cheap_methods(models: Sequence[str], contrasts: Sequence[float] = ()) -> list[Method]:
+    """Rows that read no coverage estimator (facility location once more per ``contrasts``
+    value, over MiniLM cosine and each same-point model)."""
+    specs = list(BASELINES) + [f"facility-location(contrast={c:g})" for c in contrasts]
     for model in models:
         specs += [s.format(m=model_arg(model)) for s in SAME_POINT]
+        specs += [f"facility-location(similarity='same-point', contrast={c:g}{model_arg(model)})"
+                  for c in contrasts]  # fmt: skip
     return build_methods(specs, [])
 
 
@@ -238,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--train-sample", type=int,
                         help="a seeded sample of N train topics (others whole)")  # fmt: skip
     parser.add_argument("--rows", choices=["cheap", "all"], default="all")
+    parser.add_argument("--contrast", nargs="*", type=float, default=[],
+                        help="facility location rows with these contrast values")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     splits = args.splits.split(",")
@@ -247,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     topics: list[Topic] = [
         t for s in splits for t in load_dataset(f"{args.dataset}:{s}") if t.query_id in split_of
     ]
-    cheap = cheap_methods(args.same_point)
+    cheap = cheap_methods(args.same_point, args.contrast)
     pool_models = args.same_point if args.pool_same_point is None else args.pool_same_point
     costly = coverage_methods(pool_models, args.coverage) if args.rows == "all" else []
     budget = Budget(max_passages=K)

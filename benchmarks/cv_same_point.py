@@ -25,8 +25,11 @@ Usage::
 
     python benchmarks/cv_same_point.py train CACHE argkp-fold0 ... all
     python benchmarks/cv_same_point.py train CACHE10 --steps-scale=10 no-argkp argkp-fold0 ...
+    python benchmarks/cv_same_point.py train CACHE_MPNET --base=mpnet no-argkp argkp-fold0 ...
     python benchmarks/cv_same_point.py score CACHE OUT.json argkp2021 train,dev no-argkp folds
     python benchmarks/cv_same_point.py score CACHE OUT.json perspectrum dev no-perspectrum no-argkp
+    python benchmarks/cv_same_point.py score CACHE OUT.json argkp2021 train,dev folds \
+        --contrast=0.5,1
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from covrag.types import Budget, Topic
 logger = logging.getLogger("cv_same_point")
 
 FOLDS, SEED = 5, 0
-STEPS = {"argkp": 25, "no-argkp": 50, "no-perspectrum": 30, "all": 40}
+STEPS = {"argkp": 25, "no-argkp": 50, "no-perspectrum": 30, "all": 25}
 #: Models that continue from ``no-argkp`` (Perspectrum only), as the coverage model's stage 2.
 STAGED = ("argkp", "all")
 SETTINGS = {"batch_size": 24, "max_length": 96, "learning_rate": 4e-5}
@@ -77,17 +80,18 @@ def training_data(name: str) -> tuple[dict[str, list[Topic]], int]:
     return dict(data), STEPS[name]
 
 
-def train(cache: Path, names: Sequence[str], scale: int = 1) -> None:
+def train(cache: Path, names: Sequence[str], scale: int = 1, base: str | None = None) -> None:
     """Train the named models into ``cache``, each for ``scale`` times its ``STEPS`` (use one
-    cache folder per scale: the staged models continue from that folder's ``no-argkp``)."""
+    cache folder per scale and base: the staged models continue from that folder's
+    ``no-argkp``, which starts from ``base``, the packaged MiniLM when None)."""
     for name in names:
         onnx = cache / name / "onnx"
         if onnx.is_dir():
             continue
         data, steps = training_data(name)
         staged = name.split("-fold")[0] in STAGED
-        base = str(cache / "no-argkp" / "model") if staged else None
-        config = SamePointConfig(base_model=base, max_steps=steps * scale, **SETTINGS)  # type: ignore[arg-type]
+        start = str(cache / "no-argkp" / "model") if staged else base
+        config = SamePointConfig(base_model=start, max_steps=steps * scale, **SETTINGS)  # type: ignore[arg-type]
         card = train_same_point(data, cache / name / "model", config)
         card.notes.append(f"{name}: trained on " + ", ".join(
             f"{k} ({len(v)} topics)" for k, v in data.items()))  # fmt: skip
@@ -103,27 +107,40 @@ def with_model(spec: str, model: Path) -> str:
     return spec[:-1] + f", similarity_model='{model}')"
 
 
-def fold_methods(cache: Path, fold_of: dict[str, int]) -> dict[str, dict[int, Method]]:
+def fold_methods(
+    cache: Path, fold_of: dict[str, int], specs: Sequence[str]
+) -> dict[str, dict[int, Method]]:
     """Each same-point selector per fold, over the model trained without that fold."""
     return {
         spec: {
             f: build_methods([with_model(spec, cache / f"argkp-fold{f}" / "onnx")], ["gold"])[0]
             for f in sorted(set(fold_of.values()))
         }
-        for spec in SAME_POINT
+        for spec in specs
     }
 
 
 def score(
-    cache: Path, out: Path, dataset: str, splits: Sequence[str], models: Sequence[str]
+    cache: Path,
+    out: Path,
+    dataset: str,
+    splits: Sequence[str],
+    models: Sequence[str],
+    contrasts: Sequence[float] = (),
 ) -> None:
     """Every setting's alpha-nDCG@10 per topic, each topic scored by a model that never saw it:
-    ``folds`` (ArgKP) is each topic's fold model, any other name one model for every topic."""
+    ``folds`` (ArgKP) is each topic's fold model, any other name one model for every topic;
+    facility location once more per ``contrasts`` value (MiniLM and same-point)."""
+    same_point = SAME_POINT + [
+        f"facility-location(similarity='same-point', contrast={c:g})" for c in contrasts
+    ]
     budget = Budget(max_passages=10)
     topics = [t for s in splits for t in load_dataset(f"{dataset}:{s}")]
     ids = [t.query_id for t in topics]
     fold_of = assign_folds(ids, FOLDS, SEED)
-    baselines = build_methods(BASELINES, ["gold"])
+    baselines = build_methods(
+        BASELINES + [f"facility-location(contrast={c:g})" for c in contrasts], ["gold"]
+    )
     config = config_for([m.selector for m in baselines])
     measures = cv_measures(budget, CVConfig(), topics)
     scores = TopicScores(topics, budget, measures, config)
@@ -133,10 +150,11 @@ def score(
         table[method.name] = scores.values(method, ids)[measure]
         logger.info("%s done", method.name)
     for model in models:
-        for spec in SAME_POINT:
+        methods = fold_methods(cache, fold_of, same_point) if model == "folds" else {}
+        for spec in same_point:
             if model == "folds":
                 values = {}
-                for f, method in fold_methods(cache, fold_of)[spec].items():
+                for f, method in methods[spec].items():
                     test = [q for q in ids if fold_of[q] == f]
                     values.update(scores.values(method, test)[measure])
                 table[spec + " [fold models]"] = {q: values[q] for q in ids}
@@ -180,12 +198,19 @@ def main(argv: Sequence[str]) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if argv[0] == "train":
         names = list(argv[2:])
-        scale = 1
-        if names and names[0].startswith("--steps-scale="):
-            scale = int(names.pop(0).split("=", 1)[1])
-        train(Path(argv[1]), names, scale)
+        options = {}
+        while names and names[0].startswith("--"):
+            key, _, value = names.pop(0)[2:].partition("=")
+            options[key] = value
+        unknown = set(options) - {"steps-scale", "base"}
+        if unknown:
+            sys.exit(f"cv_same_point.py train: unknown option(s) {sorted(unknown)}")
+        train(Path(argv[1]), names, int(options.get("steps-scale", 1)), options.get("base"))
     else:
-        score(Path(argv[1]), Path(argv[2]), argv[3], argv[4].split(","), argv[5:])
+        models = [m for m in argv[5:] if not m.startswith("--contrast=")]
+        contrasts = [float(c) for m in argv[5:] if m.startswith("--contrast=")
+                     for c in m.split("=", 1)[1].split(",")]  # fmt: skip
+        score(Path(argv[1]), Path(argv[2]), argv[3], argv[4].split(","), models, contrasts)
 
 
 if __name__ == "__main__":

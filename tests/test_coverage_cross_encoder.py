@@ -272,34 +272,10 @@ def test_uint8_weights_make_an_int8_product_exact_on_any_cpu() -> None:
 
 @pytest.fixture(scope="module")
 def tiny_mpnet(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small randomly initialised MPNet cross-encoder: an architecture whose forward takes no
-    token types, with position ids as its third argument, and whose tokenizer gives none."""
-    import torch
-    from transformers import MPNetConfig, MPNetForSequenceClassification, MPNetTokenizerFast
+    """A small randomly initialised MPNet cross-encoder (:func:`model_support.tiny_mpnet`)."""
+    from model_support import tiny_mpnet as build
 
-    from covrag.tokens import default_model_path
-
-    folder = tmp_path_factory.mktemp("mpnet")
-    special = {"bos": "[CLS]", "cls": "[CLS]", "eos": "[SEP]", "sep": "[SEP]", "unk": "[UNK]"}
-    lines = (default_model_path() / "vocab.txt").read_text(encoding="utf-8").splitlines()
-    tokenizer = MPNetTokenizerFast(
-        vocab={token: i for i, token in enumerate(lines)},
-        pad_token="[PAD]",
-        mask_token="[MASK]",
-        **{f"{k}_token": v for k, v in special.items()},
-    )
-    torch.manual_seed(0)
-    config = MPNetConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=1,
-    )
-    MPNetForSequenceClassification(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return build(tmp_path_factory.mktemp("mpnet"), "classifier")
 
 
 def test_an_mpnet_cross_encoder_exports_with_its_own_inputs(

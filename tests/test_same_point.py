@@ -97,6 +97,28 @@ def test_int8_onnx_embeds_like_the_torch_model(tiny_model: Path) -> None:
 
 
 @pytest.mark.model
+def test_an_mpnet_bi_encoder_exports_without_token_types(tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    import onnx
+    from model_support import tiny_mpnet
+    from sentence_transformers import SentenceTransformer
+
+    from covrag.coverage.onnx_encoder import OnnxEncoder
+    from covrag.train.same_point import export_encoder_onnx
+
+    model = tiny_mpnet(tmp_path / "mpnet", "encoder")
+    model_file = export_encoder_onnx(model, tmp_path / "onnx")
+    inputs = [i.name for i in onnx.load(str(model_file)).graph.input]
+    assert inputs == ["input_ids", "attention_mask"]
+    torch_vectors = SentenceTransformer(str(model), device="cpu").encode(list(TEXTS))
+    onnx_vectors = OnnxEncoder(tmp_path / "onnx").encode(TEXTS)
+    # the same tolerance as MiniLM's: cosines within 0.03 of torch's
+    similarity = onnx_vectors @ onnx_vectors.T
+    assert np.abs(similarity - torch_vectors @ torch_vectors.T).max() < 0.03
+    assert np.min(np.sum(onnx_vectors * torch_vectors, axis=1)) > 0.99
+
+
+@pytest.mark.model
 def test_an_embedding_does_not_depend_on_its_batch(tiny_model: Path) -> None:
     from covrag.coverage.onnx_encoder import OnnxEncoder
 

@@ -6,7 +6,7 @@ import pytest
 from covrag.errors import ConfigError
 from covrag.selectors import Candidates, FacilityLocationSelector, parse_selector
 from covrag.selectors.base import BudgetTracker
-from covrag.selectors.facility import FacilityLocation, embedding_similarity
+from covrag.selectors.facility import FacilityLocation, contrasted, embedding_similarity
 from covrag.selectors.optimize import lazy_greedy, naive_greedy
 from covrag.types import Budget, CoverageMatrix, Passage
 
@@ -94,3 +94,49 @@ def test_validation_and_limits() -> None:
         FacilityLocationSelector(similarity="bm25")
     with pytest.raises(ConfigError):
         FacilityLocationSelector(optimizer="stochastic")
+
+
+def test_contrast_measures_similarity_from_the_pools_typical_pair() -> None:
+    # Four passages: two near each other (0.9), the rest at the pool's usual 0.5.
+    sim = np.full((4, 4), 0.5, dtype=np.float32)
+    np.fill_diagonal(sim, 1.0)
+    sim[0, 1] = sim[1, 0] = 0.9
+    result = contrasted(sim, 1.0)
+    assert result.dtype == np.float32 and np.allclose(result, result.T)
+    off = sim[~np.eye(4, dtype=bool)]
+    z = (0.9 - off.mean()) / off.std()
+    assert result[0, 1] == pytest.approx(z - 1.0, rel=1e-5)
+    assert result[0, 2] == 0.0 and result[2, 3] == 0.0  # typical pairs represent nothing
+    assert np.all(np.diag(result) >= result.max(axis=1))  # a passage represents itself most
+    # a pool whose pairs are all alike, or too small to have a spread, keeps its similarities
+    flat = np.full((3, 3), 0.5, dtype=np.float32)
+    assert np.array_equal(contrasted(flat, 1.0), flat)
+    assert np.array_equal(contrasted(sim[:2, :2], 1.0), sim[:2, :2])
+
+
+def test_contrast_changes_which_passage_represents_a_crowd() -> None:
+    # p0..p3 share a loose theme (cosine 0.6 with each other); p4 and p5 are a tight pair
+    # (0.95); everything else 0.3. Plain facility location takes the loose crowd first (it
+    # represents 4 x 0.6); measured from the pool's typical pair, the tight pair counts for more.
+    n = 6
+    sim = np.full((n, n), 0.3)
+    sim[:4, :4] = 0.6
+    sim[4, 5] = sim[5, 4] = 0.95
+    np.fill_diagonal(sim, 1.0)
+    vectors = np.linalg.cholesky(sim)  # rows whose Gram matrix is ``sim``
+    passages = tuple(Passage(id=f"p{i}", text="t") for i in range(n))
+    candidates = Candidates("q", "question", passages, relevance=np.zeros(n), embeddings=vectors)
+    plain = FacilityLocationSelector().select(candidates, Budget(max_passages=1))
+    sharp = FacilityLocationSelector(contrast=1.0).select(candidates, Budget(max_passages=1))
+    assert plain.passage_ids[0] in {"p0", "p1", "p2", "p3"}
+    assert sharp.passage_ids[0] in {"p4", "p5"}
+
+
+def test_contrast_validation() -> None:
+    selector = parse_selector("facility-location(similarity='same-point', contrast=1.5)")
+    assert selector == FacilityLocationSelector(similarity="same-point", contrast=1.5)
+    assert "contrast=1.5" in repr(selector)
+    with pytest.raises(ConfigError, match="contrast applies to cosine"):
+        FacilityLocationSelector(similarity="coverage", contrast=1.0)
+    with pytest.raises(ConfigError, match="contrast must be finite"):
+        FacilityLocationSelector(contrast=float("nan"))

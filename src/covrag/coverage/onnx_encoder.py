@@ -55,6 +55,7 @@ class OnnxEncoder:
         self._session = ort.InferenceSession(
             str(files[0]), options, providers=["CPUExecutionProvider"]
         )
+        self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length)
@@ -88,7 +89,9 @@ class OnnxEncoder:
                 n = len(encoded[i].ids)
                 ids[row, :n] = encoded[i].ids
                 mask[row, :n] = 1
-            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:  # BERT-like; MPNet has no token types
+                feed["token_type_ids"] = np.zeros_like(ids)
             (vectors,) = self._session.run(["embedding"], feed)
             if result is None:
                 result = np.zeros((len(texts), vectors.shape[1]))

@@ -12,6 +12,7 @@ Memory: the similarity matrix is n x n float32, 4 n^2 bytes (4 MB at 1,000 passa
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +68,23 @@ def embedding_similarity(embeddings: FloatArray) -> Float32Array:
     return similarity
 
 
+def contrasted(similarity: Float32Array, contrast: float) -> Float32Array:
+    """Similarities measured from the pool's typical pair: ``max(0, z - contrast)`` where ``z``
+    standardises each similarity by the mean and standard deviation of the pool's off-diagonal
+    pairs. A passage then represents only passages much closer to it than two passages of the
+    pool usually are; the diagonal (a passage represents itself) stays the largest entry."""
+    n = similarity.shape[0]
+    if n < 3:
+        return similarity
+    off = similarity[~np.eye(n, dtype=bool)]
+    spread = float(off.std())
+    if spread <= 0.0:
+        return similarity
+    z = (similarity - np.float32(off.mean())) / np.float32(spread)
+    result: Float32Array = np.maximum(z - np.float32(contrast), np.float32(0.0)).astype(np.float32)
+    return result
+
+
 def coverage_similarity(candidates: Candidates) -> Float32Array:
     """Weighted Jaccard overlap of coverage rows (0 when neither passage covers anything)."""
     covered = candidates.covered.astype(np.float64)
@@ -90,6 +108,9 @@ class FacilityLocationSelector(Selector):
             (weighted Jaccard overlap of the coverage matrix's rows) or ``same-point`` (cosine
             of the shipped same-point bi-encoder's embeddings, :mod:`covrag.selectors.similarity`).
         similarity_model: For ``same-point``, another ONNX bi-encoder folder (None: shipped).
+        contrast: For ``embedding`` and ``same-point``: count a similarity only by how many
+            standard deviations it lies above the pool's mean pair similarity, past
+            ``contrast`` (:func:`contrasted`); None uses the clipped cosines as they are.
         optimizer: ``lazy`` (Minoux's lazy greedy) or ``naive``; both give the same picks.
 
     Example:
@@ -102,6 +123,7 @@ class FacilityLocationSelector(Selector):
     cost_aware: bool = False
     similarity: str = "embedding"
     similarity_model: str | None = None
+    contrast: float | None = None
     optimizer: str = "lazy"
 
     @property
@@ -114,6 +136,11 @@ class FacilityLocationSelector(Selector):
 
     def __post_init__(self) -> None:
         check_similarity(self.name, self.similarity, self.similarity_model, SIMILARITIES)
+        if self.contrast is not None and self.similarity == "coverage":
+            raise ConfigError("facility-location: contrast applies to cosine similarities, "
+                              "not similarity='coverage'")  # fmt: skip
+        if self.contrast is not None and not math.isfinite(self.contrast):
+            raise ConfigError(f"facility-location: contrast must be finite, got {self.contrast!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(
                 f"facility-location: optimizer must be one of {tuple(OPTIMIZERS)}, "
@@ -132,6 +159,8 @@ class FacilityLocationSelector(Selector):
         else:
             vectors = passage_vectors(candidates, self.similarity, self.similarity_model)
             similarity = embedding_similarity(vectors)
+            if self.contrast is not None:
+                similarity = contrasted(similarity, self.contrast)
         return greedy(
             FacilityLocation(similarity),
             candidates,

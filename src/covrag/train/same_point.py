@@ -14,6 +14,7 @@ the graph).
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import math
@@ -190,9 +191,9 @@ def train_same_point(
 
 
 def export_encoder_onnx(model_dir: Path, out: Path, *, opset: int = 17) -> Path:
-    """Export a sentence-transformers folder (BERT-like, mean pooling) to int8 ONNX: unit
-    embeddings from ``input_ids``, ``attention_mask`` and ``token_type_ids``, with per-channel
-    uint8 weights and per-row activation scales
+    """Export a sentence-transformers folder (mean pooling) to int8 ONNX: unit embeddings from
+    ``input_ids``, ``attention_mask`` and, for a model that reads them, ``token_type_ids``, with
+    per-channel uint8 weights and per-row activation scales
     (:func:`covrag.coverage.onnx_model.rewrite_products`, as the shipped cross-encoder), so an
     embedding never depends on its batch."""
     import torch
@@ -210,13 +211,17 @@ def export_encoder_onnx(model_dir: Path, out: Path, *, opset: int = 17) -> Path:
         ):
             raise ConfigError(f"{model_dir}: only mean pooling is exported")
 
+    # BERT-like models read token types; MPNet and RoBERTa-style ones have no such input
+    typed = "token_type_ids" in inspect.signature(encoder.forward).parameters
+
     class Pooled(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.encoder = encoder
 
-        def forward(self, ids: Any, mask: Any, types: Any) -> Any:
-            hidden = self.encoder(input_ids=ids, attention_mask=mask, token_type_ids=types)[0]
+        def forward(self, ids: Any, mask: Any, *types: Any) -> Any:
+            kwargs = {"token_type_ids": types[0]} if types else {}
+            hidden = self.encoder(input_ids=ids, attention_mask=mask, **kwargs)[0]
             weights = mask.unsqueeze(-1).to(hidden.dtype)
             mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(mean, dim=-1)
@@ -226,7 +231,7 @@ def export_encoder_onnx(model_dir: Path, out: Path, *, opset: int = 17) -> Path:
         shutil.rmtree(staged)
     staged.mkdir(parents=True)
     sample = tokenizer(["a passage"], return_tensors="pt")
-    names = ["input_ids", "attention_mask", "token_type_ids"]
+    names = ["input_ids", "attention_mask"] + (["token_type_ids"] if typed else [])
     axes: dict[str, dict[int, str]] = {n: {0: "batch", 1: "length"} for n in names}
     axes["embedding"] = {0: "batch"}
     full = staged / "model.onnx"
