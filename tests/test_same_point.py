@@ -100,11 +100,11 @@ def test_int8_onnx_embeds_like_the_torch_model(tiny_model: Path) -> None:
 def test_an_mpnet_bi_encoder_exports_without_token_types(tmp_path: Path) -> None:
     pytest.importorskip("onnx")
     import onnx
-    from model_support import tiny_mpnet
     from sentence_transformers import SentenceTransformer
 
     from covrag.coverage.onnx_encoder import OnnxEncoder
     from covrag.train.same_point import export_encoder_onnx
+    from model_support import tiny_mpnet
 
     model = tiny_mpnet(tmp_path / "mpnet", "encoder")
     model_file = export_encoder_onnx(model, tmp_path / "onnx")
@@ -116,6 +116,24 @@ def test_an_mpnet_bi_encoder_exports_without_token_types(tmp_path: Path) -> None
     similarity = onnx_vectors @ onnx_vectors.T
     assert np.abs(similarity - torch_vectors @ torch_vectors.T).max() < 0.03
     assert np.min(np.sum(onnx_vectors * torch_vectors, axis=1)) > 0.99
+
+
+@pytest.mark.model
+def test_a_large_export_keeps_its_weights_in_shards(tiny_model: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from covrag.coverage.onnx_encoder import ENCODER_FILE, OnnxEncoder
+    from covrag.train.same_point import shard_weights
+
+    folder = tmp_path / "sharded"
+    shutil.copytree(tiny_model / "onnx", folder)
+    whole = OnnxEncoder(folder).encode(TEXTS)
+    # the largest tensor (the 30,522 x 384 word embeddings, uint8) is 11.7 MB
+    files = shard_weights(folder / ENCODER_FILE, limit=12_000_000)
+    assert len(files) >= 2 and all(f.stat().st_size <= 12_000_000 for f in files)
+    assert (folder / ENCODER_FILE).stat().st_size < 1_000_000  # the graph alone
+    assert np.array_equal(OnnxEncoder(folder).encode(TEXTS), whole)
+    assert shard_weights(folder / ENCODER_FILE, limit=12_000_000) == []  # small now: unchanged
 
 
 @pytest.mark.model
@@ -158,15 +176,38 @@ def test_a_similarity_model_needs_the_same_point_similarity() -> None:
 
 
 @pytest.mark.model
-def test_the_shipped_model_loads_offline_and_puts_a_shared_point_closer() -> None:
+@pytest.mark.parametrize("name", ["same-point-mpnet", "same-point-minilm"])
+def test_the_shipped_models_load_offline_and_put_a_shared_point_closer(name: str) -> None:
     import json
 
-    from covrag.coverage.onnx_encoder import ENCODER_FILE, SAME_POINT_MODEL, onnx_encoder
+    from covrag.coverage.onnx_encoder import (
+        DEFAULT_SAME_POINT,
+        ENCODER_FILE,
+        SAME_POINT_MODELS,
+        onnx_encoder,
+    )
 
-    assert (SAME_POINT_MODEL / ENCODER_FILE).stat().st_size < 25_000_000
-    card = json.loads((SAME_POINT_MODEL / "training_card.json").read_text())
-    assert "argkp2021:train" not in card["train_topics"]  # so ArgKP topics stay unseen
-    vectors = onnx_encoder(None).encode(TEXTS)
+    folder = SAME_POINT_MODELS[name]
+    limit = {"same-point-mpnet": 115_000_000, "same-point-minilm": 25_000_000}[name]
+    sizes = [f.stat().st_size for f in folder.iterdir()]
+    assert (folder / ENCODER_FILE).exists() and sum(sizes) < limit
+    assert max(sizes) < 50_000_000  # no file a git host refuses or warns about
+    card = json.loads((folder / "training_card.json").read_text())
+    # trained on train splits only: dev topics stay unseen, test splits are never read
+    assert card["train_topics"] and all(k.endswith(":train") or ":" not in k
+                                        for k in card["train_topics"])  # fmt: skip
+    assert onnx_encoder(name) is onnx_encoder(str(folder))  # a name is its folder, loaded once
+    if name == DEFAULT_SAME_POINT:
+        assert onnx_encoder(None) is onnx_encoder(name)
+    vectors = onnx_encoder(name).encode(TEXTS)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
     similarity = vectors @ vectors.T
     assert similarity[0, 1] > similarity[0, 2] and similarity[2, 3] > similarity[1, 3]
+
+
+def test_a_shipped_name_that_is_missing_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from covrag.coverage import onnx_encoder as module
+
+    monkeypatch.setitem(module.SAME_POINT_MODELS, "same-point-mpnet", Path("/nonexistent/x"))
+    with pytest.raises(ConfigError, match="does not ship with this version"):
+        module.onnx_encoder("same-point-mpnet")

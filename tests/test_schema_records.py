@@ -191,9 +191,10 @@ def test_the_shipped_cards_load() -> None:
     assert coverage is not None and coverage.threshold == 0.8 and len(coverage.stages) == 2
     assert coverage.stages[0].train_pairs["perspectrum:train"] == 16150
     assert coverage.stages[0].model_extra == {"command": coverage.stages[0].model_extra["command"]}
-    same_point = SamePointCard.read(MODELS / "same-point-minilm")
-    assert same_point is not None and same_point.steps == 50
-    assert same_point.model_extra and "format" in same_point.model_extra
+    for name, steps in (("same-point-minilm", 250), ("same-point-mpnet", 25)):
+        same_point = SamePointCard.read(MODELS / name)
+        assert same_point is not None and same_point.steps == steps, name
+        assert same_point.model_extra and "format" in same_point.model_extra
 
 
 def _cards() -> list[Any]:

@@ -6,10 +6,12 @@ and L2 normalisation, exported by :func:`covrag.train.same_point.export_encoder_
 one per token row, as the coverage cross-encoder's (:mod:`covrag.coverage.onnx_model`): a
 passage's embedding does not depend on the others in its batch. No torch is needed.
 
-The shipped model, ``same-point-minilm``, is all-MiniLM-L6-v2 fine-tuned so that passages making
-the same point (ArgKP key points, Perspectrum perspectives) lie close and passages of one topic
-making different points lie apart; selectors use its cosines as their similarity
-(``facility-location(similarity=same-point)``).
+Two same-point models ship, each fine-tuned so that passages making the same point (ArgKP key
+points, Perspectrum perspectives) lie close and passages of one topic making different points
+lie apart; selectors use their cosines as their similarity
+(``facility-location(similarity=same-point)``): ``same-point-mpnet`` (all-mpnet-base-v2, the
+default: the better one under leave-topics-out CV) and ``same-point-minilm`` (all-MiniLM-L6-v2,
+about five times faster). ``similarity_model`` takes either name or an export's folder.
 """
 
 from __future__ import annotations
@@ -26,7 +28,11 @@ from covrag.errors import ConfigError
 from covrag.types import FloatArray
 
 ENCODER_FILE = "encoder.int8.onnx"
-SAME_POINT_MODEL = Path(__file__).resolve().parent.parent / "models" / "same-point-minilm"
+MODELS = Path(__file__).resolve().parent.parent / "models"
+#: The shipped same-point models by name (``similarity_model='same-point-minilm'``).
+SAME_POINT_MODELS = {name: MODELS / name for name in ("same-point-mpnet", "same-point-minilm")}
+DEFAULT_SAME_POINT = "same-point-mpnet"
+SAME_POINT_MODEL = SAME_POINT_MODELS[DEFAULT_SAME_POINT]
 
 
 class OnnxEncoder:
@@ -102,15 +108,24 @@ class OnnxEncoder:
         return unit
 
 
-@functools.cache
 def onnx_encoder(folder: str | None = None) -> OnnxEncoder:
-    """The encoder of ``folder`` (None: the shipped same-point model), loaded once per process."""
-    if folder is None and not SAME_POINT_MODEL.is_dir():
-        raise ConfigError(
-            "no same-point model ships with this version of covrag: give similarity_model=FOLDER "
-            "(an export of benchmarks/cv_same_point.py train)"
-        )
-    path = SAME_POINT_MODEL if folder is None else Path(folder)
+    """The encoder of ``folder``: a shipped model's name, an export's folder, or None for the
+    default shipped model; each folder loaded once per process."""
+    name = DEFAULT_SAME_POINT if folder is None else folder
+    if name in SAME_POINT_MODELS:
+        path = SAME_POINT_MODELS[name]
+        if not path.is_dir():
+            raise ConfigError(
+                f"the same-point model {name!r} does not ship with this version of covrag: give "
+                "similarity_model=FOLDER (an export of benchmarks/cv_same_point.py train)"
+            )
+        return _loaded(path)
+    path = Path(name)
     if not path.is_dir():
         raise ConfigError(f"same-point model folder {path} does not exist")
+    return _loaded(path.resolve())
+
+
+@functools.cache
+def _loaded(path: Path) -> OnnxEncoder:
     return OnnxEncoder(path)

@@ -249,6 +249,7 @@ def export_encoder_onnx(model_dir: Path, out: Path, *, opset: int = 17) -> Path:
     result = staged / ENCODER_FILE
     quantize_dynamic(str(full), str(result), weight_type=QuantType.QInt8, per_channel=True)
     rewrite_products(result)
+    shard_weights(result)
     full.unlink()
     tokenizer.backend_tokenizer.save(str(staged / "tokenizer.json"))
     if (model_dir / "training_card.json").exists():
@@ -257,6 +258,41 @@ def export_encoder_onnx(model_dir: Path, out: Path, *, opset: int = 17) -> Path:
         shutil.rmtree(out)
     os.replace(staged, out)
     return out / ENCODER_FILE
+
+
+#: Largest weight file of an export: a larger model keeps its weights beside the graph in files
+#: of at most this size (git hosts refuse or warn at 50-100 MB a file).
+SHARD_BYTES = 45_000_000
+
+
+def shard_weights(model_file: Path, limit: int = SHARD_BYTES) -> list[Path]:
+    """Move the weights of an ONNX file over ``limit`` bytes into ``weights-NN.bin`` files beside
+    it (ONNX external data, which onnxruntime reads from the model's folder), each at most
+    ``limit`` bytes unless one tensor is larger; a smaller model stays one file. Call it on a
+    file in a staging folder: it rewrites the file in place. Returns the weight files."""
+    import onnx
+    from onnx.external_data_helper import set_external_data
+
+    if model_file.stat().st_size <= limit:
+        return []
+    model = onnx.load(str(model_file))
+    shards: list[bytearray] = [bytearray()]
+    for tensor in model.graph.initializer:
+        data = tensor.raw_data
+        if len(data) < 1024:  # scales, zero points and shapes stay in the graph
+            continue
+        if shards[-1] and len(shards[-1]) + len(data) > limit:
+            shards.append(bytearray())
+        location = f"weights-{len(shards) - 1:02d}.bin"
+        set_external_data(tensor, location=location, offset=len(shards[-1]), length=len(data))
+        shards[-1].extend(data)
+        tensor.ClearField("raw_data")
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+    files = [model_file.parent / f"weights-{i:02d}.bin" for i in range(len(shards))]
+    for path, data in zip(files, shards, strict=True):
+        path.write_bytes(bytes(data))
+    onnx.save(model, str(model_file))
+    return files
 
 
 def steps_for(topics: int, passages: float, batch_size: int, epochs: float) -> int:
