@@ -14,8 +14,10 @@ is written here or nowhere:
 
 Without aspects and without a named selector, ``/v1/select`` and the integrations choose by
 :data:`LABEL_FREE_SELECTOR` (``label_free``): facility location over the learned same-point
-similarity, the one label-free row at or above plain facility location on both ArgKP and
-Perspectrum with models that never saw the dataset (docs/experiments/23-label-free-cv-table.md).
+similarity (the shipped mpnet model), each similarity counted from the pool's typical pair
+(``contrast=1``): the best label-free row under leave-topics-out CV on ArgKP, and above plain
+facility location on Perspectrum with a model that never saw it
+(docs/experiments/24-same-point-mpnet-and-contrast.md).
 | :data:`ASK` | ``covrag ask`` (:class:`AskConfig`) | ``planner`` | 8 | score | 0.5 / 0.5 |
 | :data:`ANSWER` | ``/v1/answer`` (with ``k``) | the request's | the request's | order | as ask |
 | :data:`BENCH` | ``covrag bench`` / ``cv`` | ``--aspects`` | ``--budgets`` | dense | none |
@@ -51,14 +53,16 @@ DEFAULT_FLOOR = 0.5
 DEFAULT_GATE = 0.5
 
 #: The selector where the caller gives no aspects and names no selector (``/v1/select``, the
-#: integrations): facility location over the shipped same-point bi-encoder. Chosen by the
-#: label-free CV table (docs/experiments/23-label-free-cv-table.md, leave-topics-out over train +
-#: dev topics): against facility location over MiniLM cosine, ArgKP 28 topics +0.039
-#: alpha-nDCG@10 (95% CI +0.006..+0.074; a model trained without ArgKP), Perspectrum 680 claims
-#: +0.008 (-0.001..+0.016; a model trained without Perspectrum); the former default (the pool's
-#: representatives + the cross-encoder, expected coverage) was -0.058 (-0.068..-0.047) on
-#: Perspectrum and level with it on ArgKP with an estimator trained on 24 of the 28 topics.
-LABEL_FREE_SELECTOR = "facility-location(similarity='same-point')"
+#: integrations): facility location over the shipped same-point bi-encoder. Chosen from the CV
+#: tables of docs/experiments/23-label-free-cv-table.md and
+#: 24-same-point-mpnet-and-contrast.md (leave topics out over train + dev topics, k = 10,
+#: alpha-nDCG@10, paired with facility location over MiniLM cosine): ArgKP 28 topics, the shipped
+#: mpnet recipe trained per fold without the topic, +0.113 (95% CI +0.064..+0.163; +0.102 without
+#: the contrast), +0.089 (+0.046..+0.132) with a model that never saw ArgKP; Perspectrum 680
+#: claims with a model that never saw Perspectrum +0.047 (+0.037..+0.057). ``contrast=1`` was
+#: chosen on ArgKP (4 of 5 folds) and checked on Perspectrum; the former default (pool
+#: representatives + the cross-encoder) was -0.058 on Perspectrum.
+LABEL_FREE_SELECTOR = "facility-location(similarity='same-point', contrast=1)"
 
 #: ``auto``: the passages' scores when every passage has one, else their order.
 Relevance = Literal["auto", "dense", "score", "order"]
