@@ -158,8 +158,8 @@ class CoverageChoice:
         selector: A selector or its spec (``greedy-coverage``, ``'mmr(lam=0.7)'``, ...). None
             (the default): ``expected-coverage`` when sub-questions are given, and without them
             :data:`~covrag.pipeline.LABEL_FREE_SELECTOR`, facility location over covrag's
-            shipped same-point similarity (the best label-free choice under cross-validation:
-            docs/experiments/23-label-free-cv-table.md).
+            shipped same-point similarity with ``contrast=1`` (the best label-free choice under
+            cross-validation: docs/experiments/24-same-point-mpnet-and-contrast.md).
         coverage: A coverage estimator or its spec; used only when the selector reads coverage.
             The default is covrag's shipped cross-encoder (no download).
         aspects: Sub-questions: a list, a callable ``query -> list``, or label-free: ``"pool"``
