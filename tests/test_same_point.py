@@ -137,6 +137,26 @@ def test_a_large_export_keeps_its_weights_in_shards(tiny_model: Path, tmp_path: 
 
 
 @pytest.mark.model
+def test_the_encoder_checks_a_deadline_between_batches(tiny_model: Path) -> None:
+    from covrag.coverage.onnx_encoder import OnnxEncoder
+    from covrag.deadline import Deadline, DeadlineExceeded, deadline_scope, watch_checks
+
+    texts = [f"School uniforms cost money in town {i}." for i in range(10)]
+    seen: list[Deadline] = []
+    with deadline_scope(Deadline.after(600.0)), watch_checks(seen.append):
+        OnnxEncoder(tiny_model / "onnx", batch_size=4).encode(texts)
+    assert len(seen) == 3  # batches of 4 + 4 + 2
+    encoder = OnnxEncoder(tiny_model / "onnx", batch_size=4)
+    with (
+        deadline_scope(Deadline.after(600.0)) as deadline,
+        watch_checks(lambda _: deadline.cancel()),
+        pytest.raises(DeadlineExceeded),
+    ):
+        encoder.encode(texts)
+    assert not encoder._cache  # nothing half-encoded was kept
+
+
+@pytest.mark.model
 def test_an_embedding_does_not_depend_on_its_batch(tiny_model: Path) -> None:
     from covrag.coverage.onnx_encoder import OnnxEncoder
 

@@ -58,6 +58,27 @@ def test_a_timed_out_request_frees_the_model_for_the_next(
     assert small.json()["coverage"]["pairs_scored"] == 2
 
 
+def test_the_label_free_default_embeds_under_the_deadline_and_the_model_lock(
+    short_deadline: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No aspects, no selector, no coverage: the same-point model embeds the pool while
+    # selecting. 2,000 fresh passages take far longer than the 1 s timeout on any CPU here.
+    monkeypatch.setattr(app_module, "BACKSTOP_S", 600.0)
+    held: list[bool] = []
+    body = request(2000, 0)
+    del body["aspects"], body["coverage"], body["selector"]
+    with watch_checks(lambda _: held.append(MODEL_GATE.busy())):
+        heavy = short_deadline.post("/v1/select", json=body)
+    assert heavy.status_code == 504, heavy.text
+    assert held and all(held)  # every batch boundary was inside the model lock
+    assert not MODEL_GATE.busy()
+    small = request(3, 0)
+    del small["aspects"], small["coverage"], small["selector"]
+    answer = short_deadline.post("/v1/select", json=small)
+    assert answer.status_code == 200, answer.text
+    assert "same-point" in answer.json()["selector"]
+
+
 @pytest.fixture(scope="module")
 def no_wait() -> Iterator[Any]:
     """A server where a request does not wait for a busy model at all."""

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from covrag.coverage.onnx_model import _ort
+from covrag.deadline import check_deadline
 from covrag.errors import ConfigError
 from covrag.types import FloatArray
 
@@ -87,6 +88,7 @@ class OnnxEncoder:
         order = np.argsort([len(e.ids) for e in encoded], kind="stable")
         result: FloatArray | None = None
         for start in range(0, len(order), self.batch_size):
+            check_deadline()  # a request's deadline (covrag.deadline) between batches
             batch = order[start : start + self.batch_size]
             width = max(len(encoded[i].ids) for i in batch)
             ids = np.zeros((len(batch), width), dtype=np.int64)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from covrag.deadline import Deadline
+from covrag.deadline import Deadline, DeadlineExceeded, deadline_scope
 from covrag.errors import ConfigError, CovragError, DataError
 from covrag.pipeline import (
     SERVER_SELECT,
@@ -27,6 +27,7 @@ from covrag.pipeline import (
 )
 from covrag.pipeline.stages import (
     ESTIMATORS,
+    SAME_POINT,
     SELECTORS,
     CoverageEstimator,
     Selector,
@@ -44,7 +45,7 @@ from covrag.schema.http import (
     TimingsOut,
 )
 from covrag.server.config import ServerConfig
-from covrag.server.gate import ModelGate
+from covrag.server.gate import ModelBusy, ModelGate
 from covrag.server.specs import (
     ESTIMATOR_TUNABLES,
     SELECTOR_TUNABLES,
@@ -228,8 +229,14 @@ def run_job(job: SelectJob, deadline: Deadline, wait_s: float) -> SelectResponse
     except (ConfigError, DataError) as exc:
         raise RequestFieldError("coverage" if job.estimator else "relevance", str(exc)) from exc
     prepared = time.perf_counter()
+    # A same-point similarity embeds the pool while selecting: model work, so it holds the model
+    # lock and stops at the deadline like the estimate; other selectors only compute.
+    model_work = getattr(job.selector, "similarity", None) == SAME_POINT
     try:
-        selection = pick_context(estimated, policy).selection
+        with MODEL_GATE.hold(deadline, wait_s) if model_work else deadline_scope(deadline):
+            selection = pick_context(estimated, policy).selection
+    except (DeadlineExceeded, ModelBusy):
+        raise
     except CovragError as exc:  # a bad setting, or exact's optimum not proven in time
         raise RequestFieldError("selector", str(exc)) from exc
     job = dataclasses.replace(job, topic=estimated.topic)
