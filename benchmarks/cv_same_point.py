@@ -31,6 +31,7 @@ Usage::
     python benchmarks/cv_same_point.py score CACHE OUT.json argkp2021 train,dev no-argkp folds
     python benchmarks/cv_same_point.py score CACHE OUT.json perspectrum dev no-perspectrum no-argkp
     python benchmarks/cv_same_point.py check CACHE/all/model CACHE/all/onnx
+    python benchmarks/cv_same_point.py speed
     python benchmarks/cv_same_point.py score CACHE OUT.json argkp2021 train,dev folds \
         --contrast=0.5,1
 """
@@ -248,6 +249,22 @@ def check(model: Path, onnx: Path) -> None:
           f"each embedding's cosine to torch's >= {own:.3f}")  # fmt: skip
 
 
+def speed() -> None:
+    """Seconds each shipped same-point model takes to embed one ArgKP dev topic's arguments (the
+    pool the label-free default embeds), best of two fresh encoders (no cached texts)."""
+    from covrag.coverage.onnx_encoder import SAME_POINT_MODELS, OnnxEncoder
+
+    texts = [p.text for p in load_dataset("argkp2021:dev")[0].passages]
+    for name, folder in SAME_POINT_MODELS.items():
+        best = float("inf")
+        for _ in range(2):
+            encoder = OnnxEncoder(folder)
+            started = time.perf_counter()
+            encoder.encode(texts)
+            best = min(best, time.perf_counter() - started)
+        print(f"{name}: {len(texts)} passages in {best:.2f} s ({len(texts) / best:.0f} a second)")
+
+
 def main(argv: Sequence[str]) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if argv[0] == "train":
@@ -262,6 +279,8 @@ def main(argv: Sequence[str]) -> None:
         train(Path(argv[1]), names, int(options.get("steps-scale", 1)), options.get("base"))
     elif argv[0] == "check":
         check(Path(argv[1]), Path(argv[2]))
+    elif argv[0] == "speed":
+        speed()
     else:
         models = [m for m in argv[5:] if not m.startswith("--contrast=")]
         contrasts = [float(c) for m in argv[5:] if m.startswith("--contrast=")
