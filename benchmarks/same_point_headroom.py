@@ -1,0 +1,101 @@
+"""Where label-free selection on ArgKP loses against a perfect same-point similarity (issue 36).
+
+On the 28 ArgKP train + dev topics, k = 10, alpha-nDCG@10 (covrag's measures):
+
+- facility location over MiniLM cosine, over a same-point model (each topic scored by the fold
+  model trained without it: ``CACHE/argkp-fold<i>/onnx``, as ``cv_same_point.py train`` writes
+  them), and over the *gold* same-point similarity (1 when two arguments share a key point);
+- the same over the fold models with the arguments that match no key point removed by oracle
+  (what a perfect "makes a point" filter would add);
+- the share of arguments that match no key point, and the pairwise ROC-AUC of the fold models'
+  cosines for "shares a key point" among arguments that match one.
+
+Usage::
+
+    python benchmarks/same_point_headroom.py /tmp/sp10
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from covrag.coverage.onnx_encoder import OnnxEncoder
+from covrag.data import load_dataset
+from covrag.evaluation import Judgments, evaluate
+from covrag.pipeline.cv import assign_folds
+from covrag.pipeline.prepare import PrepareConfig
+from covrag.selectors.facility import FacilityLocation
+from covrag.types import Topic
+
+K, FOLDS, SEED = 10, 5, 0
+MEASURE = f"alpha-nDCG@{K}"
+
+
+def greedy(similarity: np.ndarray, allowed: np.ndarray | None = None) -> list[int]:
+    """Facility location's greedy picks (k of them) over ``similarity``, from ``allowed`` only."""
+    objective = FacilityLocation(similarity.astype(np.float64))
+    candidates = np.arange(len(similarity)) if allowed is None else np.flatnonzero(allowed)
+    picked: list[int] = []
+    for _ in range(min(K, len(candidates))):
+        free = np.array([c for c in candidates if c not in picked])
+        best = int(free[int(np.argmax(objective.gains(free)))])
+        picked.append(best)
+        objective.add(best)
+    return picked
+
+
+def pairwise_auc(scores: np.ndarray, positive: np.ndarray) -> float:
+    """ROC-AUC of ``scores`` for ``positive`` (ties count half)."""
+    order = np.argsort(scores, kind="stable")
+    ranks = np.empty(len(scores))
+    ranks[order] = np.arange(1, len(scores) + 1)
+    for value in np.unique(scores):  # average ranks over ties
+        tied = scores == value
+        ranks[tied] = ranks[tied].mean()
+    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def main(cache: Path) -> None:
+    topics: list[Topic] = [t for s in ("train", "dev") for t in load_dataset(f"argkp2021:{s}")]
+    fold_of = assign_folds([t.query_id for t in topics], FOLDS, SEED)
+    minilm = PrepareConfig().resolved_encoder()
+    runs: dict[str, dict[str, list[str]]] = {}
+    unmatched, aucs = [], []
+    for topic in topics:
+        texts = [p.text for p in topic.passages]
+        ids = list(topic.passage_ids)
+        labels = [topic.labels.get(p, frozenset()) for p in ids]
+        matched = np.array([bool(a) for a in labels])
+        gold = np.array([[1.0 if (a & b) or i == j else 0.0 for j, b in enumerate(labels)]
+                         for i, a in enumerate(labels)])  # fmt: skip
+        model = OnnxEncoder(cache / f"argkp-fold{fold_of[topic.query_id]}" / "onnx")
+        vectors = model.encode(texts)
+        same_point = np.maximum(vectors @ vectors.T, 0.0)
+        cosine = minilm.encode(texts)
+        settings = {
+            "facility location, MiniLM cosine": greedy(np.maximum(cosine @ cosine.T, 0.0)),
+            "facility location, same-point fold models": greedy(same_point),
+            "the same, unmatched arguments removed by oracle": greedy(same_point, matched),
+            "facility location, gold same-point similarity": greedy(gold),
+        }
+        for name, picks in settings.items():
+            runs.setdefault(name, {})[topic.query_id] = [ids[i] for i in picks]
+        unmatched.append(1.0 - matched.mean())
+        upper = np.triu_indices(len(ids), 1)
+        both = (matched[:, None] & matched[None, :])[upper]
+        aucs.append(pairwise_auc(same_point[upper][both], (gold[upper] > 0)[both]))
+    judgments = Judgments.from_topics(topics)
+    for name, run in runs.items():
+        values = evaluate(judgments, run, [MEASURE])
+        print(f"{values.mean(MEASURE):.3f}  {name}")
+    print(f"arguments matching no key point: {np.mean(unmatched):.0%} per topic on average")
+    print(f"pairwise ROC-AUC of the fold models (shares a key point, matched arguments): "
+          f"{np.mean(aucs):.3f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
