@@ -54,10 +54,12 @@ from covrag.pipeline.cv import CVConfig, TopicScores, assign_folds, cv_measures
 from covrag.pipeline.prepare import config_for
 from covrag.train.same_point import SamePointConfig, export_encoder_onnx, train_same_point
 from covrag.types import Budget, Topic
+from cv_label_free import FOLDS, SEED, K, cv_chosen  # the sibling script's per-fold choice
 
 logger = logging.getLogger("cv_same_point")
 
-FOLDS, SEED = 5, 0
+ALPHA = f"alpha-nDCG@{K}"
+
 STEPS = {"argkp": 25, "no-argkp": 50, "no-perspectrum": 30, "all": 25}
 #: Models that continue from ``no-argkp`` (Perspectrum only), as the coverage model's stage 2.
 STAGED = ("argkp", "all")
@@ -174,28 +176,23 @@ def score(
 def contrast_chosen(table: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
     """Per similarity (MiniLM, each same-point model), facility location with the contrast
     chosen per fold (5, seed 0) as the best mean on the other folds, scored on the held-out
-    fold: the figure of choosing the contrast by cross-validation (no contrast is a candidate)."""
+    fold (:func:`cv_label_free.cv_chosen`): the figure of choosing the contrast by
+    cross-validation (no contrast is a candidate)."""
     groups: dict[str, list[str]] = {}
     for name in table:
         if name.startswith("facility-location"):
             base = name.split(" [")[-1].rstrip("]") if " [" in name else "MiniLM"
             same_point = "same-point" in name
             groups.setdefault(f"{'same-point ' if same_point else ''}{base}", []).append(name)
-    ids = list(table["facility-location"])
-    fold_of = assign_folds(ids, FOLDS, SEED)
+    nested = {name: {q: {ALPHA: v} for q, v in values.items()} for name, values in table.items()}
     chosen: dict[str, dict[str, float]] = {}
     for group, names in groups.items():
         if len(names) < 2:
             continue
-        values: dict[str, float] = {}
-        picks = []
-        for fold in range(FOLDS):
-            train = [q for q in ids if fold_of[q] != fold]
-            best = max(names, key=lambda n: float(np.mean([table[n][q] for q in train])))
-            picks.append(best.split("contrast=")[1].split(")")[0] if "contrast=" in best else "-")
-            values.update({q: table[best][q] for q in ids if fold_of[q] == fold})
+        values, best = cv_chosen(nested, names)
+        picks = [b.split("contrast=")[1].split(")")[0] if "contrast=" in b else "-" for b in best]
         chosen[f"facility location, contrast chosen per fold ({', '.join(picks)}) [{group}]"] = {
-            q: values[q] for q in ids
+            q: values[q][ALPHA] for q in table["facility-location"]
         }
     return chosen
 

@@ -27,36 +27,26 @@ from covrag.data import load_dataset
 from covrag.evaluation import Judgments, evaluate
 from covrag.pipeline.cv import assign_folds
 from covrag.pipeline.prepare import PrepareConfig
+from covrag.selectors.base import BudgetTracker
 from covrag.selectors.facility import FacilityLocation
-from covrag.types import Topic
+from covrag.selectors.optimize import lazy_greedy
+from covrag.train.calibrate import roc_auc
+from covrag.types import Budget, Topic
 
 K, FOLDS, SEED = 10, 5, 0
 MEASURE = f"alpha-nDCG@{K}"
 
 
 def greedy(similarity: np.ndarray, allowed: np.ndarray | None = None) -> list[int]:
-    """Facility location's greedy picks (k of them) over ``similarity``, from ``allowed`` only."""
-    objective = FacilityLocation(similarity.astype(np.float64))
-    candidates = np.arange(len(similarity)) if allowed is None else np.flatnonzero(allowed)
-    picked: list[int] = []
-    for _ in range(min(K, len(candidates))):
-        free = np.array([c for c in candidates if c not in picked])
-        best = int(free[int(np.argmax(objective.gains(free)))])
-        picked.append(best)
-        objective.add(best)
+    """Facility location's lazy-greedy picks (k of them) over ``similarity``, from ``allowed``."""
+    n = len(similarity)
+    available = np.ones(n, dtype=bool) if allowed is None else allowed.copy()
+    tracker = BudgetTracker(Budget(max_passages=K), np.zeros(n, dtype=np.int64))
+    rank = np.arange(n, dtype=np.int64)  # ties: the earlier passage
+    picked, _ = lazy_greedy(
+        FacilityLocation(similarity.astype(np.float64)), tracker, available, rank
+    )
     return picked
-
-
-def pairwise_auc(scores: np.ndarray, positive: np.ndarray) -> float:
-    """ROC-AUC of ``scores`` for ``positive`` (ties count half)."""
-    order = np.argsort(scores, kind="stable")
-    ranks = np.empty(len(scores))
-    ranks[order] = np.arange(1, len(scores) + 1)
-    for value in np.unique(scores):  # average ranks over ties
-        tied = scores == value
-        ranks[tied] = ranks[tied].mean()
-    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
-    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def main(cache: Path) -> None:
@@ -87,7 +77,7 @@ def main(cache: Path) -> None:
         unmatched.append(1.0 - matched.mean())
         upper = np.triu_indices(len(ids), 1)
         both = (matched[:, None] & matched[None, :])[upper]
-        aucs.append(pairwise_auc(same_point[upper][both], (gold[upper] > 0)[both]))
+        aucs.append(roc_auc((gold[upper] > 0)[both], same_point[upper][both]))
     judgments = Judgments.from_topics(topics)
     for name, run in runs.items():
         values = evaluate(judgments, run, [MEASURE])
