@@ -110,3 +110,62 @@ def test_parse_and_errors() -> None:
         ExpectedCoverageSelector().select(
             Candidates("q", "q", (Passage("p", "t"),)), Budget(max_passages=1)
         )
+
+
+def test_represent_prefers_the_passage_that_stands_for_the_pool() -> None:
+    # p0 and p1 tie on coverage (0.5 on a0); p1 stands for itself and two copies (e1), p0 only
+    # for itself. Coverage alone keeps pool order (p0); with represent, p1 also gains its
+    # facility-location term: 3 / 5 against p0's 1 / 5.
+    e1, e2, e3, e4 = np.eye(4)
+    embeddings = np.array([e2, e1, e1, e1, e3 + e4])
+    candidates = pool([[0.5], [0.5], [0.0], [0.0], [0.0]], embeddings=embeddings)
+    budget = Budget(max_passages=1)
+    plain = ExpectedCoverageSelector(power=1.0).select(candidates, budget)
+    assert plain.passage_ids == ("p0",)
+    for optimizer in ("naive", "lazy"):
+        selector = ExpectedCoverageSelector(
+            power=1.0, represent=1.0, similarity="embedding", contrast=None, optimizer=optimizer
+        )
+        selection = selector.select(candidates, budget)
+        assert selection.passage_ids == ("p1",)
+        assert selection.steps[0].score == pytest.approx(0.5 + 3 / 5)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_represent_keeps_the_greedy_bound(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    probs = rng.random((8, 3)) ** 2
+    vectors = rng.normal(size=(8, 4))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    sim = np.maximum(vectors @ vectors.T, 0.0)
+    candidates = pool(probs.tolist(), relevance=rng.random(8).tolist(), embeddings=vectors)
+
+    def value(picked: tuple[int, ...]) -> float:
+        located = sim[list(picked)].max(axis=0).sum() / 8 if picked else 0.0
+        return expected(probs, picked) + 2.0 * float(located)
+
+    selector = ExpectedCoverageSelector(
+        power=1.0, represent=2.0, similarity="embedding", contrast=None, optimizer="lazy"
+    )
+    selection = selector.select(candidates, Budget(max_passages=3))
+    picked = tuple(int(p[1:]) for p in selection.passage_ids)
+    best = max(value(s) for s in itertools.combinations(range(8), 3))
+    assert value(picked) >= (1 - 1 / np.e) * best - 1e-9
+    assert [s.score for s in selection.steps] == pytest.approx(
+        np.diff([value(picked[:i]) for i in range(4)]), rel=1e-5
+    )
+
+
+def test_represent_settings_and_model_work() -> None:
+    assert not ExpectedCoverageSelector().runs_model  # coverage alone embeds nothing
+    assert ExpectedCoverageSelector(represent=1.0).runs_model  # the same-point bi-encoder
+    embedding = ExpectedCoverageSelector(represent=1.0, similarity="embedding")
+    assert embedding.uses_embeddings and not embedding.runs_model
+    assert parse_selector("facility-location(similarity='same-point')").runs_model
+    assert not parse_selector("facility-location").runs_model
+    with pytest.raises(ConfigError, match="represent"):
+        ExpectedCoverageSelector(represent=-1.0)
+    with pytest.raises(ConfigError, match="similarity"):
+        ExpectedCoverageSelector(represent=1.0, similarity="coverage")
+    with pytest.raises(ConfigError, match="contrast"):
+        ExpectedCoverageSelector(contrast=float("nan"))

@@ -44,11 +44,9 @@ from covrag.selectors.facility import SIMILARITIES
 from covrag.selectors.floor import FilterReport
 from covrag.selectors.lmvu import FEATURES, LMVUModel
 from covrag.selectors.optimize import OPTIMIZERS
-from covrag.selectors.similarity import SAME_POINT
 from covrag.tokens import TokenCounter
 
 __all__ = [
-    "SAME_POINT",
     "ANSWER_MEASURES",
     "ASPECT_SOURCES",
     "AnswerSketcher",

@@ -226,6 +226,12 @@ class Selector(ABC):
         """Whether this selector needs piece (sentence) embeddings in its candidates."""
         return False
 
+    @property
+    def runs_model(self) -> bool:
+        """Whether selecting runs a model itself (embeds the pool with the same-point
+        bi-encoder): model work, which the server does under its model lock and deadline."""
+        return False
+
     def select(self, candidates: Candidates, budget: Budget) -> Selection:
         """Choose an ordered subset of ``candidates`` within ``budget``."""
         started = time.perf_counter()

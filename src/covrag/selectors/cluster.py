@@ -15,7 +15,12 @@ import numpy as np
 from covrag.errors import ConfigError
 from covrag.selectors.base import SELECTORS, Candidates, Selector
 from covrag.selectors.optimize import greedy
-from covrag.selectors.similarity import VECTOR_SIMILARITIES, check_similarity, passage_vectors
+from covrag.selectors.similarity import (
+    SAME_POINT,
+    VECTOR_SIMILARITIES,
+    check_similarity,
+    passage_vectors,
+)
 from covrag.types import Budget, FloatArray, IntArray
 
 # Clusters for a budget with no limit: the usual evaluation depth (@10).
@@ -174,6 +179,10 @@ class ClusterSelector(Selector):
     random_state: int = 0
     similarity: str = "embedding"
     similarity_model: str | None = None
+
+    @property
+    def runs_model(self) -> bool:
+        return self.similarity == SAME_POINT
 
     @property
     def uses_embeddings(self) -> bool:

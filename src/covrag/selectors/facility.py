@@ -127,6 +127,10 @@ class FacilityLocationSelector(Selector):
     optimizer: str = "lazy"
 
     @property
+    def runs_model(self) -> bool:
+        return self.similarity == SAME_POINT
+
+    @property
     def uses_embeddings(self) -> bool:
         return self.similarity == "embedding"
 

@@ -10,7 +10,12 @@ from covrag.errors import ConfigError
 from covrag.selectors._common import min_max, unit_rows
 from covrag.selectors.base import SELECTORS, Candidates, Selector
 from covrag.selectors.optimize import greedy
-from covrag.selectors.similarity import VECTOR_SIMILARITIES, check_similarity, passage_vectors
+from covrag.selectors.similarity import (
+    SAME_POINT,
+    VECTOR_SIMILARITIES,
+    check_similarity,
+    passage_vectors,
+)
 from covrag.types import Budget, FloatArray, IntArray
 
 
@@ -81,6 +86,10 @@ class MMRSelector(Selector):
     lam: float = 0.5
     similarity: str = "embedding"
     similarity_model: str | None = None
+
+    @property
+    def runs_model(self) -> bool:
+        return self.similarity == SAME_POINT
 
     @property
     def uses_embeddings(self) -> bool:

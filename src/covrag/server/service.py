@@ -27,7 +27,6 @@ from covrag.pipeline import (
 )
 from covrag.pipeline.stages import (
     ESTIMATORS,
-    SAME_POINT,
     SELECTORS,
     CoverageEstimator,
     Selector,
@@ -231,7 +230,7 @@ def run_job(job: SelectJob, deadline: Deadline, wait_s: float) -> SelectResponse
     prepared = time.perf_counter()
     # A same-point similarity embeds the pool while selecting: model work, so it holds the model
     # lock and stops at the deadline like the estimate; other selectors only compute.
-    model_work = getattr(job.selector, "similarity", None) == SAME_POINT
+    model_work = job.selector.runs_model
     try:
         with MODEL_GATE.hold(deadline, wait_s) if model_work else deadline_scope(deadline):
             selection = pick_context(estimated, policy).selection

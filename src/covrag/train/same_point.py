@@ -53,6 +53,9 @@ class SamePointConfig:
         max_length: Token limit of a passage.
         seed: Seed of the batch draw.
         threads: CPU threads for torch.
+        with_aspects: Every batch also holds its topic's aspect texts (the key points), each
+            labelled with its own aspect, so the model learns aspect-passage matches (a key point
+            and the arguments it summarises) beside passage-passage ones.
     """
 
     base_model: str | None = None
@@ -64,6 +67,7 @@ class SamePointConfig:
     max_length: int = 128
     seed: int = 0
     threads: int = 2
+    with_aspects: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,16 +85,22 @@ def positives(labels: BoolArray) -> BoolArray:
     return shared
 
 
-def topic_batches(topic: Topic, batch_size: int, rng: np.random.Generator) -> list[Batch]:
-    """One shuffled pass over a topic's passages, cut into batches that hold a positive pair."""
+def topic_batches(
+    topic: Topic, batch_size: int, rng: np.random.Generator, with_aspects: bool = False
+) -> list[Batch]:
+    """One shuffled pass over a topic's passages, cut into batches that hold a positive pair;
+    ``with_aspects`` adds the topic's aspect texts to every batch (one label each, their own)."""
     labels = topic.label_matrix()
     order = rng.permutation(len(topic.passages))
+    aspects = tuple(a.text for a in topic.aspects) if with_aspects else ()
+    own = np.eye(len(aspects), len(topic.aspects), dtype=bool)
     batches = []
     for start in range(0, len(order), batch_size):
         rows = order[start : start + batch_size]
         if len(rows) < 2 and start:  # a lone passage joins nothing
             continue
-        batch = Batch(tuple(topic.passages[i].text for i in rows), labels[rows])
+        texts = tuple(topic.passages[i].text for i in rows) + aspects
+        batch = Batch(texts, np.concatenate([labels[rows], own]))
         if positives(batch.labels).any():
             batches.append(batch)
     return batches
@@ -106,7 +116,7 @@ def draw_batches(datasets: Mapping[str, Sequence[Topic]], config: SamePointConfi
     batches: list[Batch] = []
     while len(batches) < config.max_steps:
         rounds = [b for i in rng.permutation(len(topics)) for b in topic_batches(
-            topics[int(i)], config.batch_size, rng)]  # fmt: skip
+            topics[int(i)], config.batch_size, rng, config.with_aspects)]  # fmt: skip
         if not rounds:
             raise ConfigError("the training topics hold no pair of passages sharing an aspect")
         batches += [rounds[int(i)] for i in rng.permutation(len(rounds))]
