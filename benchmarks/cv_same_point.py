@@ -60,26 +60,38 @@ logger = logging.getLogger("cv_same_point")
 
 ALPHA = f"alpha-nDCG@{K}"
 
-STEPS = {"argkp": 25, "no-argkp": 50, "no-perspectrum": 30, "all": 25}
+STEPS = {"argkp": 25, "no-argkp": 50, "no-perspectrum": 30, "all": 25, "keypoints": 40,
+         "all-keypoints": 40}  # fmt: skip
 #: Models that continue from ``no-argkp`` (Perspectrum only), as the coverage model's stage 2.
-STAGED = ("argkp", "all")
+STAGED = ("argkp", "all", "keypoints", "all-keypoints")
+#: Models whose batches hold their topics' key points too (as statements and as questions).
+WITH_KEY_POINTS = ("keypoints", "all-keypoints")
 SETTINGS = {"batch_size": 24, "max_length": 96, "learning_rate": 4e-5}
 BASELINES = ["random", "mmr(lam=0.5)", "cluster", "facility-location"]
 SAME_POINT = ["mmr(lam=0.5, similarity='same-point')", "cluster(similarity='same-point')",
               "facility-location(similarity='same-point')"]  # fmt: skip
 
 
-def argkp_topics() -> list[Topic]:
-    return [t for s in ("train", "dev") for t in load_dataset(f"argkp2021:{s}")]
+def argkp_topics(form: str = "") -> list[Topic]:
+    """ArgKP's train + dev topics; ``form`` ":questions" for the key points worded as questions."""
+    return [t for s in ("train", "dev") for t in load_dataset(f"argkp2021:{s}{form}")]
 
 
 def training_data(name: str) -> tuple[dict[str, list[Topic]], int]:
     """The topics a model is trained on (by dataset) and its steps."""
-    if name.startswith("argkp-fold"):
-        fold = int(name[len("argkp-fold") :])
+    if name.startswith(("argkp-fold", "keypoints-fold")):
+        fold = int(name.split("-fold")[1])
         topics = argkp_topics()
         fold_of = assign_folds([t.query_id for t in topics], FOLDS, SEED)
-        return {"argkp2021": [t for t in topics if fold_of[t.query_id] != fold]}, STEPS["argkp"]
+        train = {"argkp2021": [t for t in topics if fold_of[t.query_id] != fold]}
+        if name.startswith("keypoints"):
+            questions = argkp_topics(":questions")
+            train["argkp2021:questions"] = [t for t in questions if fold_of[t.query_id] != fold]
+            return train, STEPS["keypoints"]
+        return train, STEPS["argkp"]
+    if name == "all-keypoints":
+        names = ("argkp2021:train", "argkp2021:train:questions")
+        return {n: load_dataset(n) for n in names}, STEPS[name]
     perspectrum = {d: load_dataset(f"{d}:train") for d in ("perspectrum", "perspectrum-evidence")}
     argkp = {"argkp2021:train": load_dataset("argkp2021:train")}
     data = {"no-argkp": perspectrum, "no-perspectrum": argkp, "all": argkp}[name]
@@ -97,11 +109,16 @@ def train(cache: Path, names: Sequence[str], scale: int = 1, base: str | None = 
         data, steps = training_data(name)
         staged = name.split("-fold")[0] in STAGED
         start = str(cache / "no-argkp" / "model") if staged else base
-        config = SamePointConfig(base_model=start, max_steps=steps * scale, **SETTINGS)  # type: ignore[arg-type]
+        config = SamePointConfig(
+            base_model=start,
+            max_steps=steps * scale,
+            with_aspects=name.split("-fold")[0] in WITH_KEY_POINTS,
+            **SETTINGS,  # type: ignore[arg-type]
+        )
         card = train_same_point(data, cache / name / "model", config)
         card.notes.append(f"{name}: trained on " + ", ".join(
             f"{k} ({len(v)} topics)" for k, v in data.items()))  # fmt: skip
-        if name.startswith("argkp-fold"):
+        if "-fold" in name:
             card.notes.append("topics: " + ", ".join(sorted(t.query_id for t in data["argkp2021"])))
         card.save(cache / name / "model")
         export_encoder_onnx(cache / name / "model", onnx)

@@ -52,6 +52,17 @@ def test_batches_hold_one_topic_and_a_positive_pair() -> None:
         draw_batches({"inline": [other]}, config)
 
 
+def test_batches_with_aspects_pair_each_key_point_with_its_passages() -> None:
+    config = SamePointConfig(batch_size=3, max_steps=4, with_aspects=True)
+    for batch in draw_batches({"inline": [uniform_topic()]}, config):
+        assert batch.texts[-2:] == ("uniforms are costly", "uniforms limit expression")
+        assert batch.labels[-2:].tolist() == [[True, False], [False, True]]
+        pos = positives(batch.labels)
+        for i, row in enumerate(batch.labels[:-2]):  # a passage is a positive of its key point
+            assert pos[i, -2] == row[0] and pos[i, -1] == row[1]
+        assert not pos[-2, -1]  # two key points are never a pair
+
+
 def test_the_loss_is_lower_when_same_point_passages_are_closer() -> None:
     torch = pytest.importorskip("torch")
     labels = uniform_topic().label_matrix()
