@@ -1,0 +1,284 @@
+"""Gold key points, expected coverage alone and with a facility-location term, on ArgKP topics.
+
+``expected-coverage(power=p, represent=w)`` adds ``w`` x facility location over the pool's
+same-point similarity (contrast 1) to expected coverage. This scores it over a grid of ``p`` and
+``w`` on ArgKP's 28 train + dev topics, with the key points as statements and as questions, and
+chooses ``(p, w)`` per fold (5 folds, seed 0: the folds of ``covrag cv``) as the best mean on
+the other folds: that is the cross-validated figure.
+
+The coverage probabilities come from one of two estimators:
+
+- ``fold``: the same-point fold model that never saw the topic (``CACHE/argkp-fold<i>/onnx``,
+  from ``cv_same_point.py train``), its cosine of argument and key point turned into a
+  probability by a logistic fit on gold pairs of other folds' topics (8 of them, seeded). Every
+  figure is for unseen topics; the estimator is weaker than the cross-encoder, but trains per
+  fold in minutes on these cores.
+- ``short``: a coverage cross-encoder trained per fold on the other folds' topics (key points as
+  statements and as questions, 4 negatives per positive, from the packaged MiniLM) for a quarter
+  of an epoch (about 300 steps, 7 minutes a fold on 2 cores; ``train-short`` trains them into
+  ``CACHE/represent/short-fold<i>``). Weaker than the shipped recipe (section 20's per-fold
+  models trained 1,200+ steps after a Perspectrum stage), but the real estimator, on unseen
+  topics.
+- ``shipped``: covrag's coverage cross-encoder. It trained on the 24 ArgKP train topics, so its
+  figures there are in-sample (flattering expected coverage alone); the 4 dev topics are unseen.
+
+The facility-location term reads the same fold model's embeddings in both cases. Topics' vectors
+and probabilities are cached in ``CACHE/represent/``.
+
+Usage::
+
+    python benchmarks/cv_same_point.py train CACHE --base=mpnet no-argkp argkp-fold0 ... argkp-fold4
+    python benchmarks/cv_represent.py train-short CACHE
+    python benchmarks/cv_represent.py CACHE OUT.json [fold|short|shipped ...]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+import covrag
+from covrag.coverage.cross_encoder import CrossEncoderCoverage
+from covrag.coverage.onnx_encoder import onnx_encoder
+from covrag.data import load_dataset
+from covrag.evaluation.stats import bootstrap_ci
+from covrag.pipeline.cv import assign_folds
+from covrag.selectors import Candidates, parse_selector
+from covrag.types import Budget, CoverageMatrix, Topic
+from cv_label_free import FOLDS, SEED, K
+
+logger = logging.getLogger("cv_represent")
+
+ALPHA = f"alpha-nDCG@{K}"
+POWERS = (1, 2, 4, 8)
+WEIGHTS = (0, 0.5, 1, 2, 4, 8, 16)
+FORMS = {"statements": "", "questions": ":questions"}
+CALIBRATION_TOPICS = 8
+
+#: (query id, form) -> passages x key points probabilities.
+Probs = dict[tuple[str, str], np.ndarray]
+
+
+def topics(form: str) -> dict[str, Topic]:
+    return {t.query_id: t for s in ("train", "dev") for t in load_dataset(f"argkp2021:{s}{form}")}
+
+
+def fold_vectors(cache: Path, fold: int, topic: Topic, questions: Topic) -> dict[str, np.ndarray]:
+    """Passages, statements and questions of ``topic`` under fold ``fold``'s model (cached)."""
+    path = cache / "represent" / f"fold{fold}-{topic.query_id}.npz"
+    if not path.exists():
+        encoder = onnx_encoder(str(cache / f"argkp-fold{fold}" / "onnx"))
+        vectors = {
+            "passages": encoder.encode([p.text for p in topic.passages]),
+            "statements": encoder.encode([a.text for a in topic.aspects]),
+            "questions": encoder.encode([a.text for a in questions.aspects]),
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path.with_suffix(".partial.npz"), **vectors)
+        path.with_suffix(".partial.npz").replace(path)
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}
+
+
+def logistic(x: np.ndarray, y: np.ndarray, steps: int = 50) -> tuple[float, float]:
+    """Slope and intercept of a 1-D logistic regression (Newton's method, a small ridge)."""
+    a, b = 1.0, 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(a * x + b)))
+        w = p * (1 - p)
+        grad = np.array([np.sum((p - y) * x) + 1e-3 * a, np.sum(p - y)])
+        hess = np.array([[np.sum(w * x * x) + 1e-3, np.sum(w * x)], [np.sum(w * x), np.sum(w)]])
+        a, b = np.array([a, b]) - np.linalg.solve(hess, grad)
+    return float(a), float(b)
+
+
+def fold_probs(cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Probs:
+    """(query id, form) -> probabilities from the fold model, calibrated on other folds."""
+    ids = sorted(st)
+    fold_of = assign_folds(ids, FOLDS, SEED)
+    out: Probs = {}
+    for fold in range(FOLDS):
+        others = [q for q in ids if fold_of[q] != fold]
+        rng = np.random.default_rng(fold)
+        calibration = rng.choice(others, CALIBRATION_TOPICS, replace=False)
+        for form in FORMS:
+            xs, ys = [], []
+            for q in calibration:
+                v = fold_vectors(cache, fold, st[q], qu[q])
+                xs.append((v["passages"] @ v[form].T).ravel())
+                ys.append(st[q].label_matrix().ravel())
+            a, b = logistic(np.concatenate(xs), np.concatenate(ys).astype(float))
+            logger.info("fold %d %s: P = sigmoid(%.2f cos %+.2f)", fold, form, a, b)
+            for q in (q for q in ids if fold_of[q] == fold):
+                v = fold_vectors(cache, fold, st[q], qu[q])
+                out[(q, form)] = 1.0 / (1.0 + np.exp(-(a * (v["passages"] @ v[form].T) + b)))
+    return out
+
+
+def shipped_probs(
+    cache: Path, st: dict[str, Topic], qu: dict[str, Topic]
+) -> dict[tuple, np.ndarray]:
+    """(query id, form) -> the shipped cross-encoder's probabilities (cached)."""
+    path = cache / "represent" / "shipped-cross-encoder.npz"
+    if not path.exists():
+        estimator = CrossEncoderCoverage()
+        probs = {}
+        for q in sorted(st):
+            for form, topic in (("statements", st[q]), ("questions", qu[q])):
+                probs[f"{q}|{form}"] = np.asarray(estimator.estimate(topic).probs)
+                logger.info("cross-encoder: %s %s", q, form)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path.with_suffix(".partial.npz"), **probs)
+        path.with_suffix(".partial.npz").replace(path)
+    with np.load(path) as data:
+        return {(k.split("|")[0], k.split("|")[1]): data[k] for k in data.files}
+
+
+def train_short(cache: Path) -> None:
+    """The per-fold cross-encoders of the ``short`` estimator (a finished fold is kept)."""
+    from covrag.train.coverage import TrainConfig
+    from covrag.train.coverage_run import train_coverage
+    from covrag.train.pairs import dataset_pairs
+
+    st, qu = topics(""), topics(":questions")
+    ids = sorted(st)
+    fold_of = assign_folds(ids, FOLDS, SEED)
+    for fold in range(FOLDS):
+        out = cache / "represent" / f"short-fold{fold}"
+        if (out / "onnx").is_dir():
+            continue
+        others = [q for q in ids if fold_of[q] != fold]
+        train = {
+            form: dataset_pairs([t[q] for q in others[2:]], max_negatives_per_positive=4)
+            for form, t in (("statements", st), ("questions", qu))
+        }
+        dev = {"statements": dataset_pairs([st[q] for q in others[:2]])}
+        config = TrainConfig(epochs=0.25)
+        run = train_coverage(train, dev, out / "model", config, onnx_out=out / "onnx")
+        logger.info("short fold %d: %d steps in %.0f s", fold, run.card.steps, run.card.seconds)
+
+
+def short_probs(cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Probs:
+    """(query id, form) -> the ``short`` fold cross-encoder's probabilities (cached)."""
+    path = cache / "represent" / "short-cross-encoders.npz"
+    if not path.exists():
+        ids = sorted(st)
+        fold_of = assign_folds(ids, FOLDS, SEED)
+        probs = {}
+        for q in ids:
+            model = cache / "represent" / f"short-fold{fold_of[q]}" / "onnx"
+            estimator = CrossEncoderCoverage(model=str(model))
+            for form, topic in (("statements", st[q]), ("questions", qu[q])):
+                probs[f"{q}|{form}"] = np.asarray(estimator.estimate(topic).probs)
+        np.savez(path.with_suffix(".partial.npz"), **probs)
+        path.with_suffix(".partial.npz").replace(path)
+    with np.load(path) as data:
+        return {(k.split("|")[0], k.split("|")[1]): data[k] for k in data.files}
+
+
+def scores(
+    cache: Path, probs: Probs, st: dict[str, Topic], qu: dict[str, Topic], form: str
+) -> dict[str, dict[str, float]]:
+    """Setting -> query id -> alpha-nDCG@10, each topic with its fold model's vectors."""
+    ids = sorted(st)
+    fold_of = assign_folds(ids, FOLDS, SEED)
+    table: dict[str, dict[str, float]] = {}
+    budget = Budget(max_passages=K)
+    for q in ids:
+        topic = st[q]
+        vectors = fold_vectors(cache, fold_of[q], topic, qu[q])["passages"]
+        coverage = CoverageMatrix(topic.passage_ids, topic.aspect_ids, probs[(q, form)])
+        candidates = Candidates(
+            q,
+            topic.query,
+            topic.passages,
+            relevance=np.zeros(len(topic.passages)),
+            embeddings=vectors,
+            coverage=coverage,
+        )
+        for power in POWERS:
+            for weight in WEIGHTS:
+                spec = (f"expected-coverage(power={power}, represent={weight:g}, "
+                        "similarity='embedding', contrast=1)")  # fmt: skip
+                picked = parse_selector(spec).select(candidates, budget).passage_ids
+                value = covrag.evaluate([topic], {q: list(picked)}, [ALPHA])[ALPHA]
+                table.setdefault(f"p{power} w{weight:g}", {})[q] = value
+    return table
+
+
+def chosen(table: dict[str, dict[str, float]], names: Sequence[str]) -> tuple[dict, list[str]]:
+    """Per fold, the setting best on the other folds, scored on the held-out fold."""
+    ids = sorted(next(iter(table.values())))
+    fold_of = assign_folds(ids, FOLDS, SEED)
+    values: dict[str, float] = {}
+    picks = []
+    for fold in range(FOLDS):
+        train = [q for q in ids if fold_of[q] != fold]
+        best = max(names, key=lambda n: float(np.mean([table[n][q] for q in train])))
+        picks.append(best)
+        values.update({q: table[best][q] for q in ids if fold_of[q] == fold})
+    return values, picks
+
+
+def summary(table: dict[str, dict[str, float]]) -> dict[str, dict]:
+    """The CV choices with and without the term, their paired difference, and every setting."""
+    alone = [n for n in table if n.endswith(" w0")]
+    out: dict[str, dict] = {}
+    base, base_picks = chosen(table, alone)
+    both, both_picks = chosen(table, list(table))
+    for name, values, picks in (("expected coverage, power chosen per fold", base, base_picks),
+                                ("with represent, (power, weight) chosen per fold", both,
+                                 both_picks)):  # fmt: skip
+        out[name] = {"values": values, "picks": picks}
+    ids = sorted(base)
+    diff = [both[q] - base[q] for q in ids]
+    out["difference"] = {
+        "mean": float(np.mean(diff)),
+        "ci95": list(bootstrap_ci(diff, n_resamples=10_000, seed=SEED)),
+        "wins": int(sum(d > 0 for d in diff)),
+        "losses": int(sum(d < 0 for d in diff)),
+    }
+    return out
+
+
+def main(argv: Sequence[str]) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if argv[0] == "train-short":
+        train_short(Path(argv[1]))
+        return
+    cache, out = Path(argv[0]), Path(argv[1])
+    estimators = list(argv[2:]) or ["fold", "shipped"]
+    st, qu = topics(""), topics(":questions")
+    report = {}
+    for estimator in estimators:
+        read = {"fold": fold_probs, "short": short_probs, "shipped": shipped_probs}[estimator]
+        probs = read(cache, st, qu)
+        for form in FORMS:
+            table = scores(cache, probs, st, qu, form)
+            result = summary(table)
+            ids = sorted(st)
+            dev = [q for q in ids if "-dev-" in q]
+            print(f"\n{estimator} estimator, key points as {form} (28 topics | 4 dev topics):")
+            for name, row in table.items():
+                print(f"  {np.mean([row[q] for q in ids]):.3f} | "
+                      f"{np.mean([row[q] for q in dev]):.3f}  {name}")  # fmt: skip
+            for name in list(result)[:2]:
+                values = result[name]["values"]
+                ci = bootstrap_ci([values[q] for q in ids], n_resamples=10_000, seed=SEED)
+                print(f"  {np.mean([values[q] for q in ids]):.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | "
+                      f"{np.mean([values[q] for q in dev]):.3f}  {name}: "
+                      f"{', '.join(result[name]['picks'])}")  # fmt: skip
+            d = result["difference"]
+            print(f"  difference {d['mean']:+.3f} ({d['ci95'][0]:+.3f}..{d['ci95'][1]:+.3f}), "
+                  f"better on {d['wins']}, worse on {d['losses']}")  # fmt: skip
+            report[f"{estimator} {form}"] = {"settings": table, **result}
+    out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
