@@ -169,3 +169,14 @@ def test_represent_settings_and_model_work() -> None:
         ExpectedCoverageSelector(represent=1.0, similarity="coverage")
     with pytest.raises(ConfigError, match="contrast"):
         ExpectedCoverageSelector(contrast=float("nan"))
+
+
+def test_represent_refuses_a_pool_too_large_for_its_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    import covrag.selectors.expected as expected_module
+
+    monkeypatch.setattr(expected_module, "MAX_POOL", 2)
+    candidates = pool([[0.5], [0.4], [0.3]], embeddings=np.eye(3))
+    selector = ExpectedCoverageSelector(represent=1.0, similarity="embedding")
+    with pytest.raises(ConfigError, match="3 passages exceed its limit of 2"):
+        selector.select(candidates, Budget(max_passages=1))
+    assert ExpectedCoverageSelector().select(candidates, Budget(max_passages=1)).passage_ids

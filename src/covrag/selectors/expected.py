@@ -30,7 +30,12 @@ import numpy as np
 from covrag.errors import ConfigError
 from covrag.selectors.base import SELECTORS, Candidates, Selector
 from covrag.selectors.exclusion import apply_exclusion, check_exclusion
-from covrag.selectors.facility import FacilityLocation, contrasted, embedding_similarity
+from covrag.selectors.facility import (
+    MAX_POOL,
+    FacilityLocation,
+    contrasted,
+    embedding_similarity,
+)
 from covrag.selectors.optimize import OPTIMIZERS, SATURATED, greedy
 from covrag.selectors.similarity import (
     SAME_POINT,
@@ -176,6 +181,12 @@ class ExpectedCoverageSelector(Selector):
         coverage = ExpectedCoverage(probs, effect.weights, effect.penalty)
         objective: ExpectedCoverage | Represented = coverage
         if self.represent > 0:
+            if len(candidates) > MAX_POOL:
+                raise ConfigError(
+                    f"expected-coverage(represent=...) keeps an n x n similarity matrix; "
+                    f"{len(candidates)} passages exceed its limit of {MAX_POOL}: shorten the "
+                    "pool first (e.g. top-k by relevance) or set represent=0"
+                )
             vectors = passage_vectors(candidates, self.similarity, self.similarity_model)
             similarity = embedding_similarity(vectors)
             if self.contrast is not None:
