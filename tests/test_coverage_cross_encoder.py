@@ -17,6 +17,7 @@ from covrag.train.calibrate import best_f1_threshold, roc_auc
 from covrag.train.coverage import TrainConfig, shaping_settings, train_cross_encoder
 from covrag.train.pairs import Pair, dataset_pairs, topic_pairs
 from covrag.types import Aspect, Passage, Topic
+from deadline_support import assert_stops_at_a_check, checks_made
 
 pytestmark = pytest.mark.model
 
@@ -455,21 +456,13 @@ def test_a_sketch_counts_only_when_the_model_judges_it_to_answer_its_aspect(
 
 def test_sentence_transformers_scoring_checks_a_deadline_between_chunks(tiny_model: Path) -> None:
     from covrag.coverage.cross_encoder import PairScorer
-    from covrag.deadline import Deadline, DeadlineExceeded, deadline_scope, watch_checks
 
     scorer = PairScorer(str(tiny_model), batch_size=2, max_length=32, cache_size=100)
     assert scorer.backend == "sentence-transformers"
     pairs = [(f"Cars pollute the air in city {i}.", "pollution") for i in range(20)]
     plain = scorer._predict(pairs, scorer.lengths(pairs))
-    seen: list[Deadline] = []
-    with deadline_scope(Deadline.after(600.0)), watch_checks(seen.append):
-        timed = scorer._predict(pairs, scorer.lengths(pairs))
+    timed, checks = checks_made(lambda: scorer._predict(pairs, scorer.lengths(pairs)))
     np.testing.assert_allclose(timed, plain, atol=1e-6)
-    assert len(seen) == 3  # chunks of 4 batches of 2 pairs: 8 + 8 + 4
-    with (
-        deadline_scope(Deadline.after(600.0)) as deadline,
-        watch_checks(lambda _: deadline.cancel()),
-        pytest.raises(DeadlineExceeded),
-    ):
-        scorer.score(pairs)
+    assert checks == 3  # chunks of 4 batches of 2 pairs: 8 + 8 + 4
+    assert_stops_at_a_check(lambda: scorer.score(pairs))
     assert not scorer._cache  # nothing half-scored was kept

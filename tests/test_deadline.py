@@ -16,6 +16,7 @@ from covrag.deadline import (
     deadline_scope,
     watch_checks,
 )
+from deadline_support import assert_stops_at_a_check, checks_made
 
 pytestmark = pytest.mark.model
 
@@ -76,15 +77,8 @@ def test_the_encoder_checks_a_deadline_between_chunks() -> None:
     encoder = Encoder(batch_size=2)
     texts = [f"A sentence about trams, number {i}." for i in range(10)]
     plain = encoder._encode(texts)  # the uncached path of encode
-    seen: list[Deadline] = []
-    with deadline_scope(Deadline.after(600.0)), watch_checks(seen.append):
-        timed = encoder._encode(texts)
+    timed, checks = checks_made(lambda: encoder._encode(texts))
     np.testing.assert_allclose(timed, plain, atol=1e-6)
-    assert len(seen) == 2  # chunks of 4 batches of 2 texts: 8 + 2
-    with (
-        deadline_scope(Deadline.after(600.0)) as deadline,
-        watch_checks(lambda _: deadline.cancel()),
-        pytest.raises(DeadlineExceeded),
-    ):
-        encoder.encode(["never encoded"])
+    assert checks == 2  # chunks of 4 batches of 2 texts: 8 + 2
+    assert_stops_at_a_check(lambda: encoder.encode(["never encoded"]))
     assert encoder.encode(["never encoded"]).shape[0] == 1  # and encoded in full afterwards

@@ -17,6 +17,7 @@ from covrag.train.same_point import (
     positives,
 )
 from covrag.types import Aspect, Budget, Passage, Topic
+from deadline_support import assert_stops_at_a_check, checks_made
 
 # Two points of one topic, two passages each, and one passage that makes neither.
 TEXTS = (
@@ -150,20 +151,12 @@ def test_a_large_export_keeps_its_weights_in_shards(tiny_model: Path, tmp_path: 
 @pytest.mark.model
 def test_the_encoder_checks_a_deadline_between_batches(tiny_model: Path) -> None:
     from covrag.coverage.onnx_encoder import OnnxEncoder
-    from covrag.deadline import Deadline, DeadlineExceeded, deadline_scope, watch_checks
 
     texts = [f"School uniforms cost money in town {i}." for i in range(10)]
-    seen: list[Deadline] = []
-    with deadline_scope(Deadline.after(600.0)), watch_checks(seen.append):
-        OnnxEncoder(tiny_model / "onnx", batch_size=4).encode(texts)
-    assert len(seen) == 3  # batches of 4 + 4 + 2
+    _, checks = checks_made(lambda: OnnxEncoder(tiny_model / "onnx", batch_size=4).encode(texts))
+    assert checks == 3  # batches of 4 + 4 + 2
     encoder = OnnxEncoder(tiny_model / "onnx", batch_size=4)
-    with (
-        deadline_scope(Deadline.after(600.0)) as deadline,
-        watch_checks(lambda _: deadline.cancel()),
-        pytest.raises(DeadlineExceeded),
-    ):
-        encoder.encode(texts)
+    assert_stops_at_a_check(lambda: encoder.encode(texts))
     assert not encoder._cache  # nothing half-encoded was kept
 
 
