@@ -30,19 +30,9 @@ import numpy as np
 from covrag.errors import ConfigError
 from covrag.selectors.base import SELECTORS, Candidates, Selector
 from covrag.selectors.exclusion import apply_exclusion, check_exclusion
-from covrag.selectors.facility import (
-    MAX_POOL,
-    FacilityLocation,
-    contrasted,
-    embedding_similarity,
-)
+from covrag.selectors.facility import MAX_POOL, FacilityLocation, vector_similarity
 from covrag.selectors.optimize import OPTIMIZERS, SATURATED, greedy
-from covrag.selectors.similarity import (
-    SAME_POINT,
-    VECTOR_SIMILARITIES,
-    check_similarity,
-    passage_vectors,
-)
+from covrag.selectors.similarity import SAME_POINT, VECTOR_SIMILARITIES, check_similarity
 from covrag.types import Budget, FloatArray, IntArray
 
 
@@ -187,10 +177,9 @@ class ExpectedCoverageSelector(Selector):
                     f"{len(candidates)} passages exceed its limit of {MAX_POOL}: shorten the "
                     "pool first (e.g. top-k by relevance) or set represent=0"
                 )
-            vectors = passage_vectors(candidates, self.similarity, self.similarity_model)
-            similarity = embedding_similarity(vectors)
-            if self.contrast is not None:
-                similarity = contrasted(similarity, self.contrast)
+            similarity = vector_similarity(
+                candidates, self.similarity, self.similarity_model, self.contrast
+            )
             objective = Represented(coverage, FacilityLocation(similarity), self.represent)
         return greedy(
             objective,

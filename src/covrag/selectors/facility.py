@@ -85,6 +85,15 @@ def contrasted(similarity: Float32Array, contrast: float) -> Float32Array:
     return result
 
 
+def vector_similarity(
+    candidates: Candidates, similarity: str, model: str | None, contrast: float | None
+) -> Float32Array:
+    """The pool's clipped cosines under ``similarity`` (``embedding`` or ``same-point``, with
+    ``model``), measured from the pool's typical pair when ``contrast`` is set."""
+    result = embedding_similarity(passage_vectors(candidates, similarity, model))
+    return result if contrast is None else contrasted(result, contrast)
+
+
 def coverage_similarity(candidates: Candidates) -> Float32Array:
     """Weighted Jaccard overlap of coverage rows (0 when neither passage covers anything)."""
     covered = candidates.covered.astype(np.float64)
@@ -161,10 +170,9 @@ class FacilityLocationSelector(Selector):
         if self.similarity == "coverage":
             similarity = coverage_similarity(candidates)
         else:
-            vectors = passage_vectors(candidates, self.similarity, self.similarity_model)
-            similarity = embedding_similarity(vectors)
-            if self.contrast is not None:
-                similarity = contrasted(similarity, self.contrast)
+            similarity = vector_similarity(
+                candidates, self.similarity, self.similarity_model, self.contrast
+            )
         return greedy(
             FacilityLocation(similarity),
             candidates,
