@@ -172,9 +172,10 @@ def row_summary(
 def cv_chosen(
     table: dict[str, dict[str, dict[str, float]]], candidates: Sequence[str]
 ) -> tuple[dict[str, dict[str, float]], list[str]]:
-    """Per fold, the candidate row best on the other folds (alpha-nDCG@10), on the held-out fold."""
+    """Per fold, the candidate row best on the other folds (alpha-nDCG@10), on the held-out fold
+    (the candidates are scored on the same topics)."""
     alpha = f"alpha-nDCG@{K}"
-    ids = sorted(table[REFERENCE])
+    ids = sorted(table[candidates[0]])
     fold_of = assign_folds(ids, FOLDS, SEED)
     values: dict[str, dict[str, float]] = {}
     chosen = []

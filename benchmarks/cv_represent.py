@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +50,7 @@ from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline.cv import assign_folds
 from covrag.selectors import Candidates, parse_selector
 from covrag.types import Budget, CoverageMatrix, Topic
-from cv_label_free import FOLDS, SEED, K
+from cv_label_free import FOLDS, SEED, K, cv_chosen
 
 logger = logging.getLogger("cv_represent")
 
@@ -62,27 +62,41 @@ CALIBRATION_TOPICS = 8
 
 #: (query id, form) -> passages x key points probabilities.
 Probs = dict[tuple[str, str], np.ndarray]
+Arrays = dict[str, np.ndarray]
 
 
 def topics(form: str) -> dict[str, Topic]:
     return {t.query_id: t for s in ("train", "dev") for t in load_dataset(f"argkp2021:{s}{form}")}
 
 
+def cached_arrays(path: Path, compute: Callable[[], Arrays]) -> Arrays:
+    """The arrays saved at ``path``, computed and saved (whole or not at all) when absent."""
+    if not path.exists():
+        arrays = compute()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path.with_suffix(".partial.npz"), **arrays)
+        path.with_suffix(".partial.npz").replace(path)
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}
+
+
+def by_topic_and_form(arrays: dict[str, np.ndarray]) -> Probs:
+    """``"query id|form"`` keys as (query id, form)."""
+    return {(k.split("|")[0], k.split("|")[1]): v for k, v in arrays.items()}
+
+
 def fold_vectors(cache: Path, fold: int, topic: Topic, questions: Topic) -> dict[str, np.ndarray]:
     """Passages, statements and questions of ``topic`` under fold ``fold``'s model (cached)."""
-    path = cache / "represent" / f"fold{fold}-{topic.query_id}.npz"
-    if not path.exists():
+
+    def encode() -> dict[str, np.ndarray]:
         encoder = onnx_encoder(str(cache / f"argkp-fold{fold}" / "onnx"))
-        vectors = {
+        return {
             "passages": encoder.encode([p.text for p in topic.passages]),
             "statements": encoder.encode([a.text for a in topic.aspects]),
             "questions": encoder.encode([a.text for a in questions.aspects]),
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(path.with_suffix(".partial.npz"), **vectors)
-        path.with_suffix(".partial.npz").replace(path)
-    with np.load(path) as data:
-        return {k: data[k] for k in data.files}
+
+    return cached_arrays(cache / "represent" / f"fold{fold}-{topic.query_id}.npz", encode)
 
 
 def logistic(x: np.ndarray, y: np.ndarray, steps: int = 50) -> tuple[float, float]:
@@ -120,23 +134,31 @@ def fold_probs(cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Probs
     return out
 
 
-def shipped_probs(
-    cache: Path, st: dict[str, Topic], qu: dict[str, Topic]
-) -> dict[tuple, np.ndarray]:
-    """(query id, form) -> the shipped cross-encoder's probabilities (cached)."""
-    path = cache / "represent" / "shipped-cross-encoder.npz"
-    if not path.exists():
-        estimator = CrossEncoderCoverage()
+def cross_encoder_probs(
+    path: Path,
+    estimator_for: Callable[[str], CrossEncoderCoverage],
+    st: dict[str, Topic],
+    qu: dict[str, Topic],
+) -> Probs:
+    """(query id, form) -> the probabilities of each topic's cross-encoder (cached at ``path``)."""
+
+    def estimate() -> dict[str, np.ndarray]:
         probs = {}
         for q in sorted(st):
+            estimator = estimator_for(q)
             for form, topic in (("statements", st[q]), ("questions", qu[q])):
                 probs[f"{q}|{form}"] = np.asarray(estimator.estimate(topic).probs)
                 logger.info("cross-encoder: %s %s", q, form)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(path.with_suffix(".partial.npz"), **probs)
-        path.with_suffix(".partial.npz").replace(path)
-    with np.load(path) as data:
-        return {(k.split("|")[0], k.split("|")[1]): data[k] for k in data.files}
+        return probs
+
+    return by_topic_and_form(cached_arrays(path, estimate))
+
+
+def shipped_probs(cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Probs:
+    """(query id, form) -> the shipped cross-encoder's probabilities (cached)."""
+    shipped = CrossEncoderCoverage()
+    path = cache / "represent" / "shipped-cross-encoder.npz"
+    return cross_encoder_probs(path, lambda _: shipped, st, qu)
 
 
 def train_short(cache: Path) -> None:
@@ -165,20 +187,14 @@ def train_short(cache: Path) -> None:
 
 def short_probs(cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Probs:
     """(query id, form) -> the ``short`` fold cross-encoder's probabilities (cached)."""
+    fold_of = assign_folds(sorted(st), FOLDS, SEED)
+
+    def estimator_for(q: str) -> CrossEncoderCoverage:
+        model = cache / "represent" / f"short-fold{fold_of[q]}" / "onnx"
+        return CrossEncoderCoverage(model=str(model))
+
     path = cache / "represent" / "short-cross-encoders.npz"
-    if not path.exists():
-        ids = sorted(st)
-        fold_of = assign_folds(ids, FOLDS, SEED)
-        probs = {}
-        for q in ids:
-            model = cache / "represent" / f"short-fold{fold_of[q]}" / "onnx"
-            estimator = CrossEncoderCoverage(model=str(model))
-            for form, topic in (("statements", st[q]), ("questions", qu[q])):
-                probs[f"{q}|{form}"] = np.asarray(estimator.estimate(topic).probs)
-        np.savez(path.with_suffix(".partial.npz"), **probs)
-        path.with_suffix(".partial.npz").replace(path)
-    with np.load(path) as data:
-        return {(k.split("|")[0], k.split("|")[1]): data[k] for k in data.files}
+    return cross_encoder_probs(path, estimator_for, st, qu)
 
 
 def scores(
@@ -212,17 +228,11 @@ def scores(
 
 
 def chosen(table: dict[str, dict[str, float]], names: Sequence[str]) -> tuple[dict, list[str]]:
-    """Per fold, the setting best on the other folds, scored on the held-out fold."""
-    ids = sorted(next(iter(table.values())))
-    fold_of = assign_folds(ids, FOLDS, SEED)
-    values: dict[str, float] = {}
-    picks = []
-    for fold in range(FOLDS):
-        train = [q for q in ids if fold_of[q] != fold]
-        best = max(names, key=lambda n: float(np.mean([table[n][q] for q in train])))
-        picks.append(best)
-        values.update({q: table[best][q] for q in ids if fold_of[q] == fold})
-    return values, picks
+    """Per fold, the setting best on the other folds, scored on the held-out fold
+    (:func:`cv_label_free.cv_chosen` over this flat table)."""
+    nested = {name: {q: {ALPHA: v} for q, v in table[name].items()} for name in names}
+    values, picks = cv_chosen(nested, names)
+    return {q: v[ALPHA] for q, v in values.items()}, picks
 
 
 def summary(table: dict[str, dict[str, float]]) -> dict[str, dict]:
