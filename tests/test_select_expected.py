@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from covrag.selectors import (
     GreedyCoverageSelector,
     parse_selector,
 )
+from covrag.selectors.expected import uncovered_share
 from covrag.types import Budget, CoverageMatrix, Passage
 
 
@@ -132,20 +134,31 @@ def test_represent_prefers_the_passage_that_stands_for_the_pool() -> None:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_represent_keeps_the_greedy_bound(seed: int) -> None:
+@pytest.mark.parametrize(("targets", "scale"), [("all", "fixed"), ("supported", "uncertain")])
+def test_represent_keeps_the_greedy_bound(seed: int, targets: str, scale: str) -> None:
     rng = np.random.default_rng(seed)
     probs = rng.random((8, 3)) ** 2
     vectors = rng.normal(size=(8, 4))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     sim = np.maximum(vectors @ vectors.T, 0.0)
     candidates = pool(probs.tolist(), relevance=rng.random(8).tolist(), embeddings=vectors)
+    # Written out from the definitions: each passage counts as its likeliest aspect's
+    # probability, and the weight shrinks by the share of aspects their best passage misses.
+    counts = probs.max(axis=1) if targets == "supported" else np.ones(8)
+    weight = 2.0 * (1 - probs.max(axis=0).mean() if scale == "uncertain" else 1.0)
 
     def value(picked: tuple[int, ...]) -> float:
-        located = sim[list(picked)].max(axis=0).sum() / 8 if picked else 0.0
-        return expected(probs, picked) + 2.0 * float(located)
+        located = (sim[list(picked)].max(axis=0) * counts).sum() / 8 if picked else 0.0
+        return expected(probs, picked) + weight * float(located)
 
     selector = ExpectedCoverageSelector(
-        power=1.0, represent=2.0, similarity="embedding", contrast=None, optimizer="lazy"
+        power=1.0,
+        represent=2.0,
+        targets=targets,
+        scale=scale,
+        similarity="embedding",
+        contrast=None,
+        optimizer="lazy",
     )
     selection = selector.select(candidates, Budget(max_passages=3))
     picked = tuple(int(p[1:]) for p in selection.passage_ids)
@@ -154,6 +167,47 @@ def test_represent_keeps_the_greedy_bound(seed: int) -> None:
     assert [s.score for s in selection.steps] == pytest.approx(
         np.diff([value(picked[:i]) for i in range(4)]), rel=1e-5
     )
+
+
+def test_supported_targets_leave_passages_tied_to_no_aspect_unrepresented() -> None:
+    # p0 covers a0 a little; p1-p3 are three copies of a point no aspect is about. Counting
+    # every passage, the term makes p1 (standing for three) the first pick; counting each by
+    # its likeliest aspect, p1-p3 count for nothing and p0 is first.
+    e1, e2 = np.eye(2)
+    candidates = pool([[0.3], [0.0], [0.0], [0.0]], embeddings=np.array([e1, e2, e2, e2]))
+    budget = Budget(max_passages=1)
+
+    def first(targets: str) -> str:
+        selector = ExpectedCoverageSelector(
+            power=1.0, represent=4.0, targets=targets, similarity="embedding", contrast=None
+        )
+        return selector.select(candidates, budget).passage_ids[0]
+
+    assert first("all") == "p1"
+    assert first("supported") == "p0"
+
+
+def test_the_uncertain_scale_fades_where_every_aspect_has_a_sure_passage() -> None:
+    e1, e2 = np.eye(2)
+    embeddings = np.array([e1, e2, e2, e2])
+    budget = Budget(max_passages=2)
+    sure = pool([[1.0, 0.0], [0.0, 1.0], [0.0, 0.2], [0.0, 0.2]], embeddings=embeddings)
+    settings: dict[str, Any] = dict(
+        power=1.0, represent=50.0, similarity="embedding", contrast=None
+    )
+    plain = ExpectedCoverageSelector(power=1.0).select(sure, budget)
+    assert plain.passage_ids == ("p0", "p1")
+    faded = ExpectedCoverageSelector(scale="uncertain", **settings).select(sure, budget)
+    assert faded.passage_ids == plain.passage_ids
+    assert [s.score for s in faded.steps] == [s.score for s in plain.steps]
+    # Unsure of a1 (best 0.5): the weight is 50 x 0.25, and p1, standing for itself and its
+    # two copies, comes first: 0.5 + 12.5 x 3 / 4 against p0's 1 + 12.5 / 4.
+    unsure = pool([[1.0, 0.0], [0.0, 0.5], [0.0, 0.2], [0.0, 0.2]], embeddings=embeddings)
+    picked = ExpectedCoverageSelector(scale="uncertain", **settings).select(unsure, budget)
+    assert picked.passage_ids[0] == "p1"
+    assert picked.steps[0].score == pytest.approx(0.5 + 12.5 * 3 / 4)
+    assert uncovered_share(np.array([[1.0, 0.0], [0.0, 0.5]]), np.array([1.0, 1.0])) == 0.25
+    assert uncovered_share(np.array([[0.5]]), np.array([0.0])) == 0.0
 
 
 def test_represent_settings_and_model_work() -> None:
@@ -169,6 +223,10 @@ def test_represent_settings_and_model_work() -> None:
         ExpectedCoverageSelector(represent=1.0, similarity="coverage")
     with pytest.raises(ConfigError, match="contrast"):
         ExpectedCoverageSelector(contrast=float("nan"))
+    with pytest.raises(ConfigError, match="targets must be one of"):
+        ExpectedCoverageSelector(targets="covered")
+    with pytest.raises(ConfigError, match="scale must be one of"):
+        ExpectedCoverageSelector(scale="adaptive")
 
 
 def test_represent_refuses_a_pool_too_large_for_its_matrix(monkeypatch: pytest.MonkeyPatch) -> None:

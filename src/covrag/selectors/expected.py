@@ -30,7 +30,12 @@ import numpy as np
 from covrag.errors import ConfigError
 from covrag.selectors.base import SELECTORS, Candidates, Selector
 from covrag.selectors.exclusion import apply_exclusion, check_exclusion
-from covrag.selectors.facility import MAX_POOL, FacilityLocation, vector_similarity
+from covrag.selectors.facility import (
+    MAX_POOL,
+    FacilityLocation,
+    Float32Array,
+    vector_similarity,
+)
 from covrag.selectors.optimize import OPTIMIZERS, SATURATED, greedy
 from covrag.selectors.similarity import SAME_POINT, VECTOR_SIMILARITIES, check_similarity
 from covrag.types import Budget, FloatArray, IntArray
@@ -64,20 +69,31 @@ class ExpectedCoverage:
 class Represented:
     """Expected coverage plus ``weight`` x facility location per pool passage.
 
-    ``f(S) = EC(S) + weight / n * sum_i max_{j in S} sim[i, j]``: a sum of two monotone
+    ``f(S) = EC(S) + weight / n * sum_i t_i max_{j in S} sim[i, j]``: a sum of two monotone
     submodular functions, so still one (greedy keeps its guarantee, lazy greedy its picks). The
     second term rewards passages that stand for many others of the pool; it corrects an
     estimator that is unsure which aspect a passage covers, where covering the aspects alone
-    would take several passages making one point.
+    would take several passages making one point. ``t_i >= 0`` is how much passage i counts as
+    one to represent (1 for every passage when None).
     """
 
     floor = SATURATED
     submodular = True
 
-    def __init__(self, coverage: ExpectedCoverage, location: FacilityLocation, weight: float):
+    def __init__(
+        self,
+        coverage: ExpectedCoverage,
+        similarity: Float32Array,
+        weight: float,
+        targets: FloatArray | None = None,
+    ) -> None:
+        if targets is not None:
+            # Scaling column i by t_i >= 0 scales every gain toward i by t_i: facility location
+            # reads row j as "what picking j adds", column i as the passage represented.
+            similarity = (similarity * targets.astype(np.float32)[None, :]).astype(np.float32)
         self.coverage = coverage
-        self.location = location
-        self.scale = weight / max(1, location.similarity.shape[0])
+        self.location = FacilityLocation(similarity)
+        self.scale = weight / max(1, similarity.shape[0])
 
     def gains(self, indices: IntArray) -> FloatArray:
         result: FloatArray = self.coverage.gains(indices) + self.scale * self.location.gains(
@@ -88,6 +104,21 @@ class Represented:
     def add(self, index: int) -> None:
         self.coverage.add(index)
         self.location.add(index)
+
+
+#: ``targets`` of the facility-location term: every pool passage, or those tied to an aspect.
+TARGETS = ("all", "supported")
+#: ``scale`` of the facility-location term's weight.
+SCALES = ("fixed", "uncertain")
+
+
+def uncovered_share(probs: FloatArray, weights: FloatArray) -> float:
+    """``1 - sum_a w_a max_i q[i, a] / sum_a w_a``: the weighted share of aspects that even
+    their best passage leaves uncovered (0 with no wanted aspect or no passage)."""
+    total = float(weights.sum())
+    if total <= 0 or probs.shape[0] == 0:
+        return 0.0
+    return float(1.0 - (probs.max(axis=0) * weights).sum() / total)
 
 
 @SELECTORS.register
@@ -106,6 +137,13 @@ class ExpectedCoverageSelector(Selector):
         penalty: Gain lost per excluded aspect a passage covers, with ``exclude="penalize"``.
         represent: Weight of a facility-location term over the pool (:class:`Represented`);
             0 selects on coverage alone.
+        targets: Which pool passages the term represents: ``all``, each counting 1, or
+            ``supported``, each counting its estimated probability of covering its likeliest
+            wanted aspect (a passage the estimator ties to no aspect needs no representative).
+        scale: ``fixed`` uses ``represent`` as it is; ``uncertain`` multiplies it by the share of
+            the wanted aspects the pool's best passages leave uncovered, ``1 - mean_a max_i
+            q[i, a]`` (weighted, on the powered probabilities): the term matters where the
+            estimator finds no confident match, and fades where it covers every aspect.
         similarity: The facility-location term's similarity: ``same-point`` (the shipped
             same-point bi-encoder, :mod:`covrag.selectors.similarity`) or ``embedding``.
         similarity_model: For ``same-point``, another ONNX bi-encoder folder (None: shipped).
@@ -128,6 +166,8 @@ class ExpectedCoverageSelector(Selector):
     exclude: str = "ignore"
     penalty: float = 1.0
     represent: float = 0.0
+    targets: str = "all"
+    scale: str = "fixed"
     similarity: str = SAME_POINT
     similarity_model: str | None = None
     contrast: float | None = 1.0
@@ -152,6 +192,14 @@ class ExpectedCoverageSelector(Selector):
             raise ConfigError(
                 f"expected-coverage: represent must be a number >= 0, got {self.represent!r}"
             )
+        for field, value, allowed in (
+            ("targets", self.targets, TARGETS),
+            ("scale", self.scale, SCALES),
+        ):
+            if value not in allowed:
+                raise ConfigError(
+                    f"expected-coverage: {field} must be one of {allowed}, got {value!r}"
+                )
         check_similarity(self.name, self.similarity, self.similarity_model, VECTOR_SIMILARITIES)
         if self.contrast is not None and not math.isfinite(self.contrast):
             raise ConfigError(f"expected-coverage: contrast must be finite, got {self.contrast!r}")
@@ -166,8 +214,8 @@ class ExpectedCoverageSelector(Selector):
         covered = candidates.covered  # raises a clear error when there is no matrix
         assert candidates.coverage is not None
         effect = apply_exclusion(candidates, covered, self.exclude, self.penalty)
-        probs = np.clip(np.asarray(candidates.coverage.probs, dtype=np.float64), 0.0, 1.0)
-        probs = probs**self.power
+        raw = np.clip(np.asarray(candidates.coverage.probs, dtype=np.float64), 0.0, 1.0)
+        probs = raw**self.power
         coverage = ExpectedCoverage(probs, effect.weights, effect.penalty)
         objective: ExpectedCoverage | Represented = coverage
         if self.represent > 0:
@@ -180,7 +228,14 @@ class ExpectedCoverageSelector(Selector):
             similarity = vector_similarity(
                 candidates, self.similarity, self.similarity_model, self.contrast
             )
-            objective = Represented(coverage, FacilityLocation(similarity), self.represent)
+            wanted = effect.weights > 0
+            targets = None
+            if self.targets == "supported":
+                targets = raw[:, wanted].max(axis=1) if wanted.any() else np.zeros(len(raw))
+            weight = self.represent
+            if self.scale == "uncertain":
+                weight *= uncovered_share(probs, effect.weights)
+            objective = Represented(coverage, similarity, weight, targets)
         return greedy(
             objective,
             candidates,
