@@ -1,10 +1,12 @@
 """Gold key points, expected coverage alone and with a facility-location term, on ArgKP topics.
 
 ``expected-coverage(power=p, represent=w)`` adds ``w`` x facility location over the pool's
-same-point similarity (contrast 1) to expected coverage. This scores it over a grid of ``p`` and
-``w`` on ArgKP's 28 train + dev topics, with the key points as statements and as questions, and
-chooses ``(p, w)`` per fold (5 folds, seed 0: the folds of ``covrag cv``) as the best mean on
-the other folds: that is the cross-validated figure.
+same-point similarity (contrast 1) to expected coverage; with ``targets='supported',
+scale='uncertain'`` each pool passage counts by its likeliest aspect's probability and the weight
+by the share of aspects left uncovered. This scores both over a grid of ``p`` and ``w`` on
+ArgKP's 28 train + dev topics, with the key points as statements and as questions, and chooses
+the setting per fold (5 folds, seed 0: the folds of ``covrag cv``) as the best mean on the other
+folds, within each family (:data:`FAMILIES`): that is the cross-validated figure.
 
 The coverage probabilities come from one of two estimators:
 
@@ -19,6 +21,9 @@ The coverage probabilities come from one of two estimators:
   ``CACHE/represent/short-fold<i>``). Weaker than the shipped recipe (section 20's per-fold
   models trained 1,200+ steps after a Perspectrum stage), but the real estimator, on unseen
   topics.
+- ``trained=MODELS``: the fold cross-encoders that ``covrag cv --folds 5 --seed 0
+  --train-coverage ... --train-cache MODELS`` trained (section 20's recipe: from a Perspectrum
+  stage, on the other folds' topics); each topic is scored by the one that never saw it.
 - ``shipped``: covrag's coverage cross-encoder. It trained on the 24 ArgKP train topics, so its
   figures there are in-sample (flattering expected coverage alone); the 4 dev topics are unseen.
 
@@ -29,7 +34,7 @@ Usage::
 
     python benchmarks/cv_same_point.py train CACHE --base=mpnet no-argkp argkp-fold0 ... argkp-fold4
     python benchmarks/cv_represent.py train-short CACHE
-    python benchmarks/cv_represent.py CACHE OUT.json [fold|short|shipped ...]
+    python benchmarks/cv_represent.py CACHE OUT.json [fold|short|shipped|trained=MODELS ...]
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from covrag.data import load_dataset
 from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline.cv import assign_folds
 from covrag.selectors import Candidates, parse_selector
+from covrag.train.cv_coverage import fold_models
 from covrag.types import Budget, CoverageMatrix, Topic
 from cv_label_free import FOLDS, SEED, K, cv_chosen
 
@@ -57,6 +63,18 @@ logger = logging.getLogger("cv_represent")
 ALPHA = f"alpha-nDCG@{K}"
 POWERS = (1, 2, 4, 8)
 WEIGHTS = (0, 0.5, 1, 2, 4, 8, 16)
+#: Weights of the term that counts passages by their likeliest aspect and fades with the
+#: estimator's certainty (``targets='supported', scale='uncertain'``): settings ``p<power> s<w>``.
+SUPPORTED_WEIGHTS = (8, 16, 32, 64)
+#: The families of settings chosen among per fold, by the term of their name (``w0``, ``w8``,
+#: ``s16``): the term off, every passage counted (as in section 25), counted by support.
+FAMILIES: dict[str, Callable[[str], bool]] = {
+    "expected coverage, power chosen per fold": lambda term: term == "w0",
+    "with represent, (power, weight) chosen per fold": lambda term: term.startswith("w"),
+    "with represent(targets='supported', scale='uncertain'), chosen per fold": (
+        lambda term: term == "w0" or term.startswith("s")
+    ),
+}
 FORMS = {"statements": "", "questions": ":questions"}
 CALIBRATION_TOPICS = 8
 
@@ -185,6 +203,23 @@ def train_short(cache: Path) -> None:
         logger.info("short fold %d: %d steps in %.0f s", fold, run.card.steps, run.card.seconds)
 
 
+def trained_probs(models: Path, cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Probs:
+    """(query id, form) -> the probabilities of the fold cross-encoder ``covrag cv
+    --train-cache models`` trained without the topic's fold (cached)."""
+    ids = sorted(st)
+    fold_of = assign_folds(ids, FOLDS, SEED)
+    by_topics = fold_models(models)
+
+    def estimator_for(q: str) -> CrossEncoderCoverage:
+        train = frozenset(t for t in ids if fold_of[t] != fold_of[q])
+        if train not in by_topics:
+            raise SystemExit(f"{models}: no finished fold model trained without {q}'s fold")
+        return CrossEncoderCoverage(model=str(by_topics[train]))
+
+    path = cache / "represent" / f"trained-{models.name}.npz"
+    return cross_encoder_probs(path, estimator_for, st, qu)
+
+
 def short_probs(cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Probs:
     """(query id, form) -> the ``short`` fold cross-encoder's probabilities (cached)."""
     fold_of = assign_folds(sorted(st), FOLDS, SEED)
@@ -218,12 +253,16 @@ def scores(
             coverage=coverage,
         )
         for power in POWERS:
-            for weight in WEIGHTS:
-                spec = (f"expected-coverage(power={power}, represent={weight:g}, "
+            settings = [(f"w{w:g}", f"represent={w:g}") for w in WEIGHTS] + [
+                (f"s{w:g}", f"represent={w:g}, targets='supported', scale='uncertain'")
+                for w in SUPPORTED_WEIGHTS
+            ]
+            for name, term in settings:
+                spec = (f"expected-coverage(power={power}, {term}, "
                         "similarity='embedding', contrast=1)")  # fmt: skip
                 picked = parse_selector(spec).select(candidates, budget).passage_ids
                 value = covrag.evaluate([topic], {q: list(picked)}, [ALPHA])[ALPHA]
-                table.setdefault(f"p{power} w{weight:g}", {})[q] = value
+                table.setdefault(f"p{power} {name}", {})[q] = value
     return table
 
 
@@ -236,23 +275,23 @@ def chosen(table: dict[str, dict[str, float]], names: Sequence[str]) -> tuple[di
 
 
 def summary(table: dict[str, dict[str, float]]) -> dict[str, dict]:
-    """The CV choices with and without the term, their paired difference, and every setting."""
-    alone = [n for n in table if n.endswith(" w0")]
+    """Each family's CV choice, its paired difference from the term off, and every setting."""
     out: dict[str, dict] = {}
-    base, base_picks = chosen(table, alone)
-    both, both_picks = chosen(table, list(table))
-    for name, values, picks in (("expected coverage, power chosen per fold", base, base_picks),
-                                ("with represent, (power, weight) chosen per fold", both,
-                                 both_picks)):  # fmt: skip
-        out[name] = {"values": values, "picks": picks}
-    ids = sorted(base)
-    diff = [both[q] - base[q] for q in ids]
-    out["difference"] = {
-        "mean": float(np.mean(diff)),
-        "ci95": list(bootstrap_ci(diff, n_resamples=10_000, seed=SEED)),
-        "wins": int(sum(d > 0 for d in diff)),
-        "losses": int(sum(d < 0 for d in diff)),
-    }
+    base: dict[str, float] = {}
+    for family, member in FAMILIES.items():
+        names = [n for n in table if member(n.split()[1])]
+        values, picks = chosen(table, names)
+        out[family] = {"values": values, "picks": picks}
+        if not base:
+            base = values
+            continue
+        diff = [values[q] - base[q] for q in sorted(base)]
+        out[family]["difference"] = {
+            "mean": float(np.mean(diff)),
+            "ci95": list(bootstrap_ci(diff, n_resamples=10_000, seed=SEED)),
+            "wins": int(sum(d > 0 for d in diff)),
+            "losses": int(sum(d < 0 for d in diff)),
+        }
     return out
 
 
@@ -266,8 +305,11 @@ def main(argv: Sequence[str]) -> None:
     st, qu = topics(""), topics(":questions")
     report = {}
     for estimator in estimators:
-        read = {"fold": fold_probs, "short": short_probs, "shipped": shipped_probs}[estimator]
-        probs = read(cache, st, qu)
+        if estimator.startswith("trained="):
+            probs = trained_probs(Path(estimator.split("=", 1)[1]), cache, st, qu)
+        else:
+            read = {"fold": fold_probs, "short": short_probs, "shipped": shipped_probs}[estimator]
+            probs = read(cache, st, qu)
         for form in FORMS:
             table = scores(cache, probs, st, qu, form)
             result = summary(table)
@@ -277,15 +319,17 @@ def main(argv: Sequence[str]) -> None:
             for name, row in table.items():
                 print(f"  {np.mean([row[q] for q in ids]):.3f} | "
                       f"{np.mean([row[q] for q in dev]):.3f}  {name}")  # fmt: skip
-            for name in list(result)[:2]:
+            for name in result:
                 values = result[name]["values"]
                 ci = bootstrap_ci([values[q] for q in ids], n_resamples=10_000, seed=SEED)
                 print(f"  {np.mean([values[q] for q in ids]):.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | "
                       f"{np.mean([values[q] for q in dev]):.3f}  {name}: "
                       f"{', '.join(result[name]['picks'])}")  # fmt: skip
-            d = result["difference"]
-            print(f"  difference {d['mean']:+.3f} ({d['ci95'][0]:+.3f}..{d['ci95'][1]:+.3f}), "
-                  f"better on {d['wins']}, worse on {d['losses']}")  # fmt: skip
+                if "difference" in result[name]:
+                    d = result[name]["difference"]
+                    print(f"    against the term off {d['mean']:+.3f} ({d['ci95'][0]:+.3f}.."
+                          f"{d['ci95'][1]:+.3f}), better on {d['wins']}, worse on "
+                          f"{d['losses']}")  # fmt: skip
             report[f"{estimator} {form}"] = {"settings": table, **result}
     out.write_text(json.dumps(report, indent=2) + "\n")
 
