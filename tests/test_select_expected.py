@@ -210,6 +210,27 @@ def test_the_uncertain_scale_fades_where_every_aspect_has_a_sure_passage() -> No
     assert uncovered_share(np.array([[0.5]]), np.array([0.0])) == 0.0
 
 
+def test_a_penalised_passage_does_not_win_back_its_penalty_through_the_term() -> None:
+    # p0-p2 are one point and each covers the excluded a1 (penalty 2 each); p3 covers nothing
+    # excluded. The term is worth 2 x 3 / 4 to p0: before, only the coverage part lost the
+    # penalty (clipped at 0), so p0 still came first with 1.5; now the whole gain loses it
+    # (0.3 + 1.5 - 2 < 0) and p3 comes first with 0.2 + 2 x 1 / 4.
+    e1, e2 = np.eye(2)
+    candidates = pool(
+        [[0.3, 0.9], [0.0, 0.9], [0.0, 0.9], [0.2, 0.0]],
+        embeddings=np.array([e1, e1, e1, e2]),
+        excluded=np.array([False, True]),
+    )
+    budget = Budget(max_passages=1)
+    settings: dict[str, Any] = dict(
+        power=1.0, represent=2.0, similarity="embedding", contrast=None, penalty=2.0
+    )
+    assert ExpectedCoverageSelector(**settings).select(candidates, budget).passage_ids == ("p0",)
+    penalised = ExpectedCoverageSelector(exclude="penalize", **settings).select(candidates, budget)
+    assert penalised.passage_ids == ("p3",)
+    assert penalised.steps[0].score == pytest.approx(0.2 + 2 * 1 / 4)
+
+
 def test_represent_settings_and_model_work() -> None:
     assert not ExpectedCoverageSelector().runs_model  # coverage alone embeds nothing
     assert ExpectedCoverageSelector(represent=1.0).runs_model  # the same-point bi-encoder

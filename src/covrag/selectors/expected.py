@@ -58,8 +58,12 @@ class ExpectedCoverage:
         self.left = np.ones(probs.shape[1])
 
     def gains(self, indices: IntArray) -> FloatArray:
-        raw = self.probs[indices] @ (self.weights * self.left) - self.penalty[indices]
-        result: FloatArray = np.maximum(raw, 0.0)
+        result: FloatArray = np.maximum(self.unpenalized(indices) - self.penalty[indices], 0.0)
+        return result
+
+    def unpenalized(self, indices: IntArray) -> FloatArray:
+        """The expected coverage each passage adds, before its penalty."""
+        result: FloatArray = self.probs[indices] @ (self.weights * self.left)
         return result
 
     def add(self, index: int) -> None:
@@ -74,7 +78,8 @@ class Represented:
     second term rewards passages that stand for many others of the pool; it corrects an
     estimator that is unsure which aspect a passage covers, where covering the aspects alone
     would take several passages making one point. ``t_i >= 0`` is how much passage i counts as
-    one to represent (1 for every passage when None).
+    one to represent (1 for every passage when None). An exclusion penalty is taken off the
+    sum (the penalty is modular, so the objective stays submodular; gains are clipped at 0).
     """
 
     floor = SATURATED
@@ -96,9 +101,10 @@ class Represented:
         self.scale = weight / max(1, similarity.shape[0])
 
     def gains(self, indices: IntArray) -> FloatArray:
-        result: FloatArray = self.coverage.gains(indices) + self.scale * self.location.gains(
-            indices
-        )
+        # The exclusion penalty comes off the whole gain, so a penalised passage cannot win
+        # back through the term what it loses on coverage.
+        raw = self.coverage.unpenalized(indices) + self.scale * self.location.gains(indices)
+        result: FloatArray = np.maximum(raw - self.coverage.penalty[indices], 0.0)
         return result
 
     def add(self, index: int) -> None:
