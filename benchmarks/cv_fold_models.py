@@ -54,15 +54,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         }
         for form, suffix in (("statements", ""), ("questions", ":questions"))
     }
-    ids = sorted(forms["statements"])
-    fold_of = assign_folds(ids, FOLDS, SEED)
+    # covrag cv's topic order (train split, then dev): the order the fold's pairs are built in
+    order = list(forms["statements"])
+    fold_of = assign_folds(order, FOLDS, SEED)
     config = TrainConfig(
         base_model=args.base, learning_rate=LEARNING_RATE, precision=args.precision
     )
     (method,) = build_methods(["expected-coverage"], ["cross-encoder"])
     trainer = TrainedCoverage(method, forms, ("statements", "questions"), config, args.models)
     for fold in args.folds:
-        train = [q for q in ids if fold_of[q] != fold]
+        train = [q for q in order if fold_of[q] != fold]
         start = time.monotonic()
         onnx = trainer.model_for(train)
         logger.info("fold %d: %s (%.0f s)", fold, onnx, time.monotonic() - start)
