@@ -23,11 +23,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from covrag.data import load_dataset
 from covrag.pipeline import build_methods
 from covrag.pipeline.cv import assign_folds
 from covrag.train.coverage import TrainConfig
 from covrag.train.cv_coverage import TrainedCoverage
+from cv_represent import topics
 
 FOLDS, SEED = 5, 0
 #: The learning rate of ``covrag cv``'s fold models (at 5e-5 all-mpnet-base-v2 collapsed on one
@@ -46,15 +46,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
-    forms = {
-        form: {
-            t.query_id: t
-            for split in ("train", "dev")
-            for t in load_dataset(f"argkp2021:{split}{suffix}")
-        }
-        for form, suffix in (("statements", ""), ("questions", ":questions"))
-    }
-    # covrag cv's topic order (train split, then dev): the order the fold's pairs are built in
+    forms = {"statements": topics(""), "questions": topics(":questions")}
+    # covrag cv's topic order (train split, then dev, as ``topics`` reads them): the order the
+    # fold's pairs are built in
     order = list(forms["statements"])
     fold_of = assign_folds(order, FOLDS, SEED)
     config = TrainConfig(

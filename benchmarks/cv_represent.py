@@ -66,6 +66,11 @@ WEIGHTS = (0, 0.5, 1, 2, 4, 8, 16)
 #: Weights of the term that counts passages by their likeliest aspect and fades with the
 #: estimator's certainty (``targets='supported', scale='uncertain'``): settings ``p<power> s<w>``.
 SUPPORTED_WEIGHTS = (8, 16, 32, 64)
+#: Each setting's term: its name in the table and its selector arguments.
+TERMS = [(f"w{w:g}", f"represent={w:g}") for w in WEIGHTS] + [
+    (f"s{w:g}", f"represent={w:g}, targets='supported', scale='uncertain'")
+    for w in SUPPORTED_WEIGHTS
+]
 #: The families of settings chosen among per fold, by the term of their name (``w0``, ``w8``,
 #: ``s16``): the term off, every passage counted (as in section 25), counted by support.
 FAMILIES: dict[str, Callable[[str], bool]] = {
@@ -253,11 +258,7 @@ def scores(
             coverage=coverage,
         )
         for power in POWERS:
-            settings = [(f"w{w:g}", f"represent={w:g}") for w in WEIGHTS] + [
-                (f"s{w:g}", f"represent={w:g}, targets='supported', scale='uncertain'")
-                for w in SUPPORTED_WEIGHTS
-            ]
-            for name, term in settings:
+            for name, term in TERMS:
                 spec = (f"expected-coverage(power={power}, {term}, "
                         "similarity='embedding', contrast=1)")  # fmt: skip
                 picked = parse_selector(spec).select(candidates, budget).passage_ids

@@ -95,7 +95,7 @@ class Represented:
         if targets is not None:
             # Scaling column i by t_i >= 0 scales every gain toward i by t_i: facility location
             # reads row j as "what picking j adds", column i as the passage represented.
-            similarity = (similarity * targets.astype(np.float32)[None, :]).astype(np.float32)
+            similarity = similarity * targets.astype(np.float32)[None, :]
         self.coverage = coverage
         self.location = FacilityLocation(similarity)
         self.scale = weight / max(1, similarity.shape[0])
@@ -224,7 +224,10 @@ class ExpectedCoverageSelector(Selector):
         probs = raw**self.power
         coverage = ExpectedCoverage(probs, effect.weights, effect.penalty)
         objective: ExpectedCoverage | Represented = coverage
-        if self.represent > 0:
+        weight = self.represent
+        if weight > 0 and self.scale == "uncertain":
+            weight *= uncovered_share(probs, effect.weights)
+        if weight > 0:  # a term faded to nothing embeds no pool
             if len(candidates) > MAX_POOL:
                 raise ConfigError(
                     f"expected-coverage(represent=...) keeps an n x n similarity matrix; "
@@ -238,9 +241,6 @@ class ExpectedCoverageSelector(Selector):
             targets = None
             if self.targets == "supported":
                 targets = raw[:, wanted].max(axis=1) if wanted.any() else np.zeros(len(raw))
-            weight = self.represent
-            if self.scale == "uncertain":
-                weight *= uncovered_share(probs, effect.weights)
             objective = Represented(coverage, similarity, weight, targets)
         return greedy(
             objective,
