@@ -24,6 +24,9 @@ The coverage probabilities come from one of two estimators:
 - ``trained=MODELS``: the fold cross-encoders that ``covrag cv --folds 5 --seed 0
   --train-coverage ... --train-cache MODELS`` trained (section 20's recipe: from a Perspectrum
   stage, on the other folds' topics); each topic is scored by the one that never saw it.
+  ``trained=MODELS,OTHER`` averages the probabilities of two such sets of fold models (e.g.
+  MiniLM's and all-mpnet-base-v2's, from ``cv_fold_models.py``): a two-model ensemble, still on
+  unseen topics.
 - ``shipped``: covrag's coverage cross-encoder. It trained on the 24 ArgKP train topics, so its
   figures there are in-sample (flattering expected coverage alone); the 4 dev topics are unseen.
 
@@ -34,7 +37,7 @@ Usage::
 
     python benchmarks/cv_same_point.py train CACHE --base=mpnet no-argkp argkp-fold0 ... argkp-fold4
     python benchmarks/cv_represent.py train-short CACHE
-    python benchmarks/cv_represent.py CACHE OUT.json [fold|short|shipped|trained=MODELS ...]
+    python benchmarks/cv_represent.py CACHE OUT.json [fold|short|shipped|trained=MODELS[,OTHER] ...]
 """
 
 from __future__ import annotations
@@ -307,7 +310,8 @@ def main(argv: Sequence[str]) -> None:
     report = {}
     for estimator in estimators:
         if estimator.startswith("trained="):
-            probs = trained_probs(Path(estimator.split("=", 1)[1]), cache, st, qu)
+            sets = [trained_probs(Path(m), cache, st, qu) for m in estimator[8:].split(",")]
+            probs = {key: np.mean([s[key] for s in sets], axis=0) for key in sets[0]}
         else:
             read = {"fold": fold_probs, "short": short_probs, "shipped": shipped_probs}[estimator]
             probs = read(cache, st, qu)
