@@ -8,7 +8,7 @@ ArgKP's 28 train + dev topics, with the key points as statements and as question
 the setting per fold (5 folds, seed 0: the folds of ``covrag cv``) as the best mean on the other
 folds, within each family (:data:`FAMILIES`): that is the cross-validated figure.
 
-The coverage probabilities come from one of two estimators:
+The coverage probabilities come from one of these estimators:
 
 - ``fold``: the same-point fold model that never saw the topic (``CACHE/argkp-fold<i>/onnx``,
   from ``cv_same_point.py train``), its cosine of argument and key point turned into a
@@ -24,9 +24,9 @@ The coverage probabilities come from one of two estimators:
 - ``trained=MODELS``: the fold cross-encoders that ``covrag cv --folds 5 --seed 0
   --train-coverage ... --train-cache MODELS`` trained (section 20's recipe: from a Perspectrum
   stage, on the other folds' topics); each topic is scored by the one that never saw it.
-  ``trained=MODELS,OTHER`` averages the probabilities of two such sets of fold models (e.g.
-  MiniLM's and all-mpnet-base-v2's, from ``cv_fold_models.py``): a two-model ensemble, still on
-  unseen topics.
+  ``trained=MODELS,OTHER`` averages the probabilities of such sets of fold models (e.g.
+  MiniLM's and all-mpnet-base-v2's, from ``cv_fold_models.py``): an ensemble, still on unseen
+  topics.
 - ``shipped``: covrag's coverage cross-encoder. It trained on the 24 ArgKP train topics, so its
   figures there are in-sample (flattering expected coverage alone); the 4 dev topics are unseen.
 
@@ -310,7 +310,8 @@ def main(argv: Sequence[str]) -> None:
     report = {}
     for estimator in estimators:
         if estimator.startswith("trained="):
-            sets = [trained_probs(Path(m), cache, st, qu) for m in estimator[8:].split(",")]
+            folders = estimator.removeprefix("trained=").split(",")
+            sets = [trained_probs(Path(m), cache, st, qu) for m in folders]
             probs = {key: np.mean([s[key] for s in sets], axis=0) for key in sets[0]}
         else:
             read = {"fold": fold_probs, "short": short_probs, "shipped": shipped_probs}[estimator]
