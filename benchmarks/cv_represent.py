@@ -38,6 +38,9 @@ Usage::
     python benchmarks/cv_same_point.py train CACHE --base=mpnet no-argkp argkp-fold0 ... argkp-fold4
     python benchmarks/cv_represent.py train-short CACHE
     python benchmarks/cv_represent.py CACHE OUT.json [fold|short|shipped|trained=MODELS[,OTHER] ...]
+
+With several estimators, each later one's cross-validated rows are also compared with the first's,
+paired by topic (mean difference and its 95% bootstrap CI).
 """
 
 from __future__ import annotations
@@ -337,7 +340,32 @@ def main(argv: Sequence[str]) -> None:
                           f"{d['ci95'][1]:+.3f}), better on {d['wins']}, worse on "
                           f"{d['losses']}")  # fmt: skip
             report[f"{estimator} {form}"] = {"settings": table, **result}
+    if len(estimators) > 1:
+        report["against the first estimator"] = against_first(report, estimators)
     out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+def against_first(report: dict[str, dict], estimators: Sequence[str]) -> dict[str, dict]:
+    """Each later estimator's CV-chosen rows against the first's, paired by topic (printed)."""
+    out: dict[str, dict] = {}
+    first = estimators[0]
+    print(f"\nagainst {first} (paired by topic, 28 topics, 95% bootstrap CI):")
+    for estimator in estimators[1:]:
+        for form in FORMS:
+            for family in FAMILIES:
+                base = report[f"{first} {form}"][family]["values"]
+                values = report[f"{estimator} {form}"][family]["values"]
+                diff = [values[q] - base[q] for q in sorted(base)]
+                low, high = bootstrap_ci(diff, n_resamples=10_000, seed=SEED)
+                out[f"{estimator} {form} {family}"] = {
+                    "mean": float(np.mean(diff)),
+                    "ci95": [low, high],
+                    "wins": int(sum(d > 0 for d in diff)),
+                    "losses": int(sum(d < 0 for d in diff)),
+                }
+                print(f"  {estimator}, {form}, {family}: {np.mean(diff):+.3f} "
+                      f"({low:+.3f}..{high:+.3f})")  # fmt: skip
+    return out
 
 
 if __name__ == "__main__":
