@@ -37,6 +37,7 @@ Usage::
 
     python benchmarks/cv_same_point.py train CACHE --base=mpnet no-argkp argkp-fold0 ... argkp-fold4
     python benchmarks/cv_represent.py train-short CACHE
+    python benchmarks/cv_represent.py score CACHE MODELS   # the folds finished so far
     python benchmarks/cv_represent.py CACHE OUT.json [fold|short|shipped|trained=MODELS[,OTHER] ...]
 
 With several estimators, each later one's cross-validated rows are also compared with the first's,
@@ -163,6 +164,21 @@ def fold_probs(cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Probs
     return out
 
 
+def cross_encoder_arrays(
+    estimator_for: Callable[[str], CrossEncoderCoverage],
+    st: dict[str, Topic],
+    qu: dict[str, Topic],
+) -> Arrays:
+    """``"query id|form"`` -> the probabilities of each topic's cross-encoder (topics of ``st``)."""
+    probs = {}
+    for q in sorted(st):
+        estimator = estimator_for(q)
+        for form, topic in (("statements", st[q]), ("questions", qu[q])):
+            probs[f"{q}|{form}"] = np.asarray(estimator.estimate(topic).probs)
+            logger.info("cross-encoder: %s %s", q, form)
+    return probs
+
+
 def cross_encoder_probs(
     path: Path,
     estimator_for: Callable[[str], CrossEncoderCoverage],
@@ -170,17 +186,8 @@ def cross_encoder_probs(
     qu: dict[str, Topic],
 ) -> Probs:
     """(query id, form) -> the probabilities of each topic's cross-encoder (cached at ``path``)."""
-
-    def estimate() -> dict[str, np.ndarray]:
-        probs = {}
-        for q in sorted(st):
-            estimator = estimator_for(q)
-            for form, topic in (("statements", st[q]), ("questions", qu[q])):
-                probs[f"{q}|{form}"] = np.asarray(estimator.estimate(topic).probs)
-                logger.info("cross-encoder: %s %s", q, form)
-        return probs
-
-    return by_topic_and_form(cached_arrays(path, estimate))
+    arrays = cached_arrays(path, lambda: cross_encoder_arrays(estimator_for, st, qu))
+    return by_topic_and_form(arrays)
 
 
 def shipped_probs(cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Probs:
@@ -216,19 +223,47 @@ def train_short(cache: Path) -> None:
 
 def trained_probs(models: Path, cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Probs:
     """(query id, form) -> the probabilities of the fold cross-encoder ``covrag cv
-    --train-cache models`` trained without the topic's fold (cached)."""
+    --train-cache models`` trained without the topic's fold (cached; each fold's topics are
+    cached on their own first, so :func:`score_finished_folds` can score a fold as soon as
+    its model is trained)."""
+
+    def join() -> Arrays:
+        arrays: Arrays = {}
+        for fold in range(FOLDS):
+            fold_arrays = trained_fold_probs(models, cache, st, qu, fold)
+            if fold_arrays is None:
+                raise SystemExit(f"{models}: no finished fold model trained without fold {fold}")
+            arrays.update(fold_arrays)
+        return arrays
+
+    return by_topic_and_form(
+        cached_arrays(cache / "represent" / f"trained-{models.name}.npz", join)
+    )
+
+
+def trained_fold_probs(
+    models: Path, cache: Path, st: dict[str, Topic], qu: dict[str, Topic], fold: int
+) -> Arrays | None:
+    """``"query id|form"`` -> probabilities of fold ``fold``'s topics under the fold model
+    trained without them (cached), or None while that model is not finished."""
     ids = sorted(st)
     fold_of = assign_folds(ids, FOLDS, SEED)
-    by_topics = fold_models(models)
+    train = frozenset(q for q in ids if fold_of[q] != fold)
+    model = fold_models(models).get(train)
+    if model is None:
+        return None
+    estimator = CrossEncoderCoverage(model=str(model))
+    held_out = {q: st[q] for q in ids if fold_of[q] == fold}
+    path = cache / "represent" / f"trained-{models.name}-fold{fold}.npz"
+    return cached_arrays(path, lambda: cross_encoder_arrays(lambda _: estimator, held_out, qu))
 
-    def estimator_for(q: str) -> CrossEncoderCoverage:
-        train = frozenset(t for t in ids if fold_of[t] != fold_of[q])
-        if train not in by_topics:
-            raise SystemExit(f"{models}: no finished fold model trained without {q}'s fold")
-        return CrossEncoderCoverage(model=str(by_topics[train]))
 
-    path = cache / "represent" / f"trained-{models.name}.npz"
-    return cross_encoder_probs(path, estimator_for, st, qu)
+def score_finished_folds(models: Path, cache: Path) -> None:
+    """Score each fold whose model is finished (``score MODELS``): beside a training run."""
+    st, qu = topics(""), topics(":questions")
+    for fold in range(FOLDS):
+        done = trained_fold_probs(models, cache, st, qu, fold) is not None
+        logger.info("%s fold %d: %s", models, fold, "scored" if done else "no finished model")
 
 
 def short_probs(cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Probs:
@@ -306,6 +341,9 @@ def main(argv: Sequence[str]) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if argv[0] == "train-short":
         train_short(Path(argv[1]))
+        return
+    if argv[0] == "score":
+        score_finished_folds(Path(argv[2]), Path(argv[1]))
         return
     cache, out = Path(argv[0]), Path(argv[1])
     estimators = list(argv[2:]) or ["fold", "shipped"]
