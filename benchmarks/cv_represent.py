@@ -51,6 +51,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -327,14 +328,19 @@ def summary(table: dict[str, dict[str, float]]) -> dict[str, dict]:
         if not base:
             base = values
             continue
-        diff = [values[q] - base[q] for q in sorted(base)]
-        out[family]["difference"] = {
-            "mean": float(np.mean(diff)),
-            "ci95": list(bootstrap_ci(diff, n_resamples=10_000, seed=SEED)),
-            "wins": int(sum(d > 0 for d in diff)),
-            "losses": int(sum(d < 0 for d in diff)),
-        }
+        out[family]["difference"] = paired_difference(values, base)
     return out
+
+
+def paired_difference(values: dict[str, float], base: dict[str, float]) -> dict[str, Any]:
+    """``values - base`` paired by topic: mean, 95% bootstrap CI, topics better and worse."""
+    diff = [values[q] - base[q] for q in sorted(base)]
+    return {
+        "mean": float(np.mean(diff)),
+        "ci95": list(bootstrap_ci(diff, n_resamples=10_000, seed=SEED)),
+        "wins": int(sum(d > 0 for d in diff)),
+        "losses": int(sum(d < 0 for d in diff)),
+    }
 
 
 def main(argv: Sequence[str]) -> None:
@@ -391,18 +397,15 @@ def against_first(report: dict[str, dict], estimators: Sequence[str]) -> dict[st
     for estimator in estimators[1:]:
         for form in FORMS:
             for family in FAMILIES:
-                base = report[f"{first} {form}"][family]["values"]
-                values = report[f"{estimator} {form}"][family]["values"]
-                diff = [values[q] - base[q] for q in sorted(base)]
-                low, high = bootstrap_ci(diff, n_resamples=10_000, seed=SEED)
-                out[f"{estimator} {form} {family}"] = {
-                    "mean": float(np.mean(diff)),
-                    "ci95": [low, high],
-                    "wins": int(sum(d > 0 for d in diff)),
-                    "losses": int(sum(d < 0 for d in diff)),
-                }
-                print(f"  {estimator}, {form}, {family}: {np.mean(diff):+.3f} "
-                      f"({low:+.3f}..{high:+.3f})")  # fmt: skip
+                d = paired_difference(
+                    report[f"{estimator} {form}"][family]["values"],
+                    report[f"{first} {form}"][family]["values"],
+                )
+                out[f"{estimator} {form} {family}"] = d
+                low, high = d["ci95"]
+                print(f"  {estimator}, {form}, {family}: {d['mean']:+.3f} "
+                      f"({low:+.3f}..{high:+.3f}), better on {d['wins']}, worse on "
+                      f"{d['losses']}")  # fmt: skip
     return out
 
 
