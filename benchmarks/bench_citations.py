@@ -3,17 +3,18 @@
     nice -n 10 .venv/bin/python benchmarks/bench_citations.py [--llm local] [--out DIR]
         [--folders licences compression] [--limit N]
 
-For each folder of ``benchmarks/citations/`` (real documents nobody on the project wrote; see its
-README) the folder is indexed as ``covrag ask --docs`` indexes it (BM25, default chunking), and
-every question of ``benchmarks/citations/questions.jsonl`` for it is asked with the default
+For each corpus of ``benchmarks/answers/corpora/`` (real documents nobody on the project wrote;
+see each ``<corpus>.md``) the folder is indexed as ``covrag ask --docs`` indexes it (BM25,
+default chunking), and every question of ``benchmarks/answers/questions/<corpus>.jsonl`` is
+asked with the default
 :class:`~covrag.pipeline.AskConfig` and the given LLM (default: the embedded model). Each run
 file is written to ``--out`` and then checked on its own terms, from the run file alone (the
 sentences, the passage ids each cites and those passages' texts), independently of any check the
 writer itself makes:
 
 - **aligned**: a cited sentence is supported when one passage it cites holds at least
-  ``ALIGN_SHARE`` of the sentence's content words (:func:`covrag.text.content_words`) or shares a
-  run of ``RUN_WORDS`` words with it;
+  0.6 of the sentence's content words or shares a run of 8 words with it
+  (:func:`covrag.evaluation.nuggets.reader_supported`);
 - **judged**: a cited sentence is supported when the shipped coverage cross-encoder, reading the
   sentence as an aspect, scores one of its cited passages at or above its own threshold
   (:func:`covrag.evaluation.answers.cheap_citations`);
@@ -43,19 +44,17 @@ from typing import Any
 import covrag
 from covrag.coverage import CrossEncoderCoverage
 from covrag.evaluation.answers import cheap_citations
+from covrag.evaluation.nuggets import read_nugget_questions
+from covrag.evaluation.nuggets import reader_supported as aligned
 from covrag.files import atomic_write_text
 from covrag.generate.attribution import candidates
 from covrag.ingest import update_index
 from covrag.llm import parse_llm
 from covrag.schema.runfile import RunPassage, RunSentence
-from covrag.text import content_words, words
 from covrag.types import Answer
 
-HERE = Path(__file__).parent / "citations"
-#: Share of a sentence's content words one cited passage must hold (alignment check).
-ALIGN_SHARE = 0.6
-#: Words in a row a sentence and a cited passage must share (alignment check, the other way).
-RUN_WORDS = 8
+HERE = Path(__file__).parent / "answers" / "corpora"
+QUESTIONS = Path(__file__).parent / "answers" / "questions"
 
 
 @dataclass(frozen=True)
@@ -73,19 +72,6 @@ class Checked:
     declined: bool
     answer_coverage: float = float("nan")
     supported: int = 0
-
-
-def aligned(sentence: str, passage: str) -> bool:
-    """Whether ``passage`` holds most of ``sentence``'s content words or a long run of it."""
-    wanted = content_words(sentence)
-    if wanted and len(wanted & content_words(passage)) / len(wanted) >= ALIGN_SHARE:
-        return True
-    said, held = words(sentence), words(passage)
-    n = min(RUN_WORDS, len(said))
-    if n == 0:
-        return False
-    runs = {tuple(held[i : i + n]) for i in range(len(held) - n + 1)}
-    return any(tuple(said[i : i + n]) in runs for i in range(len(said) - n + 1))
 
 
 def answer_coverage(topic: Mapping[str, Any]) -> float:
@@ -264,8 +250,11 @@ def main() -> None:
         "single, ...), so that --limit keeps every kind",
     )
     args = parser.parse_args()
-    lines = (HERE / "questions.jsonl").read_text("utf-8").splitlines()
-    questions = [json.loads(line) for line in lines if line.strip()]
+    questions = [
+        {"folder": q.corpus, "question": q.question, "kind": q.kind}
+        for folder in args.folders
+        for q in read_nugget_questions(QUESTIONS / f"{folder}.jsonl")
+    ]
     args.out.mkdir(parents=True, exist_ok=True)
     judge = CrossEncoderCoverage()
     llm = None if args.recheck else parse_llm(args.llm)

@@ -1,0 +1,311 @@
+"""Are ``covrag ask``'s answers right and complete on real documents? Nuggets, across corpora.
+
+    nice -n 10 .venv/bin/python benchmarks/bench_answer_nuggets.py [--corpora manuals ...]
+        [--stage context|answer] [--set FIELD=VALUE ...] [--aspects planner|question]
+        [--limit N] [--out DIR] [--llm local] [--recheck]
+    .venv/bin/python benchmarks/bench_answer_nuggets.py --validate [CORPUS ...]
+
+Each corpus of ``benchmarks/answers/corpora/`` (real documents of one kind nobody on the project
+wrote: tool manuals, API reference, user guides, licences, compression-library docs; origins and
+licences in each ``<corpus>.md``) is indexed as ``covrag ask --docs`` indexes it, and each of
+its questions (``benchmarks/answers/questions/<corpus>.jsonl``: 8 answerable, 2 unanswerable,
+each answerable one with 2-5 nuggets written by reading the documents; format in
+``benchmarks/answers/FORMAT.md``) is asked with :class:`~covrag.pipeline.AskConfig`'s defaults
+(changed field by field with ``--set``). The checks are :mod:`covrag.evaluation.nuggets`'s:
+
+- **pool** / **context**: nugget recall of the retrieved pool and of the selected context (a
+  passage of a source document holding the nugget's terms);
+- **V_strict** / **StRecall**: the vital / all nuggets the answer states in a sentence that cites
+  a passage stating them; **stated**: stated at all; **transfer**: of the context's nuggets, the
+  share the answer states with support;
+- **support**: cited sentences a cited passage supports by the reader's check (most of the
+  sentence's content words, or 8 words in a row); **narr**: sentences about "the passage" or "the
+  document"; **misattr**: sentences that name a document of the pool and cite none of it;
+  **rep**: repeated sentences;
+- **refusal**: unanswerable questions refused (no cited sentence) and answerable ones answered;
+- seconds per stage.
+
+Nugget figures pool the nuggets of a corpus's answerable questions (micro averages); support
+pools cited sentences. ``--stage context`` stops after selection (no writer: pool and context
+recall and the plan's seconds only); ``--aspects question`` uses the question as the only
+aspect (no planner). Each question's run file and checks go to ``--out``; ``summary.json``
+holds the table. ``--recheck`` scores the run files already in ``--out`` again. LLM replies are
+cached (``COVRAG_CACHE_DIR``). ``--validate`` checks the nugget files against the documents
+(every quote found, every term near it) and asks nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from covrag.evaluation.nuggets import (
+    AnswerCheck,
+    CitedSentence,
+    NuggetQuestion,
+    check_answer,
+    check_sources,
+    read_nugget_questions,
+)
+from covrag.files import atomic_write_text
+from covrag.ingest import update_index
+from covrag.ingest.readers import read_document
+from covrag.schema.runfile import RunPassage
+from covrag.types import Aspect
+
+HERE = Path(__file__).parent / "answers"
+CORPORA = ("manuals", "python-api", "guides", "licences", "compression")
+STAGES = ("plan", "retrieve", "estimate", "select", "generate")
+
+
+def questions_of(corpus: str) -> list[NuggetQuestion]:
+    return read_nugget_questions(HERE / "questions" / f"{corpus}.jsonl")
+
+
+def validate(corpora: Sequence[str]) -> int:
+    """Print every problem of the corpora's nugget files; the count of problems."""
+    problems = 0
+    for corpus in corpora:
+        folder = HERE / "corpora" / corpus
+        texts = {
+            str(p.relative_to(folder)): read_document(p).text
+            for p in sorted(folder.rglob("*"))
+            if p.is_file()
+        }
+        questions = questions_of(corpus)
+        kinds: dict[str, int] = {}
+        for q in questions:
+            kinds[q.kind] = kinds.get(q.kind, 0) + 1
+            for nugget in q.nuggets:
+                for problem in check_sources(nugget, texts):
+                    print(f"{corpus}/{q.id}: {problem}")
+                    problems += 1
+        nuggets = sum(len(q.nuggets) for q in questions)
+        vital = sum(n.vital for q in questions for n in q.nuggets)
+        print(
+            f"{corpus}: {len(texts)} documents, {len(questions)} questions {kinds}, "
+            f"{nuggets} nuggets ({vital} vital)"
+        )
+    return problems
+
+
+def _config(settings: Sequence[str]) -> Any:
+    from covrag.pipeline import AskConfig
+
+    values: dict[str, Any] = {}
+    types = {f.name: f.type for f in dataclasses.fields(AskConfig)}
+    for setting in settings:
+        name, _, raw = setting.partition("=")
+        if name not in types:
+            raise SystemExit(f"--set: AskConfig has no field {name!r}")
+        values[name] = json.loads(raw) if raw[:1] in '0123456789-[{tfn"' else raw
+    return AskConfig(**values)
+
+
+def ask_one(
+    question: NuggetQuestion, index: Path, llm: Any, config: Any, stage: str, aspects: str
+) -> dict[str, Any]:
+    """Run one question; the run record, with ``"context_only"`` when no answer was written."""
+    import covrag
+    from covrag.pipeline.ask import _plan, retrieve_pool
+    from covrag.pipeline.context import estimate_context, pick_context
+    from covrag.pipeline.stages import load_index
+
+    given = [Aspect("q", question.question)] if aspects == "question" else None
+    if stage == "answer":
+        return covrag.ask(
+            question.question, str(index), llm=llm, config=config, aspects=given
+        ).run_record()
+    retriever = load_index(str(index))
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    planned = _plan(question.question, llm, retriever, config, (), (), given)
+    seconds["plan"] = time.perf_counter() - started
+    started = time.perf_counter()
+    _, topic = retrieve_pool(planned.query, planned.aspects, retriever, config.pool)
+    seconds["retrieve"] = time.perf_counter() - started
+    started = time.perf_counter()
+    policy = dataclasses.replace(config.policy(), aspects=None)
+    estimated = estimate_context(topic, policy)
+    seconds["estimate"] = time.perf_counter() - started
+    started = time.perf_counter()
+    chosen = pick_context(estimated, policy)
+    seconds["select"] = time.perf_counter() - started
+    return {
+        "context_only": True,
+        "aspects": [a.text for a in planned.aspects],
+        "passages": [
+            RunPassage.of(p).model_dump(exclude_none=True) for p in estimated.topic.passages
+        ],
+        "selected": list(chosen.selection.passage_ids),
+        "costs": {s: {"seconds": round(v, 3)} for s, v in seconds.items()},
+    }
+
+
+def checked(
+    question: NuggetQuestion, record: dict[str, Any]
+) -> tuple[AnswerCheck, dict[str, float]]:
+    """The checks of one run record, and its seconds by stage."""
+    if record.get("context_only"):
+        passages = [RunPassage.model_validate(p).to_passage() for p in record["passages"]]
+        check = check_answer(question, passages, record["selected"], [])
+        costs = record["costs"]
+    else:
+        topic = record["topics"][0]
+        passages = [RunPassage.model_validate(p).to_passage() for p in topic["passages"]]
+        selected = [s["passage_id"] for s in topic["selection"]["steps"]]
+        sentences = [
+            CitedSentence(s["text"], tuple(s.get("passage_ids", ())))
+            for s in (topic.get("answer") or {}).get("sentences", [])
+        ]
+        check = check_answer(question, passages, selected, sentences)
+        costs = record.get("costs", {})
+    seconds = {s: float(costs[s]["seconds"]) for s in STAGES if s in costs}
+    return check, seconds
+
+
+def _f(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f}"
+
+
+def _row(corpus: str, c: AnswerCheck, seconds: dict[str, float], answered: bool) -> str:
+    q = c.question
+    answer_part = (
+        f"{_f(c.v_strict)} | {_f(c.st_recall)} | {_f(c.stated_recall)} | {_f(c.transfer)} | "
+        f"{c.reader_supported}/{c.cited} | {len(c.narrating)} | {len(c.misattributed)} | "
+        f"{len(c.repeated)} | {'ok' if c.refusal_right else 'WRONG'}"
+        if answered
+        else "- | - | - | - | - | - | - | - | -"
+    )
+    stages = " ".join(f"{seconds.get(s, math.nan):.0f}" for s in STAGES if s in seconds)
+    return (
+        f"| {corpus} | {q.id} | {q.kind} | {_f(c.pool_recall)} | {_f(c.context_recall)} | "
+        f"{answer_part} | {stages} |"
+    )
+
+
+HEADER = (
+    "| corpus | question | kind | pool | context | V_strict | StRecall | stated | transfer | "
+    "support | narr | misattr | rep | refusal | s by stage |\n|" + "---|" * 15
+)
+
+
+def _pooled(rows: Sequence[AnswerCheck], flag: str, vital_only: bool = False) -> float:
+    verdicts = [
+        v for c in rows if c.question.answerable for v in c.verdicts if v.vital or not vital_only
+    ]
+    if not verdicts:
+        return math.nan
+    return sum(1 for v in verdicts if getattr(v, flag)) / len(verdicts)
+
+
+def summary(rows: Sequence[tuple[AnswerCheck, dict[str, float]]], answered: bool) -> dict[str, Any]:
+    """Pooled figures of some checked questions."""
+    checks = [c for c, _ in rows]
+    held = [v for c in checks for v in c.verdicts if v.in_context]
+    cited = sum(c.cited for c in checks)
+    figures: dict[str, Any] = {
+        "questions": len(checks),
+        "nuggets": sum(len(c.verdicts) for c in checks),
+        "pool_recall": _pooled(checks, "in_pool"),
+        "context_recall": _pooled(checks, "in_context"),
+        "vital_context_recall": _pooled(checks, "in_context", True),
+    }
+    if answered:
+        figures |= {
+            "v_strict": _pooled(checks, "supported", True),
+            "st_recall": _pooled(checks, "supported"),
+            "stated": _pooled(checks, "stated"),
+            "transfer": sum(1 for v in held if v.supported) / len(held) if held else math.nan,
+            "cited_sentences": cited,
+            "reader_support": sum(c.reader_supported for c in checks) / cited
+            if cited
+            else math.nan,
+            "narrating": sum(len(c.narrating) for c in checks),
+            "misattributed": sum(len(c.misattributed) for c in checks),
+            "repeated": sum(len(c.repeated) for c in checks),
+            "unanswerable_refused": sum(
+                1 for c in checks if not c.question.answerable and c.refused
+            ),
+            "unanswerable": sum(1 for c in checks if not c.question.answerable),
+            "answerable_refused": sum(1 for c in checks if c.question.answerable and c.refused),
+        }
+    for stage in STAGES:
+        values = [s[stage] for _, s in rows if stage in s]
+        if values:
+            figures[f"seconds_{stage}"] = sum(values) / len(values)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--corpora", nargs="+", default=list(CORPORA))
+    parser.add_argument("--validate", nargs="*", default=None, metavar="CORPUS")
+    parser.add_argument("--llm", default="local", help="LLM spec (covrag.llm)")
+    parser.add_argument("--stage", choices=("context", "answer"), default="answer")
+    parser.add_argument("--aspects", choices=("planner", "question"), default="planner")
+    parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE")
+    parser.add_argument("--limit", type=int, default=None, help="first N questions per corpus")
+    parser.add_argument("--only", nargs="*", default=None, help="question ids to run")
+    parser.add_argument("--out", type=Path, default=Path("bench-answer-nuggets"))
+    parser.add_argument("--recheck", action="store_true", help="score the run files in --out")
+    args = parser.parse_args()
+    if args.validate is not None:
+        sys.exit(1 if validate(args.validate or CORPORA) else 0)
+    from covrag.llm import parse_llm
+
+    config = _config(args.set)
+    llm = (
+        None
+        if args.recheck or args.aspects == "question" and args.stage == "context"
+        else parse_llm(args.llm)
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    answered = args.stage == "answer"
+    print(HEADER, flush=True)
+    rows: dict[str, list[tuple[AnswerCheck, dict[str, float]]]] = {}
+    for corpus in args.corpora:
+        questions = questions_of(corpus)[: args.limit]
+        if args.only:
+            questions = [q for q in questions if q.id in args.only]
+        index = args.out / f"index-{corpus}"
+        if not args.recheck:
+            update_index([HERE / "corpora" / corpus], index)
+        for q in questions:
+            path = args.out / f"{q.id}.json"
+            if args.recheck:
+                if not path.is_file():
+                    continue
+                record = json.loads(path.read_text("utf-8"))
+            else:
+                record = ask_one(q, index, llm, config, args.stage, args.aspects)
+                atomic_write_text(path, json.dumps(record) + "\n")
+            check, seconds = checked(q, record)
+            rows.setdefault(corpus, []).append((check, seconds))
+            print(_row(corpus, check, seconds, answered), flush=True)
+    figures = {corpus: summary(r, answered) for corpus, r in rows.items()}
+    figures["overall"] = summary([r for rs in rows.values() for r in rs], answered)
+    for name, values in figures.items():
+        print(
+            f"{name}: "
+            + ", ".join(f"{k} {_f(v) if isinstance(v, float) else v}" for k, v in values.items())
+        )
+    payload = {
+        "llm": args.llm,
+        "stage": args.stage,
+        "aspects": args.aspects,
+        "settings": args.set,
+        "summary": figures,
+    }
+    atomic_write_text(args.out / "summary.json", json.dumps(payload, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
