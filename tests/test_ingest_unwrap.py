@@ -105,3 +105,24 @@ def test_the_map_and_the_invariant_hold_on_any_text(pieces: list[str]) -> None:
     for passage in Chunker(8, 2, WhitespaceTokenCounter()).split(document, "x"):
         start, end = passage.metadata["start"], passage.metadata["end"]
         assert unwrap(text[start:end]) == passage.text
+
+
+def test_words_hyphenated_at_a_line_end_are_joined_with_exact_offsets() -> None:
+    # man(1) output breaks words with U+2010; a soft hyphen does the same; an ASCII hyphen
+    # may be the word's own, so it stays and only the break goes
+    text = (
+        "if no data has been re\u2010\n       ceived from the server, an impor\u00ad\n"
+        "  tant command-\n   line tool. A dash -\n then a space."
+    )
+    assert unwrap(text) == (
+        "if no data has been received from the server, an important command-line tool. "
+        "A dash - then a space."
+    )
+    mapped = Unwrapped.of(text)
+    assert mapped.text == unwrap(text)
+    at = mapped.text.index("received")
+    start, end = mapped.span(at, at + len("received"))
+    assert text[start:end] == "re\u2010\n       ceived"
+    # a line break before a capital or a list item is not a broken word
+    assert unwrap("a re\u2010\nB") == "a re\u2010 B"
+    assert unwrap("first-\n- item") == "first-\n- item"

@@ -94,3 +94,23 @@ def test_top_k_breaks_ties_by_index() -> None:
     assert top_k(scores, 4).tolist() == [1, 2, 4, 3]
     assert top_k(scores, 10).tolist() == [1, 2, 4, 3, 0, 5]
     assert top_k(np.zeros(0), 3).tolist() == []
+
+
+def test_options_and_dotted_names_are_matched_as_written(tmp_path: Path) -> None:
+    manual = (
+        Passage("list", "-l, --list-only (FTP) When listing an FTP directory, list names only."),
+        Passage("loc", "-L, --location If the server reports that the page has moved, redo it."),
+        Passage("dump", "json.dump(obj, fp) serializes obj as a JSON formatted stream to fp."),
+        Passage("dumps", "json.dumps(obj) serializes obj to a JSON formatted str (a dump)."),
+    )  # fmt: skip
+    bm25 = BM25Retriever().index(manual)
+    # the word tokenizer drops one-letter words: without identifiers "-L" finds nothing
+    assert not BM25Retriever(identifiers=False).index(manual).search("-L", k=4)
+    assert [p.id for p in bm25.search("-L", k=4)] == ["loc"]
+    assert [p.id for p in bm25.search("-l", k=4)] == ["list"]
+    assert bm25.search("use json.dump to write a file", k=4)[0].id == "dump"
+    # the option is recorded with the index; an index saved without it is searched as built
+    bm25.save(tmp_path / "idx")
+    assert BM25Retriever.load(tmp_path / "idx").search("-L", k=4)[0].id == "loc"
+    BM25Retriever(identifiers=False).index(manual).save(tmp_path / "old")
+    assert BM25Retriever.load(tmp_path / "old").identifiers is False

@@ -81,7 +81,8 @@ class Chunker:
         counter = self.counter.name if self.counter is not None else "minilm-wordpiece"
         return {
             "chunker": "semchunk",
-            "unwrap": True,
+            # 2: words hyphenated at a line end are joined (1, written as true: they were not)
+            "unwrap": 2,
             "tokens": self.tokens,
             "overlap": self.overlap,
             "counter": counter,

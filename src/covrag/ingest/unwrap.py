@@ -3,13 +3,15 @@
 Plain text broken at ~72 characters (licences, READMEs, mail) and the text a PDF parser returns
 (a line break at the end of every printed line) would otherwise give passages that keep those
 breaks, and a chunker that prefers a line break to a sentence end starts passages mid-sentence.
-:func:`unwrap` joins the lines of a paragraph: a single line break between two non-blank
-lines, with the spaces and tabs around it, becomes one space; other blanks at the ends of lines
-go. A blank line (a paragraph break) stays, and so does a line break before a table row (``|``)
-or a list item (``-``, ``*``, ``+``, ``•``, ``1.``, ``2)``, ``(a)``, ``(iv)``), so that tables
-and lists keep one row or item a line. Code kept in ``<pre>`` or indented blocks is joined like
-prose: passages are for reading and retrieval, and a source file is better indexed as passage
-JSONL.
+:func:`unwrap` joins the lines of a paragraph: a single line break between two non-blank lines,
+with the spaces and tabs around it, becomes one space; other blanks at the ends of lines go; a
+word hyphenated at a line end is joined (the typesetter's U+2010 or soft hyphen goes with the
+break, an ASCII hyphen stays: ``re\u2010\\n ceived`` -> ``received``, ``command-\\n line`` ->
+``command-line``). A blank line (a paragraph break) stays, and so does a line break before a
+table row (``|``) or a list item (``-``, ``*``, ``+``, ``•``, ``1.``, ``2)``, ``(a)``,
+``(iv)``), so that tables and lists keep one row or item a line. Code kept in ``<pre>`` or
+indented blocks is joined like prose: passages are for reading and retrieval, and a source file
+is better indexed as passage JSONL.
 
 The passages keep exact offsets into the document's own text (:attr:`Document.text`, which is
 not changed): a passage's ``start`` and ``end`` span its content in the original text, and
@@ -32,8 +34,19 @@ _ITEM = (
     rf"[|]|[-*+\u2022\u2023\u25e6\u25aa\u2013]{_END}|\d{{1,3}}[.)]{_END}"
     rf"|\([a-zA-Z0-9]{{1,4}}\){_END}"
 )
+# A word a typesetter broke at a line end: a letter, then a hyphen (U+2010 or a soft hyphen,
+# which only ever mark such a break, or an ASCII one, which may also be the word's own), the
+# line break, and a lower-case letter. The typesetter's hyphen goes with the break
+# ("re\u2010\n   ceived" -> "received"); an ASCII hyphen stays ("command-\n   line" ->
+# "command-line"), since the text alone cannot tell a broken word from a compound.
+_LETTER = r"[^\W\d_]"
+_BROKEN = (
+    rf"(?P<soft>(?<={_LETTER})[\u2010\u00ad][ \t]*\r?\n[ \t]*(?=[a-z\u00df-\u00ff]))"
+    rf"|(?P<hard>(?<={_LETTER}-)[ \t]*\r?\n[ \t]*(?=[a-z\u00df-\u00ff]))"
+)
 _TIDY = re.compile(
-    rf"(?P<join>(?<=\S)[ \t]*\r?\n[ \t]*(?=\S)(?!{_ITEM}))|[ \t]+(?=\r?\n)|(?<=\n)[ \t]+"
+    rf"{_BROKEN}"
+    rf"|(?P<join>(?<=\S)[ \t]*\r?\n[ \t]*(?=\S)(?!{_ITEM}))|[ \t]+(?=\r?\n)|(?<=\n)[ \t]+"
 )
 
 

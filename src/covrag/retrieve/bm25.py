@@ -3,12 +3,20 @@
 Text is split on word characters (two or more), lowercased, and English stopwords are removed
 with ``bm25s``' own tokenizer, the same way for passages and queries. Scores use the Lucene
 variant of BM25 (Robertson & Zaragoza, 2009) with ``k1`` and ``b``.
+
+Identifiers are also indexed as they are written (``identifiers=True``, the default): a
+command-line option keeps its dashes and its case (``-L`` and ``-l`` are different curl options,
+and the word tokenizer drops one-letter words altogether), and a dotted name stays whole
+(``json.dump``, ``os.path.join``), beside the words they hold. A query naming ``--exclude`` or
+``-L`` then finds the passage that documents it before passages that only share its words.
+An index saved before this option records none and is searched as it was built.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +34,24 @@ from covrag.types import Passage
 logger = logging.getLogger(__name__)
 
 _SUBDIR = "bm25s"
+
+# An option as written: one or two dashes after a blank or an opening bracket, then a letter
+# ("-L", "--post301", "--keepalive-time"); a dotted name ("json.dump", "os.path.join").
+_OPTION = re.compile(r"(?<![\w\-.])--?[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*")
+_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def identifier_tokens(text: str) -> list[str]:
+    """The identifiers of ``text`` as index tokens: options with their dashes and case, dotted
+    names lower-cased.
+
+    Example:
+        >>> identifier_tokens("Use -L (--location) or json.dump; e-mail stays a word.")
+        ['-L', '--location', 'json.dump']
+    """
+    options = _OPTION.findall(text)
+    dotted = [d.lower() for d in _DOTTED.findall(text) if any(c.isalpha() for c in d[1:])]
+    return options + [d for d in dotted if len(d) > 3]
 
 
 def _bm25s() -> Any:
@@ -54,6 +80,7 @@ class BM25Retriever:
         k1: Term-frequency saturation.
         b: Length normalisation.
         stopwords: A ``bm25s`` stopword list name (``"en"``) or None to keep every word.
+        identifiers: Also index options and dotted names as written (:func:`identifier_tokens`).
 
     Example:
         >>> from covrag.types import Passage
@@ -65,15 +92,26 @@ class BM25Retriever:
 
     kind = "bm25"
 
-    def __init__(self, *, k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en") -> None:
+    def __init__(
+        self,
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        stopwords: str | None = "en",
+        identifiers: bool = True,
+    ) -> None:
         self.k1 = k1
         self.b = b
         self.stopwords = stopwords
+        self.identifiers = identifiers
         self._model: Any = None
         self._passages: tuple[Passage, ...] = ()
 
     def __repr__(self) -> str:
-        return f"BM25Retriever(k1={self.k1!r}, b={self.b!r}, stopwords={self.stopwords!r})"
+        return (
+            f"BM25Retriever(k1={self.k1!r}, b={self.b!r}, stopwords={self.stopwords!r}, "
+            f"identifiers={self.identifiers!r})"
+        )
 
     @property
     def passages(self) -> tuple[Passage, ...]:
@@ -88,6 +126,8 @@ class BM25Retriever:
             return_ids=False,
             show_progress=False,
         )
+        if self.identifiers:
+            tokens = [t + identifier_tokens(text) for t, text in zip(tokens, texts, strict=True)]
         return tokens
 
     def index(self, passages: Sequence[Passage]) -> BM25Retriever:
@@ -134,7 +174,12 @@ class BM25Retriever:
         """Write the index files into an existing empty ``folder`` (no atomicity)."""
         if self._model is None:
             raise NotIndexedError(self)
-        params = {"k1": self.k1, "b": self.b, "stopwords": self.stopwords}
+        params = {
+            "k1": self.k1,
+            "b": self.b,
+            "stopwords": self.stopwords,
+            "identifiers": self.identifiers,
+        }
         Manifest(self.kind, len(self._passages), None, params).write(folder)
         write_passages(folder, self._passages)
         self._model.save(str(folder / _SUBDIR), show_progress=False)
@@ -150,7 +195,10 @@ class BM25Retriever:
         manifest = read_manifest(root, cls.kind)
         passages = read_passages(root, manifest)
         retriever = cls(
-            k1=manifest.param("k1"), b=manifest.param("b"), stopwords=manifest.param("stopwords")
+            k1=manifest.param("k1"),
+            b=manifest.param("b"),
+            stopwords=manifest.param("stopwords"),
+            identifiers=bool(manifest.params.get("identifiers", False)),
         )
         try:
             model = _bm25s().BM25.load(str(root / _SUBDIR), show_progress=False)

@@ -4,7 +4,7 @@ It sits in the index folder beside ``manifest.json`` and ``passages.jsonl`` and 
 incremental update compares against::
 
     {"format": "covrag-documents", "version": 1,
-     "settings": {"chunker": "semchunk", "unwrap": true, "tokens": 200, "overlap": 20,
+     "settings": {"chunker": "semchunk", "unwrap": 2, "tokens": 200, "overlap": 20,
                   "counter": "..."},
      "documents": [{"doc_id": "notes/tea.md", "source": "/abs/notes/tea.md", "title": "Tea",
                     "sha256": "...", "passages": ["notes/tea.md#1", ...]}],
