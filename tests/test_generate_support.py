@@ -224,10 +224,10 @@ def test_the_writers_show_document_titles_and_ask_to_name_documents() -> None:
     prompt = llm.requests[0][0][-1].content
     assert '[1] (from "School Survey 2024") Many schools' in prompt
     assert '[2] (from "Parents\' Budget Report") Uniforms cost' in prompt
-    assert "say which document says what" in prompt
+    assert "say which one it belongs to" in prompt
     llm = ScriptedLLM(["Uniforms cost parents money [1]."])
     CitedWriter(llm).write(QUESTION, titled[:1])  # one document: nothing to tell apart
-    assert "which document" not in llm.requests[0][0][-1].content
+    assert "which one it belongs to" not in llm.requests[0][0][-1].content
     # the synthesising writer's part prompts name the documents too
     topic = Topic("t", QUESTION, titled, ASPECTS[:2])
     context = WritingContext(ASPECTS[:2], KeywordCoverage().estimate(topic))
@@ -292,3 +292,33 @@ def test_a_sentence_naming_a_document_is_supported_only_by_that_documents_passag
     assert named_documents("the artistic merit of the MPL-2.0's text", passages) == {"MPL-2.0"}
     assert named_documents("Under the Artistic License", passages) == {"Artistic"}
     assert named_documents("an MPL-2.0x licence", passages) == frozenset()
+
+
+def test_a_cross_reference_copied_from_a_passage_keeps_that_passage_as_support() -> None:
+    # ssh_config's own text names ssh(1): a sentence copying it names ssh, and is still held
+    # by ssh_config's passage, not only by the ssh page's
+    said = (
+        "ServerAliveInterval sets a timeout interval in seconds after which ssh(1) will send a "
+        "message through the encrypted channel"
+    )
+    passages = (
+        Passage("c#1", f"{said} to request a response from the server.",
+                metadata={"doc_id": "ssh_config.txt", "title": "ssh_config"}),
+        Passage("s#1", "ssh connects and logs into the specified destination.",
+                metadata={"doc_id": "ssh.txt", "title": "ssh"}),
+        Passage("k#1", "--keepalive-time sets the idle time before keepalive probes.",
+                metadata={"doc_id": "curl.txt", "title": "curl"}),
+    )  # fmt: skip
+    checker = SupportChecker(judge=NoSupport())
+    copied, borrowed = checker.check_sentences(
+        [
+            Citation(f"{said}.", ("c#1",)),
+            # curl's words given to ssh: curl's passage does not name ssh, so it cannot hold it
+            Citation("In ssh, --keepalive-time sets the idle time before keepalive probes.",
+                     ("k#1",)),
+        ],
+        passages,
+    )  # fmt: skip
+    assert copied.check is not None and copied.check.verified == "aligned"
+    assert copied.passage_ids == ("c#1",)
+    assert borrowed.check is not None and borrowed.check.verified == "unsupported"

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from covrag.errors import DataError
 from covrag.files import iter_lines
+from covrag.generate.tidy import narrates
 from covrag.schema._base import read_model
 from covrag.schema._json import decode_json
 from covrag.schema.nuggets import NuggetQuestionLine
@@ -242,28 +243,6 @@ def reader_supported(sentence: str, passage: str) -> bool:
         return False
     runs = {tuple(held[i : i + n]) for i in range(len(held) - n + 1)}
     return any(tuple(said[i : i + n]) in runs for i in range(len(said) - n + 1))
-
-
-_NARRATION = re.compile(
-    r"\bpassages?\s*\d|\b(?:the|this|that|these|each|both|another|other|cited|provided|given)"
-    r"\s+(?:provided\s+|given\s+|cited\s+|above\s+)?(?:passages?|excerpts?|documents?|context|"
-    r"sources?|texts?)\b(?!\s+(?:file|format|editor|mode))|\baccording\s+to\s+the\s+"
-    r"(?:passages?|documents?|context|text|excerpts?)\b",
-    re.IGNORECASE,
-)
-
-
-def narrates(sentence: str) -> bool:
-    """Whether ``sentence`` talks about the passages or documents it was given ("Passage 3
-    explains ...", "the document states ...") instead of stating the answer.
-
-    Example:
-        >>> narrates("Passage 2 explains the --post301 option.")
-        True
-        >>> narrates("Use -L to follow redirects.")
-        False
-    """
-    return bool(_NARRATION.search(sentence))
 
 
 # -- one answer ------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ Qwen2.5-Coder-1.5B wrote "The MPL-2.0 grants each contributor a ... patent licen
 Apache License's words, which alignment alone accepts (the words are the passage's). The rule:
 
     a sentence that names documents of the context is supported only by passages of those
-    documents; a sentence that names none may be supported by any passage.
+    documents, or by a passage that names them itself (a cross-reference the sentence copies);
+    a sentence that names none may be supported by any passage.
 
 A document's names are its title (:func:`~covrag.llm.prompts.document_of`) and its file's name
 without the extension (``MPL-2.0.txt`` -> ``MPL-2.0``), matched as whole words. A one-word name
@@ -61,8 +62,13 @@ def named_documents(sentence: str, passages: Iterable[Passage]) -> frozenset[str
 
 def candidates(sentence: str, passages: Sequence[Passage]) -> tuple[Passage, ...]:
     """The passages that may support ``sentence``: those of the documents it names, or all of
-    them when it names none."""
+    them when it names none. A passage that itself names every document the sentence names
+    stays a candidate: the sentence may copy its cross-reference (ssh_config's text says "ssh(1)
+    will send a message ..."; a sentence copying it names ssh, and ssh_config's passage still
+    holds it)."""
     named = named_documents(sentence, passages)
     if not named:
         return tuple(passages)
-    return tuple(p for p in passages if document_of(p) in named)
+    return tuple(
+        p for p in passages if document_of(p) in named or named <= named_documents(p.text, passages)
+    )

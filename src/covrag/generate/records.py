@@ -36,6 +36,9 @@ class Draft:
         checked: Whether the support check (:class:`~covrag.generate.SupportChecker`) ran.
         fallback: ``quote`` or ``refuse`` when the check found no supported sentence and the
             answer is its fallback (the model's sentences are then in ``answer.dropped``).
+        tidied: What the check's tidying did (:mod:`covrag.generate.tidy`): lead-ins removed,
+            sentences dropped for talking about the passages, leaning on a dropped sentence,
+            introducing what was dropped, or repeating one.
     """
 
     parsed: ParsedAnswer
@@ -47,6 +50,7 @@ class Draft:
     left_out: tuple[str, ...] = ()
     checked: bool = False
     fallback: str | None = None
+    tidied: tuple[str, ...] = ()
 
     @property
     def answer(self) -> Answer:
@@ -108,11 +112,16 @@ def support_warnings(draft: Draft) -> tuple[str, ...]:
     marked = [s for s in sentences if s.check is not None and s.check.verified == "unsupported"]
     if marked:
         found.append(f"{len(marked)} sentence(s) that no passage supports are shown, marked")
-    if draft.answer.dropped and draft.fallback is None:
+    unsupported = [
+        s for s in draft.answer.dropped if s.check is None or s.check.verified == "unsupported"
+    ]
+    if unsupported and draft.fallback is None:
         found.append(
-            f"{len(draft.answer.dropped)} sentence(s) that no passage supports were dropped from "
-            "the answer: " + "; ".join(repr(s.text) for s in draft.answer.dropped)
+            f"{len(unsupported)} sentence(s) that no passage supports were dropped from "
+            "the answer: " + "; ".join(repr(s.text) for s in unsupported)
         )
+    if draft.fallback is None:
+        found.extend(draft.tidied)
     return tuple(found)
 
 

@@ -18,7 +18,11 @@ draft of every writer is checked before it is shown or written (:class:`SupportC
    not is re-pointed to the passage that does (the aligned one first, else the judge's best); a
    sentence no passage supports is ``unsupported``, and the policy (``unsupported``) drops it
    from the answer, recorded in :attr:`~covrag.types.Answer.dropped` (``drop``, the default) or
-   keeps it marked (``mark``).
+   keeps it marked (``mark``);
+5. **tidy** (:mod:`covrag.generate.tidy`): a lead-in about a passage ("Passage 2 explains that
+   ...") is removed before the check; after it, sentences still about the passages, sentences
+   leaning on a dropped one ("This option ..."), a colon whose sequel was dropped and repeats
+   are dropped too, each reason named in the warnings.
 
 Every checked sentence records its check (:class:`~covrag.types.SupportCheck`): the ids as
 written, how it was verified, its score and the supporting span. When no sentence of a reply is
@@ -41,6 +45,7 @@ from covrag.generate.attribution import candidates
 from covrag.generate.citations import InvalidCitation, ParsedAnswer
 from covrag.generate.quotes import quoted_answer, refusal
 from covrag.generate.records import Draft, WritingContext
+from covrag.generate.tidy import reword, tidy
 from covrag.llm.prompts import document_of
 from covrag.types import Answer, Aspect, Citation, FloatArray, Passage, SupportCheck, Topic
 
@@ -171,15 +176,26 @@ class SupportChecker:
         a draft with no supported sentence becomes the fallback answer."""
         if not passages:  # nothing to cite: the writer said the corpus does not answer
             return draft
-        sentences = self.check_sentences(draft.answer.sentences, passages)
+        written = draft.answer.sentences
+        reworded = [
+            s if s.framing else dataclasses.replace(s, text=reword(s.text)) for s in written
+        ]
+        sentences = self.check_sentences(reworded, passages)
         drop = self.unsupported == "drop"
-        kept = [s for s in sentences if s.framing or s.supported or not drop]
-        dropped = tuple(s for s in sentences if not s.framing and not s.supported and drop)
-        where: dict[
-            int, int
-        ] = {}  # old index -> new index, for the invalid citations of kept sentences
+        unsupported_out = [not s.framing and not s.supported and drop for s in sentences]
+        tidied = tidy(sentences, unsupported_out)
+        removed = {id(c) for c, _ in tidied.removed}
+        kept = list(tidied.kept)
+        dropped = tuple(
+            s for s, out in zip(sentences, unsupported_out, strict=True) if out or id(s) in removed
+        )
+        notes = tidied.notes()
+        changed = sum(1 for a, b in zip(written, reworded, strict=True) if a.text != b.text)
+        if changed:
+            notes = (f"{changed} sentence(s) lost a lead-in about a passage", *notes)
+        where: dict[int, int] = {}  # old index -> new index, for the invalid citations of kept
         for old, s in enumerate(sentences):
-            if s.framing or s.supported or not drop:
+            if not unsupported_out[old] and id(s) not in removed:
                 where[old] = len(where)
         invalid = tuple(
             InvalidCitation(where[c.sentence], c.number)
@@ -197,7 +213,9 @@ class SupportChecker:
                 answer = Answer((refusal(len(unsupported)),), unsupported)
             invalid = ()
         parsed = ParsedAnswer(answer, invalid, draft.parsed.repeated)
-        return dataclasses.replace(draft, parsed=parsed, checked=True, fallback=fallback)
+        return dataclasses.replace(
+            draft, parsed=parsed, checked=True, fallback=fallback, tidied=notes
+        )
 
 
 def _span(span: tuple[int, int], passage: Passage) -> tuple[int, int]:

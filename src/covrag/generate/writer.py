@@ -34,8 +34,20 @@ from covrag.types import Answer, Passage
 logger = logging.getLogger(__name__)
 
 SYSTEM_PROMPT = (
-    "You write accurate, well organised answers to questions, using only the numbered passages "
-    "you are given, and you cite them."
+    "You answer questions accurately and directly, using only the numbered passages you are "
+    "given, and you cite them."
+)
+
+#: How the answer opens and what it never does (the first answer and every rewrite).
+ANSWER_RULES = (
+    "Start with the direct answer to the question, in the question's own terms: the command, "
+    'option, setting, function or fact that answers it (for example "Set ServerAliveInterval '
+    'in ~/.ssh/config to ..." or "Yes, ... because ..."). Then give the details a user needs, '
+    "one part of the question at a time, and leave out what the question does not ask. Copy "
+    "names of options, settings, functions and commands exactly as the passages write them, and "
+    "write a whole command when a passage gives one. Say of each program or document only what "
+    "its own passages say. State the facts themselves: never write about the passages or the "
+    'documents ("Passage 2 explains", "the document says", "the passage from ...").'
 )
 
 CITATION_RULES = (
@@ -131,7 +143,7 @@ class CitedWriter:
         request = (
             f"{self._context(question, passages)}\n\n"
             f"Write an answer to the question in about {self.sentences} sentences, using only "
-            f"the passages. {CITATION_RULES.format(k=len(passages))}"
+            f"the passages. {ANSWER_RULES} {CITATION_RULES.format(k=len(passages))}"
         )
         constraints = self._constraints(outline, passages)
         if constraints:
@@ -159,7 +171,7 @@ class CitedWriter:
             f"Rewrite the answer in about {self.rewrite_sentences} sentences, using only the "
             "passages. Keep what is correct and supported, and add what the feedback says is "
             "missing, from the passages; never copy the feedback itself into the answer. "
-            f"{CITATION_RULES.format(k=len(passages))}"
+            f"{ANSWER_RULES} {CITATION_RULES.format(k=len(passages))}"
         )
         constraints = self._constraints(outline, passages)
         if constraints:

@@ -57,7 +57,8 @@ def documents_rule(passages: Sequence[Passage]) -> str:
     if len(documents_of(passages)) < 2:
         return ""
     return (
-        "The passages come from different documents, named before each passage: where the "
-        "documents differ or each adds something, say which document says what "
-        '(for example "The annual report says ..."), and still cite the passage numbers.'
+        "The passages come from different documents, named before each passage. A fact belongs "
+        "to the program or document whose passage states it: where it matters, say which one it "
+        "belongs to (for example \"In ssh_config, ...\" or \"curl's -L option ...\"), never give "
+        "one document's option or rule to another's subject, and still cite the passage numbers."
     )

@@ -142,15 +142,17 @@ def _plan(
     exclude: Sequence[str],
     aspects: Sequence[Aspect] | None,
 ) -> Planned:
-    """``ask``'s plan: the ``planner`` aspect source on the request: the given aspects, key
-    points read off a first pool (``aspect_source="keypoints"``, their drop notes as warnings)
-    or the LLM's sub-questions."""
+    """``ask``'s plan: the ``planner`` aspect source on the request: the given aspects, the
+    LLM's sub-questions written seeing a first pool (``aspect_source="grounded"``), key points
+    read off a first pool (``"keypoints"``; drop notes as warnings) or the LLM's sub-questions
+    from the question alone (``"llm"``)."""
     query = C2Query.explicit(question, include, exclude)
     pool = None
-    if aspects is None and config.aspect_source == "keypoints":
+    if aspects is None and config.aspect_source in ("keypoints", "grounded"):
         pool = tuple(retriever.search(query.base, config.pool))
     planner = PlannerAspects(llm, config.policy().aspect_options)
-    return planner.plan(query, aspects, pool=pool, gate=config.gate)
+    grounded = config.aspect_source == "grounded"
+    return planner.plan(query, aspects, pool=pool, gate=config.gate, grounded=grounded)
 
 
 def ask(

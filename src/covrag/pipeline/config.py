@@ -91,10 +91,12 @@ class AskConfig:
         default=ASK.aspect_options.subquestions,
         metadata=_help("sub-questions the LLM writes (DES: 10)"),
     )
-    aspect_source: Literal["llm", "keypoints"] = field(
+    aspect_source: Literal["grounded", "llm", "keypoints"] = field(
         default="llm",
         metadata=_help(
-            "where the sub-questions come from: llm = written from the question alone; "
+            "where the sub-questions come from: grounded = as many as the question has parts "
+            "(at most subquestions), written seeing what a first search of the corpus finds, "
+            "in the question's frame; llm = DES's, written from the question alone; "
             "keypoints = read off a first pool retrieved for the question (one key point per "
             "group of similar passages, each with the question it answers; points no pooled "
             "passage covers are dropped with a warning)"

@@ -19,6 +19,7 @@ from covrag.errors import ConfigError, StructuredOutputError
 from covrag.llm.base import LLM
 from covrag.plan.conditioned import C2Query
 from covrag.plan.decompose import LLMDecomposer, SubQuestions
+from covrag.plan.grounded import GroundedPlanner
 from covrag.plan.keypoints import read_keypoints
 from covrag.plan.planner import Plan, QPlanner
 from covrag.plan.sketch import AnswerSketcher
@@ -64,12 +65,20 @@ class PlannerAspects(LLMAspectSource):
         *,
         pool: tuple[Passage, ...] | None = None,
         gate: float = 0.0,
+        grounded: bool = False,
     ) -> Planned:
-        """The aspects of ``query``: ``aspects`` when given, else the key points of ``pool``
-        when given (passages under the MiniLM cosine ``gate`` to the question not read), else
-        the LLM's sub-questions; then the request's own aspects; each with answer sketches."""
+        """The aspects of ``query``: ``aspects`` when given, else (``grounded``) the sub-questions
+        the LLM writes seeing ``pool`` (:class:`~covrag.plan.grounded.GroundedPlanner`, at most
+        ``subquestions`` of them), else the key points of ``pool`` when given (passages under
+        the MiniLM cosine ``gate`` to the question not read), else the LLM's sub-questions;
+        then the request's own aspects; each with answer sketches."""
         notes: tuple[str, ...] = ()
-        if aspects is None and pool is not None:
+        if aspects is None and grounded:
+            planner = GroundedPlanner(self.llm, most=max(self.options.subquestions, 1))
+            found_plan = planner.plan(query.base, pool or ())
+            notes = tuple(f"plan: {note}" for note in found_plan.notes)
+            aspects = (*found_plan.aspects, *query.aspects())
+        elif aspects is None and pool is not None:
             n = self.options.subquestions
             found = read_keypoints(query.base, self.llm, pool, n=n, gate=gate)
             notes = tuple(f"key points: dropped {note}" for note in found.notes)

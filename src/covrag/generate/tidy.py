@@ -1,0 +1,147 @@
+"""What is left of a checked answer must read right: no talk about "the passage", no sentence
+leaning on one that was dropped, no "the following command:" with the command gone, no repeats.
+
+A small writer narrates its sources ("Passage 3 provides an example ...", "The passage from
+ssh_config explains ..."), and the citation check drops unsupported sentences one by one, which
+can leave "This option ..." after the sentence that named the option, or a colon that introduced
+what was dropped. :func:`reword` first removes a narrating lead-in where the rest of the sentence
+states the fact itself ("Passage 2 explains that -L follows redirects." -> "-L follows
+redirects."); :func:`tidy` then removes, from the sentences the check kept:
+
+- **narrates**: a sentence still about the passages or documents (:func:`narrates`);
+- **leans**: a sentence that opens with a pronoun ("This", "It", "These", ...) right after a
+  sentence that was dropped, whose subject it takes;
+- **dangling**: a sentence that ends with a colon when what it introduced was dropped (or it is
+  the last one);
+- **repeat**: a sentence the answer already holds word for word.
+
+Each removal is named, so the warnings say what was dropped and why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from covrag.types import Citation
+
+_SAYS = (
+    r"(?:explains|states|says|notes|mentions|describes|shows|indicates|adds|clarifies|"
+    r"suggests|confirms|specifies|points out|tells us|reads)"
+)
+_SOURCE = (
+    r"(?:the\s+)?(?:(?:first|second|third|last|cited|provided|given|above)\s+)?"
+    r"(?:passages?|excerpts?|documents?|texts?|context|sources?)"
+    r"(?:\s*\[?\d+\]?)?(?:\s+(?:from|of|in)\s+(?:the\s+)?[\w.()-]+(?:\s+(?:manual|page|file))?)?"
+)
+_LEAD_INS = (
+    re.compile(rf"^\s*(?:as\s+)?{_SOURCE}\s+{_SAYS}(?:\s+that)?[,:]?\s+", re.IGNORECASE),
+    re.compile(rf"^\s*(?:according\s+to|as\s+stated\s+in|in)\s+{_SOURCE}\s*,\s*", re.IGNORECASE),
+)
+_NARRATION = re.compile(
+    r"\bpassages?\s*\[?\d|\b(?:the|this|that|these|each|both|another|other|cited|provided|given)"
+    r"\s+(?:provided\s+|given\s+|cited\s+|above\s+)?(?:passages?|excerpts?|documents?|context|"
+    r"sources?|texts?)\b(?!\s+(?:file|format|editor|mode|box|field|string|data))|"
+    r"\baccording\s+to\s+the\s+(?:passages?|documents?|context|text|excerpts?)\b",
+    re.IGNORECASE,
+)
+_LEANS = re.compile(
+    r"^\s*(?:this|these|that|those|it|its|they|their|such|then|also|however|otherwise)\b",
+    re.IGNORECASE,
+)
+
+
+def narrates(sentence: str) -> bool:
+    """Whether ``sentence`` talks about the passages or documents it was given ("Passage 3
+    explains ...", "the document states ...") instead of stating the answer.
+
+    Example:
+        >>> narrates("Passage 2 explains the --post301 option.")
+        True
+        >>> narrates("Use -L to follow redirects.")
+        False
+    """
+    return bool(_NARRATION.search(sentence))
+
+
+def reword(sentence: str) -> str:
+    """``sentence`` without a lead-in about its source, when the rest states the fact
+    ("According to passage 4, tar reads ..." -> "Tar reads ..."); unchanged otherwise.
+
+    Example:
+        >>> reword("Passage 2 explains that -L makes curl follow redirects.")
+        '-L makes curl follow redirects.'
+        >>> reword("Passage 3 provides an example.")
+        'Passage 3 provides an example.'
+    """
+    for lead_in in _LEAD_INS:
+        match = lead_in.match(sentence)
+        if match is None:
+            continue
+        rest = sentence[match.end() :]
+        if len(rest.split()) < 3 or narrates(rest):
+            return sentence
+        return rest[0].upper() + rest[1:] if rest[0].isalpha() else rest
+    return sentence
+
+
+@dataclass(frozen=True)
+class Tidied:
+    """The sentences kept, and those removed with the reason (``narrates``, ``leans``,
+    ``dangling``, ``repeat``)."""
+
+    kept: tuple[Citation, ...]
+    removed: tuple[tuple[Citation, str], ...] = ()
+
+    def notes(self) -> tuple[str, ...]:
+        """One line per reason, naming the sentences removed for it."""
+        why = {
+            "narrates": "talk about the passages instead of the subject",
+            "leans": "lean on a sentence that was dropped",
+            "dangling": "introduce something that was dropped",
+            "repeat": "repeat an earlier sentence",
+        }
+        lines = []
+        for reason, words in why.items():
+            texts = [c.text for c, r in self.removed if r == reason]
+            if texts:
+                lines.append(
+                    f"{len(texts)} sentence(s) that {words} were dropped from the answer: "
+                    + "; ".join(repr(t) for t in texts)
+                )
+        return tuple(lines)
+
+
+def tidy(sentences: Sequence[Citation], dropped: Sequence[bool]) -> Tidied:
+    """Remove from ``sentences`` (in the answer's order; ``dropped[i]``: the check already
+    dropped sentence ``i``) what would not read right once the dropped ones are gone.
+    Framing sentences (the writer's own) are kept as they are."""
+    reasons: dict[int, str] = {}
+    gone = list(dropped)
+    seen: set[str] = set()
+    for i, sentence in enumerate(sentences):
+        if gone[i] or sentence.framing:
+            continue
+        key = " ".join(sentence.text.lower().split())
+        if narrates(sentence.text):
+            reasons[i] = "narrates"
+        elif i > 0 and gone[i - 1] and _LEANS.match(sentence.text):
+            reasons[i] = "leans"
+        elif key in seen:
+            reasons[i] = "repeat"
+        if i in reasons:
+            gone[i] = True
+        else:
+            seen.add(key)
+    # a colon whose sequel is gone, from the end, so a chain of them goes together
+    for i in range(len(sentences) - 1, -1, -1):
+        sentence = sentences[i]
+        if gone[i] or sentence.framing or not sentence.text.rstrip().endswith(":"):
+            continue
+        if i + 1 == len(sentences) or gone[i + 1]:
+            reasons[i] = "dangling"
+            gone[i] = True
+    kept = tuple(s for i, s in enumerate(sentences) if not gone[i])
+    removed = tuple((sentences[i], reasons[i]) for i in sorted(reasons))
+    return Tidied(kept, removed)

@@ -1,0 +1,94 @@
+"""What is left of a checked answer reads right: lead-ins about passages removed, narration,
+sentences leaning on dropped ones, dangling colons and repeats dropped, each named."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from covrag.coverage.base import CoverageEstimator
+from covrag.generate import SupportChecker
+from covrag.generate.citations import ParsedAnswer
+from covrag.generate.records import Draft, support_warnings
+from covrag.generate.tidy import narrates, reword, tidy
+from covrag.types import Answer, Citation, CoverageMatrix, Passage, Topic
+
+
+class NoSupport(CoverageEstimator):
+    """A judge that finds no paraphrase anywhere (the logic around the judge, not the judge)."""
+
+    name = "none"
+
+    def estimate(self, topic: Topic) -> CoverageMatrix:
+        probs = np.zeros((len(topic.passages), len(topic.aspects)))
+        return CoverageMatrix(topic.passage_ids, topic.aspect_ids, probs)
+
+
+CURL = (
+    Passage("c#1", "-L, --location If the server reports that the requested page has moved to a "
+                   "different location, this option makes curl redo the request on the new place."),
+    Passage("c#2", "--json <data> Sends the specified JSON data to a HTTP server using POST and "
+                   "sets the Content-Type and Accept headers to application/json."),
+)  # fmt: skip
+
+
+def test_reword_removes_a_lead_in_only_when_the_rest_states_the_fact() -> None:
+    assert reword("Passage 2 explains that -L makes curl follow redirects.") == (
+        "-L makes curl follow redirects."
+    )
+    assert reword("According to passage 4, tar reads the list of files.") == (
+        "Tar reads the list of files."
+    )
+    assert reword("The passage from ssh_config describes that ssh sends a message.") == (
+        "Ssh sends a message."
+    )
+    # nothing left but narration: unchanged (tidy drops it)
+    assert reword("Passage 3 provides an example.") == "Passage 3 provides an example."
+    assert reword("Use -L to follow redirects.") == "Use -L to follow redirects."
+    assert narrates("Passage 8 provides examples of --post301.")
+    assert not narrates("Open the text editor and save the file.")
+
+
+def test_tidy_names_what_it_drops_and_why() -> None:
+    sentences = [
+        Citation("You can use the following command:", ("a",)),
+        Citation("curl --json x -L url", ("a",)),  # dropped by the check
+        Citation("This option follows redirects.", ("b",)),
+        Citation("Use --json to send JSON.", ("b",)),
+        Citation("Use --json to send JSON.", ("b",)),
+        Citation("The passage from curl explains redirects.", ("a",)),
+        Citation("The corpus does not say how to sign requests.", framing=True),
+    ]
+    out = tidy(sentences, [False, True, False, False, False, False, False])
+    assert [c.text for c in out.kept] == [
+        "Use --json to send JSON.",
+        "The corpus does not say how to sign requests.",
+    ]
+    assert [r for _, r in out.removed] == ["dangling", "leans", "repeat", "narrates"]
+    notes = out.notes()
+    assert any("lean on a sentence that was dropped" in n and "This option" in n for n in notes)
+    assert any("introduce something that was dropped" in n for n in notes)
+
+
+def test_the_support_check_tidies_and_warns() -> None:
+    sentences = (
+        Citation("Passage 1 explains that -L makes curl redo the request on the new place.",
+                 ("c#2",)),
+        Citation("The document says so.", ("c#1",)),
+        Citation("Use --json to send JSON data to a HTTP server using POST.", ("c#2",)),
+        Citation("Use --json to send JSON data to a HTTP server using POST.", ("c#2",)),
+    )  # fmt: skip
+    draft = Draft(ParsedAnswer(Answer(sentences)), raw="", target_sentences=4)
+    checked = SupportChecker(judge=NoSupport()).check(draft, CURL)
+    texts = [s.text for s in checked.answer.sentences]
+    assert texts == [
+        "-L makes curl redo the request on the new place.",
+        "Use --json to send JSON data to a HTTP server using POST.",
+    ]
+    assert checked.answer.sentences[0].passage_ids == ("c#1",)  # re-pointed
+    assert {s.text for s in checked.answer.dropped} == {
+        "The document says so.",
+        "Use --json to send JSON data to a HTTP server using POST.",
+    }
+    warnings = " ".join(support_warnings(checked))
+    assert "lost a lead-in about a passage" in warnings
+    assert "repeat an earlier sentence" in warnings
