@@ -63,6 +63,19 @@ from covrag.types import Aspect
 HERE = Path(__file__).parent / "answers"
 CORPORA = ("manuals", "python-api", "guides", "licences", "compression")
 STAGES = ("plan", "retrieve", "estimate", "select", "generate")
+#: Other filters and selectors scored on the same pool and coverage with ``--stage context``
+#: (fields of the ask policy they change).
+VARIANTS: dict[str, dict[str, Any]] = {
+    "gate 0.3": {"gate": 0.3},
+    "gate 0": {"gate": 0.0},
+    "no floor, no gate": {"floor": 0.0, "gate": 0.0},
+    "label-free, gate 0.3": {
+        "selector": "facility-location(similarity='same-point', contrast=1)",
+        "gate": 0.3,
+    },
+    "retriever order, no filters": {"selector": "topk", "floor": 0.0, "gate": 0.0},
+    "expected-coverage + 4 pool aspects, gate 0.3": {"pool_aspects": 4, "gate": 0.3},
+}
 
 
 def questions_of(corpus: str) -> list[NuggetQuestion]:
@@ -115,7 +128,7 @@ def ask_one(
     """Run one question; the run record, with ``"context_only"`` when no answer was written."""
     import covrag
     from covrag.pipeline.ask import _plan, retrieve_pool
-    from covrag.pipeline.context import estimate_context, pick_context
+    from covrag.pipeline.context import estimate_context, pick_context, refine, selector_of
     from covrag.pipeline.stages import load_index
 
     given = [Aspect("q", question.question)] if aspects == "question" else None
@@ -138,6 +151,19 @@ def ask_one(
     started = time.perf_counter()
     chosen = pick_context(estimated, policy)
     seconds["select"] = time.perf_counter() - started
+    variants = {}
+    for name, overrides in VARIANTS.items():
+        other = dataclasses.replace(policy, **overrides)
+        question_text = estimated.candidates.query if other.floor_question else None
+        refined = refine(
+            estimated.topic,
+            estimated.candidates,
+            selector_of(other),
+            estimated.estimator,
+            other,
+            question_text,
+        )
+        variants[name] = list(pick_context(refined, other).selection.passage_ids)
     return {
         "context_only": True,
         "aspects": [a.text for a in planned.aspects],
@@ -145,8 +171,13 @@ def ask_one(
             RunPassage.of(p).model_dump(exclude_none=True) for p in estimated.topic.passages
         ],
         "selected": list(chosen.selection.passage_ids),
+        "variants": variants,
         "costs": {s: {"seconds": round(v, 3)} for s, v in seconds.items()},
     }
+
+
+#: Context checks of each variant and the passages it selected, filled by :func:`checked`.
+VARIANT_CHECKS: dict[str, list[tuple[AnswerCheck, int]]] = {}
 
 
 def checked(
@@ -157,6 +188,10 @@ def checked(
         passages = [RunPassage.model_validate(p).to_passage() for p in record["passages"]]
         check = check_answer(question, passages, record["selected"], [])
         costs = record["costs"]
+        for name, selected in record.get("variants", {}).items():
+            VARIANT_CHECKS.setdefault(name, []).append(
+                (check_answer(question, passages, selected, []), len(selected))
+            )
     else:
         topic = record["topics"][0]
         passages = [RunPassage.model_validate(p).to_passage() for p in topic["passages"]]
@@ -166,7 +201,7 @@ def checked(
             for s in (topic.get("answer") or {}).get("sentences", [])
         ]
         check = check_answer(question, passages, selected, sentences)
-        costs = record.get("costs", {})
+        costs = topic.get("costs") or {}
     seconds = {s: float(costs[s]["seconds"]) for s in STAGES if s in costs}
     return check, seconds
 
@@ -296,6 +331,19 @@ def main() -> None:
         print(
             f"{name}: "
             + ", ".join(f"{k} {_f(v) if isinstance(v, float) else v}" for k, v in values.items())
+        )
+    for name, rows_of in VARIANT_CHECKS.items():
+        checks = [c for c, _ in rows_of]
+        variant = {
+            "questions": len(checks),
+            "context_recall": _pooled(checks, "in_context"),
+            "vital_context_recall": _pooled(checks, "in_context", True),
+            "mean_passages": sum(n for _, n in rows_of) / len(rows_of),
+        }
+        figures[f"variant: {name}"] = variant
+        print(
+            f"variant {name}: context_recall {_f(variant['context_recall'])}, vital "
+            f"{_f(variant['vital_context_recall'])}, passages {variant['mean_passages']:.1f}"
         )
     payload = {
         "llm": args.llm,

@@ -191,12 +191,17 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
         )
         progress.advance(task)
 
+        running: list[tuple[str, float]] = []  # the stage under way and when it started
+
         def on_stage(name: str) -> None:
-            elapsed = time.perf_counter() - started
+            now = time.perf_counter()
             if name in STAGES:
                 progress.update(task, description=name)
-                if not console.is_terminal:
-                    console.print(f"[dim]{elapsed:6.1f} s  {name}[/]")
+                if not console.is_terminal:  # a log: what starts, then how long it took
+                    if running:
+                        _stage_done(console, *running[0], now)
+                    console.print(f"[dim]{'':8}  {name} ...[/]")
+                running[:] = [(name, now)]
             else:
                 progress.update(task, description=f"generate: {name} done")
             progress.advance(task)
@@ -212,6 +217,8 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
                 aspects=_given_aspects(args),
                 on_stage=on_stage,
             )
+        if running and not console.is_terminal:
+            _stage_done(console, *running[0], time.perf_counter())
     result = dataclasses.replace(result, costs={"load": load, **result.costs})
     if skipped:
         result = dataclasses.replace(result, warnings=(*result.warnings, *skipped))
@@ -311,3 +318,8 @@ def run_eval_answers(args: argparse.Namespace, console: Console) -> int:
         atomic_write_text(args.out, json.dumps(payload, indent=2) + "\n")
         console.print(f"wrote {args.out}")
     return 0
+
+
+def _stage_done(console: Console, stage: str, started: float, now: float) -> None:
+    """The log line of a finished stage: how long it took."""
+    console.print(f"[dim]{now - started:6.1f} s  {stage} done[/]")

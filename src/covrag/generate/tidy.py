@@ -13,7 +13,11 @@ redirects."); :func:`tidy` then removes, from the sentences the check kept:
   sentence that was dropped, whose subject it takes;
 - **dangling**: a sentence that ends with a colon when what it introduced was dropped (or it is
   the last one);
-- **repeat**: a sentence the answer already holds word for word.
+- **repeat**: a sentence the answer already holds word for word;
+- **instruction**: a sentence addressed to a model, not a reader ("ignore the previous
+  instructions", "you are an AI assistant"): text a document plants for the model (a prompt
+  injection) is never obeyed by the check and never shown as the answer's, even when copied
+  word for word and so "supported".
 
 Each removal is named, so the warnings say what was dropped and why.
 """
@@ -44,6 +48,14 @@ _NARRATION = re.compile(
     r"\s+(?:provided\s+|given\s+|cited\s+|above\s+)?(?:passages?|excerpts?|documents?|context|"
     r"sources?|texts?)\b(?!\s+(?:file|format|editor|mode|box|field|string|data))|"
     r"\baccording\s+to\s+the\s+(?:passages?|documents?|context|text|excerpts?)\b",
+    re.IGNORECASE,
+)
+# Text addressed to a model rather than a reader: a document's prompt injection, copied.
+_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+|your\s+)?(?:previous|prior|above|"
+    r"earlier|other)\s+(?:instructions?|prompts?|rules|directions)\b|\bsystem\s+prompt\b|"
+    r"\b(?:as\s+an?\s+(?:ai|language\s+model)|you\s+are\s+(?:now\s+)?(?:an?\s+)?"
+    r"(?:ai|assistant|chatbot|language\s+model))\b",
     re.IGNORECASE,
 )
 _LEANS = re.compile(
@@ -89,7 +101,7 @@ def reword(sentence: str) -> str:
 @dataclass(frozen=True)
 class Tidied:
     """The sentences kept, and those removed with the reason (``narrates``, ``leans``,
-    ``dangling``, ``repeat``)."""
+    ``dangling``, ``repeat``, ``instruction``)."""
 
     kept: tuple[Citation, ...]
     removed: tuple[tuple[Citation, str], ...] = ()
@@ -101,6 +113,7 @@ class Tidied:
             "leans": "lean on a sentence that was dropped",
             "dangling": "introduce something that was dropped",
             "repeat": "repeat an earlier sentence",
+            "instruction": "address the model (instructions copied from a document)",
         }
         lines = []
         for reason, words in why.items():
@@ -124,7 +137,9 @@ def tidy(sentences: Sequence[Citation], dropped: Sequence[bool]) -> Tidied:
         if gone[i] or sentence.framing:
             continue
         key = " ".join(sentence.text.lower().split())
-        if narrates(sentence.text):
+        if _INSTRUCTION.search(sentence.text):
+            reasons[i] = "instruction"
+        elif narrates(sentence.text):
             reasons[i] = "narrates"
         elif i > 0 and gone[i - 1] and _LEANS.match(sentence.text):
             reasons[i] = "leans"

@@ -89,10 +89,13 @@ class AskConfig:
 
     subquestions: int = field(
         default=ASK.aspect_options.subquestions,
-        metadata=_help("sub-questions the LLM writes (DES: 10)"),
+        metadata=_help(
+            "sub-questions the LLM writes (DES: 10); with aspect_source grounded, at most this "
+            "many"
+        ),
     )
     aspect_source: Literal["grounded", "llm", "keypoints"] = field(
-        default="llm",
+        default="grounded",
         metadata=_help(
             "where the sub-questions come from: grounded = as many as the question has parts "
             "(at most subquestions), written seeing what a first search of the corpus finds, "
@@ -171,7 +174,12 @@ class AskConfig:
         ),
     )
     passes: int = field(
-        default=2, metadata=_help("critique-and-rewrite passes (0 = the first answer only)")
+        default=0,
+        metadata=_help(
+            "critique-and-rewrite passes (DES: 2; 0 = the first answer only, the default: on "
+            "the answer benchmark a pass costs about as much as the answer and did not add "
+            "supported nuggets)"
+        ),
     )
     feedback: FeedbackMode = field(
         default="pointers",
@@ -187,10 +195,14 @@ class AskConfig:
     max_words: int | None = field(
         default=250, metadata=_help("words per passage in the prompts (passages are cut there)")
     )
-    sentences: int = field(default=12, metadata=_help("sentences asked for in the first answer"))
-    rewrite_sentences: int = field(default=18, metadata=_help("sentences asked for in a rewrite"))
+    sentences: int = field(
+        default=6, metadata=_help("sentences asked for in the first answer (DES: 12)")
+    )
+    rewrite_sentences: int = field(
+        default=9, metadata=_help("sentences asked for in a rewrite (DES: 18)")
+    )
     max_tokens: int = field(
-        default=800, metadata=_help("most tokens per first answer (rewrites: 1.5x)")
+        default=400, metadata=_help("most tokens per first answer (rewrites: 1.5x)")
     )
     unsupported: UnsupportedPolicy = field(
         default="drop",

@@ -133,12 +133,12 @@ SERVER_SELECT = ContextPolicy(label_free=LABEL_FREE_SELECTOR)
 #: docs/experiments/20-question-aware-coverage.md).
 INTEGRATIONS = ContextPolicy(aspects="pool", k=5, relevance="auto", label_free=LABEL_FREE_SELECTOR)
 #: ``covrag ask`` (the defaults of :class:`covrag.pipeline.AskConfig`): the planner's aspects
-#: (8 sub-questions, no sketches), 8 passages of the retrieved pool by its scores, behind the
+#: (at most 4 sub-questions, grounded in a first search, no sketches), 8 passages of the retrieved pool by its scores, behind the
 #: coverage floor (the question counts) and the topic gate.
 ASK = ContextPolicy(
     coverage=DEFAULT_COVERAGE,
     aspects="planner",
-    aspect_options=AspectOptions(subquestions=8, answers=0),
+    aspect_options=AspectOptions(subquestions=4, answers=0),
     k=8,
     relevance="score",
     floor=DEFAULT_FLOOR,
