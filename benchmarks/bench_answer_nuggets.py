@@ -74,7 +74,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "gate": 0.3,
     },
     "retriever order, no filters": {"selector": "topk", "floor": 0.0, "gate": 0.0},
-    "expected-coverage + 4 pool aspects, gate 0.3": {"pool_aspects": 4, "gate": 0.3},
 }
 
 
@@ -152,6 +151,45 @@ def ask_one(
     chosen = pick_context(estimated, policy)
     seconds["select"] = time.perf_counter() - started
     variants = {}
+    # the floor's column (each passage's probability of answering the question) is the same for
+    # every variant: estimated once
+    from covrag.pipeline import context as context_module
+
+    column = context_module.question_column(
+        estimated.candidates, estimated.estimator, estimated.candidates.query
+    )
+    original = context_module.question_column
+    context_module.question_column = lambda *_: column  # type: ignore[assignment]
+    try:
+        variants = _variants(estimated, policy, refine, selector_of, pick_context)
+    finally:
+        context_module.question_column = original
+    return {
+        "context_only": True,
+        "aspects": [a.text for a in planned.aspects],
+        "passages": [
+            RunPassage.of(p).model_dump(exclude_none=True) for p in estimated.topic.passages
+        ],
+        "selected": list(chosen.selection.passage_ids),
+        "variants": variants,
+        "answerable_scores": {
+            "question_best": float(max(column, default=0.0)),
+            "best_support": estimated.filters.best_support,
+            "best_similarity": estimated.filters.best_similarity,
+        },
+        "costs": {s: {"seconds": round(v, 3)} for s, v in seconds.items()},
+    }
+
+
+#: Context checks of each variant and the passages it selected, filled by :func:`checked`.
+VARIANT_CHECKS: dict[str, list[tuple[AnswerCheck, int]]] = {}
+
+
+def _variants(
+    estimated: Any, policy: Any, refine: Any, selector_of: Any, pick: Any
+) -> dict[str, list[str]]:
+    """The passages each of :data:`VARIANTS` selects from the same pool and coverage."""
+    variants = {}
     for name, overrides in VARIANTS.items():
         other = dataclasses.replace(policy, **overrides)
         question_text = estimated.candidates.query if other.floor_question else None
@@ -163,21 +201,8 @@ def ask_one(
             other,
             question_text,
         )
-        variants[name] = list(pick_context(refined, other).selection.passage_ids)
-    return {
-        "context_only": True,
-        "aspects": [a.text for a in planned.aspects],
-        "passages": [
-            RunPassage.of(p).model_dump(exclude_none=True) for p in estimated.topic.passages
-        ],
-        "selected": list(chosen.selection.passage_ids),
-        "variants": variants,
-        "costs": {s: {"seconds": round(v, 3)} for s, v in seconds.items()},
-    }
-
-
-#: Context checks of each variant and the passages it selected, filled by :func:`checked`.
-VARIANT_CHECKS: dict[str, list[tuple[AnswerCheck, int]]] = {}
+        variants[name] = list(pick(refined, other).selection.passage_ids)
+    return variants
 
 
 def checked(

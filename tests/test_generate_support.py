@@ -322,3 +322,47 @@ def test_a_cross_reference_copied_from_a_passage_keeps_that_passage_as_support()
     assert copied.check is not None and copied.check.verified == "aligned"
     assert copied.passage_ids == ("c#1",)
     assert borrowed.check is not None and borrowed.check.verified == "unsupported"
+
+
+def test_options_and_setting_names_must_be_written_in_the_cited_document() -> None:
+    def doc(pid: str, name: str, text: str) -> Passage:
+        return Passage(pid, text, metadata={"doc_id": name, "title": name})
+
+    passages = (
+        doc("t#1", "tar", "-c, --create Create a new archive. Arguments supply the names of "
+                          "the files to be archived."),
+        doc("t#2", "tar", "-z, --gzip Filter the archive through gzip. -f, --file=ARCHIVE "
+                          "Use archive file ARCHIVE."),
+        doc("t#3", "tar", "--exclude=PATTERN Exclude files matching PATTERN."),
+        doc("g#1", "git-stash", "git stash apply Like pop, but do not remove the state from "
+                                "the stash list."),
+    )  # fmt: skip
+    from covrag.generate.support import held_names
+
+    by_id = {p.id: p for p in passages}
+    held = SupportCheck(("t#1",), "judged", 0.9, "t#1", (0, 10))
+    combined = held_names(
+        Citation("Run tar -czf out.tgz --exclude=PATTERN dir.", ("t#1",), check=held),
+        passages,
+        by_id,
+    )
+    # -c is in t#1; -z and -f (of -czf) in t#2, --exclude in t#3: each part cited
+    assert combined.supported and combined.passage_ids == ("t#1", "t#2", "t#3")
+    stash = SupportCheck(("g#1",), "judged", 0.9, "g#1", (0, 10))
+    invented = held_names(
+        Citation("Run git stash apply --index-only to restore them.", ("g#1",), check=stash),
+        passages,
+        by_id,
+    )
+    assert invented.check is not None and invented.check.verified == "unsupported"
+    # another document's option is not borrowed: tar's -z does not hold a git sentence
+    borrowed = held_names(
+        Citation("Run git stash apply -z.", ("g#1",), check=stash), passages, by_id
+    )
+    assert not borrowed.supported
+    # through the checker: an aligned sentence whose names its passage writes stays as it is
+    checker = SupportChecker(judge=NoSupport())
+    (aligned,) = checker.check_sentences(
+        [Citation("-c, --create Create a new archive.", ("t#1",))], passages
+    )
+    assert aligned.supported and aligned.passage_ids == ("t#1",)

@@ -65,3 +65,52 @@ def content_words(text: str) -> set[str]:
 def is_question(text: str) -> bool:
     """Whether ``text`` is worded as a question (it ends with ``?``)."""
     return text.rstrip().rstrip("\"'\u201d)").endswith("?")
+
+
+# An option as written: one or two dashes after a blank or an opening bracket, then a letter
+# ("-L", "--post301", "--keepalive-time"); a dotted name ("json.dump", "os.path.join").
+_OPTION = re.compile(r"(?<![\w\-.])--?[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*")
+_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+# A name in camel case or with an underscore ("ServerAliveInterval", "capture_output").
+_CODE_NAME = re.compile(
+    r"(?<![\w.])(?:[A-Z][a-z0-9]+[A-Z]\w*|[a-z][a-z0-9]*[A-Z]\w*|[A-Za-z]\w*_\w+|[A-Z]{2,}[a-z]\w*)"
+)
+
+
+def options(text: str) -> list[str]:
+    """The command-line options of ``text`` as written (dashes and case kept).
+
+    Example:
+        >>> options("Use -L (--location), not e-mail or -- alone.")
+        ['-L', '--location']
+    """
+    return _OPTION.findall(text)
+
+
+def dotted_names(text: str) -> list[str]:
+    """The dotted names of ``text`` (``json.dump``, ``os.path.join``), lower-cased, longer
+    than three characters (so ``U.S.`` and ``e.g.`` are not names)."""
+    found = [d.lower() for d in _DOTTED.findall(text) if any(c.isalpha() for c in d[1:])]
+    return [d for d in found if len(d) > 3]
+
+
+#: Endings of file names: a dotted name ending so (``out.tar.gz``) is an example file, not code.
+_FILE_ENDINGS = frozenset(
+    "gz tgz tar zip bz2 xz zst txt json py cfg conf ini toml yaml yml log csv md html pdf sh "
+    "c h so o deb rpm".split()
+)
+
+
+def code_names(text: str) -> list[str]:
+    """The identifiers of ``text`` a statement about software must get exactly right: options,
+    dotted names (not file names such as ``out.tar.gz``), and names in camel case or with an
+    underscore.
+
+    Example:
+        >>> code_names("Set ServerAliveInterval, or pass capture_output to subprocess.run with -q.")
+        ['-q', 'subprocess.run', 'ServerAliveInterval', 'capture_output']
+    """
+    files = [d for d in dotted_names(text) if d.rsplit(".", 1)[-1] in _FILE_ENDINGS]
+    names = options(text) + [d for d in dotted_names(text) if d not in files]
+    names += [n for n in _CODE_NAME.findall(text) if not any(n.lower() in d for d in names)]
+    return list(dict.fromkeys(names))

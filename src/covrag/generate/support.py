@@ -22,7 +22,10 @@ draft of every writer is checked before it is shown or written (:class:`SupportC
 5. **tidy** (:mod:`covrag.generate.tidy`): a lead-in about a passage ("Passage 2 explains that
    ...") is removed before the check; after it, sentences still about the passages, sentences
    leaning on a dropped one ("This option ..."), a colon whose sequel was dropped and repeats
-   are dropped too, each reason named in the warnings.
+   are dropped too, each reason named in the warnings;
+6. **names** (:func:`held_names`): a supported sentence's options, setting and function names
+   must each be written in a passage it cites or in another passage of the same document (then
+   cited too), else it is unsupported.
 
 Every checked sentence records its check (:class:`~covrag.types.SupportCheck`): the ids as
 written, how it was verified, its score and the supporting span. When no sentence of a reply is
@@ -34,6 +37,7 @@ problems (:func:`~covrag.generate.records.support_warnings`) say so.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -47,6 +51,7 @@ from covrag.generate.quotes import quoted_answer, refusal
 from covrag.generate.records import Draft, WritingContext
 from covrag.generate.tidy import reword, tidy
 from covrag.llm.prompts import document_of
+from covrag.text import code_names
 from covrag.types import Answer, Aspect, Citation, FloatArray, Passage, SupportCheck, Topic
 
 #: The judge's probability at or above which a passage supports a paraphrase: the lowest
@@ -134,7 +139,10 @@ class SupportChecker:
                 mine = np.array([p in allowed[i] for p in passages], dtype=bool)
                 masked = np.where(mine, probs[row], 0.0)
                 checked[i] = self._judged(sentences[i], passages, masked, by_id)
-        return [c for c in checked if c is not None]
+        return [
+            held_names(c, allowed[i], by_id) if c is not None else sentences[i]
+            for i, c in enumerate(checked)
+        ]
 
     def _scores(self, texts: Sequence[str], passages: Sequence[Passage]) -> FloatArray:
         """The judge's probabilities, sentences (rows) x passages (columns)."""
@@ -235,3 +243,54 @@ def _aligned(sentence: Citation, passages: Sequence[Passage]) -> Citation | None
     top = max(keep, key=lambda p: found[p].share)
     check = SupportCheck(written, "aligned", round(found[top].share, 6), top, found[top].span)
     return dataclasses.replace(sentence, passage_ids=tuple(keep), check=check)
+
+
+def _holds(text: str, name: str) -> bool:
+    """Whether ``text`` names ``name`` as written: an option with its case, as a whole option
+    (``-z`` not in ``-zip``); another name in any case, as a whole word."""
+    if name.startswith("-"):
+        return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def _parts(name: str, passages: Sequence[Passage]) -> list[str]:
+    """``name``, or the short options it combines when no passage writes it whole (``-czf``
+    -> ``-c``, ``-z``, ``-f``; ``find -mtime`` is one option that find's manual writes)."""
+    letters = name[1:]
+    combined = name.startswith("-") and not name.startswith("--") and 1 < len(letters) <= 5
+    if combined and letters.isalpha() and not any(_holds(p.text, name) for p in passages):
+        return [f"-{c}" for c in letters]
+    return [name]
+
+
+def held_names(
+    sentence: Citation, allowed: Sequence[Passage], by_id: dict[str, Passage]
+) -> Citation:
+    """A supported sentence, checked for its code names (:func:`covrag.text.code_names`: options,
+    setting and function names): each must be written in a passage it cites, or in another
+    passage of the same document, which it then cites too. A name no such passage holds makes
+    the sentence unsupported: the judge reads paraphrase, and "git stash pop" is not a
+    paraphrase of a passage about ``git stash apply``, nor curl's ``--keepalive-time`` one of
+    ssh's ``ServerAliveInterval``. Other sentences are returned as they are."""
+    check = sentence.check
+    if sentence.framing or check is None or not sentence.supported:
+        return sentence
+    names = code_names(sentence.text)
+    if not names:
+        return sentence
+    cited = [by_id[p] for p in sentence.passage_ids if p in by_id]
+    home = {document_of(p) for p in cited}
+    nearby = [p for p in allowed if document_of(p) in home and p not in cited]
+    extra: list[str] = []
+    for name in [part for n in names for part in _parts(n, cited + nearby)]:
+        if any(_holds(p.text, name) for p in cited):
+            continue
+        holder = next((p for p in nearby if _holds(p.text, name)), None)
+        if holder is None:
+            unsupported = SupportCheck(check.written, "unsupported", check.score)
+            return dataclasses.replace(sentence, check=unsupported)
+        cited.append(holder)
+        extra.append(holder.id)
+    if not extra:
+        return sentence
+    return dataclasses.replace(sentence, passage_ids=(*sentence.passage_ids, *extra))

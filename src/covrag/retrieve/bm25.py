@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,17 +28,12 @@ from covrag.retrieve.base import NotIndexedError, Ranking, check_k, scored, top_
 from covrag.retrieve.corpus import check_corpus
 from covrag.retrieve.kinds import INDEX_KINDS
 from covrag.retrieve.store import Manifest, atomic_dir, read_manifest, read_passages, write_passages
+from covrag.text import dotted_names, options
 from covrag.types import Passage
 
 logger = logging.getLogger(__name__)
 
 _SUBDIR = "bm25s"
-
-# An option as written: one or two dashes after a blank or an opening bracket, then a letter
-# ("-L", "--post301", "--keepalive-time"); a dotted name ("json.dump", "os.path.join").
-_OPTION = re.compile(r"(?<![\w\-.])--?[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*")
-_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-
 
 def identifier_tokens(text: str) -> list[str]:
     """The identifiers of ``text`` as index tokens: options with their dashes and case, dotted
@@ -49,9 +43,7 @@ def identifier_tokens(text: str) -> list[str]:
         >>> identifier_tokens("Use -L (--location) or json.dump; e-mail stays a word.")
         ['-L', '--location', 'json.dump']
     """
-    options = _OPTION.findall(text)
-    dotted = [d.lower() for d in _DOTTED.findall(text) if any(c.isalpha() for c in d[1:])]
-    return options + [d for d in dotted if len(d) > 3]
+    return options(text) + dotted_names(text)
 
 
 def _bm25s() -> Any:

@@ -1,0 +1,78 @@
+"""The grounded planner: as many sub-questions as the question has parts, in its frame, seeing
+what a first search found; a scripted LLM for the rules around the model, the tiny model for the
+real path."""
+
+from __future__ import annotations
+
+import pytest
+
+from covrag.plan.conditioned import C2Query
+from covrag.plan.grounded import GroundedPlanner, frame_terms, parse_subquestions
+from covrag.plan.planned import PlannerAspects
+from covrag.plan.sources import AspectOptions
+from covrag.types import Passage
+from llm_support import ScriptedLLM, tiny_llm
+
+POOL = (
+    Passage("tar#3", "-z, --gzip, --gunzip, --ungzip Filter the archive through gzip(1).",
+            metadata={"source": "/docs/tar.1.txt"}),
+    Passage("gzip#1", "gzip reduces the size of the named files using Lempel-Ziv coding.",
+            metadata={"source": "/docs/gzip.1.txt"}),
+    Passage("tar#9", "--exclude=PATTERN Exclude files matching PATTERN, a glob(3)-style wildcard.",
+            metadata={"source": "/docs/tar.1.txt"}),
+)  # fmt: skip
+QUESTION = "How can I make tar create a gzip-compressed archive and exclude some files?"
+
+
+def test_sub_questions_keep_the_question_frame_and_the_limit() -> None:
+    llm = ScriptedLLM(
+        [
+            "1. How can I create a gzip-compressed archive?\n"
+            "2. How can I exclude some files from the archive with tar?\n"
+            "3. What is an archive\n"  # not a question: dropped
+            "4. How can I exclude some files from the archive with tar?\n"  # a repeat
+            "5. What does gzip do to a file?\n"  # past the limit of 2
+        ]
+    )
+    plan = GroundedPlanner(llm, most=2).plan(QUESTION, POOL)
+    assert [a.text for a in plan.aspects] == [
+        "How can I create a gzip-compressed archive with tar?",  # the frame put back
+        "How can I exclude some files from the archive with tar?",
+    ]
+    assert [a.id for a in plan.aspects] == ["sq1", "sq2"]
+    notes = " ".join(plan.notes)
+    assert "kept in the question's frame" in notes
+    assert "is not a question" in notes and "repeats an earlier" in notes
+    assert "past the limit of 2" in notes
+    # the prompt shows the question, what the search found (by document) and the limit
+    prompt = llm.requests[0][0][-1].content
+    assert QUESTION in prompt and "(tar.1.txt) -z, --gzip" in prompt and "at most 2" in prompt
+    assert llm.requests[0][1] is None  # plain text: no grammar-constrained JSON
+
+
+def test_a_simple_question_is_its_own_sub_question_and_nothing_usable_falls_back() -> None:
+    kept, notes = parse_subquestions(f"{QUESTION}\n", QUESTION, 4)
+    assert kept == [QUESTION] and notes == []
+    plan = GroundedPlanner(ScriptedLLM(["Sure! Here you go."])).plan(QUESTION, POOL)
+    assert [a.text for a in plan.aspects] == [QUESTION]
+    assert "the question itself is the one aspect" in plan.notes[-1]
+    assert frame_terms("Does SSH keep the link alive?", POOL) == []
+    assert frame_terms(QUESTION, POOL) == ["tar"]
+
+
+def test_the_planner_aspect_source_plans_grounded_and_keeps_the_request_aspects() -> None:
+    llm = ScriptedLLM(["How can I exclude some files?"])
+    planner = PlannerAspects(llm, AspectOptions(subquestions=3, answers=0))
+    query = C2Query.explicit(QUESTION, exclude=("bzip2",))
+    planned = planner.plan(query, pool=POOL, grounded=True)
+    texts = [a.text for a in planned.aspects]
+    assert texts[0] == "How can I exclude some files with tar?"
+    assert planned.aspects[-1].polarity == "exclude"
+    assert any("frame" in w for w in planned.warnings)
+
+
+@pytest.mark.slow
+def test_grounded_planning_runs_on_the_tiny_model() -> None:
+    plan = GroundedPlanner(tiny_llm(), most=3).plan(QUESTION, POOL)
+    assert 1 <= len(plan.aspects) <= 3
+    assert all(a.text.endswith("?") for a in plan.aspects)
