@@ -66,6 +66,10 @@ STAGES = ("plan", "retrieve", "estimate", "select", "generate")
 #: Other filters and selectors scored on the same pool and coverage with ``--stage context``
 #: (fields of the ask policy they change).
 VARIANTS: dict[str, dict[str, Any]] = {
+    "relative gate, margin 0.1": {"gate_margin": 0.1},
+    "relative gate, margin 0.05": {"gate_margin": 0.05},
+    "gate 0.6": {"gate": 0.6},
+    "retriever order, floor and gate": {"selector": "topk"},
     "gate 0.3": {"gate": 0.3},
     "gate 0": {"gate": 0.0},
     "no floor, no gate": {"floor": 0.0, "gate": 0.0},
@@ -213,6 +217,7 @@ def checked(
         passages = [RunPassage.model_validate(p).to_passage() for p in record["passages"]]
         check = check_answer(question, passages, record["selected"], [])
         costs = record["costs"]
+        VARIANT_CHECKS.setdefault("default", []).append((check, len(record["selected"])))
         for name, selected in record.get("variants", {}).items():
             VARIANT_CHECKS.setdefault(name, []).append(
                 (check_answer(question, passages, selected, []), len(selected))
@@ -304,6 +309,34 @@ def summary(rows: Sequence[tuple[AnswerCheck, dict[str, float]]], answered: bool
     return figures
 
 
+def leave_one_corpus_out(
+    variants: dict[str, list[tuple[AnswerCheck, int]]],
+) -> dict[str, dict[str, Any]]:
+    """For each corpus: the variant with the best pooled context recall on the other corpora
+    (ties: the earlier variant, the default first), and the held-out corpus's recall under it.
+    Printed, and returned by held-out corpus."""
+    corpora = sorted({c.question.corpus for rows in variants.values() for c, _ in rows})
+    out: dict[str, dict[str, Any]] = {}
+    for held in corpora:
+
+        def recall(name: str, inside: bool, held: str = held) -> float:
+            checks = [c for c, _ in variants[name] if (c.question.corpus == held) == inside]
+            return _pooled(checks, "in_context")
+
+        chosen = max(variants, key=lambda n: recall(n, False))
+        out[held] = {
+            "chosen": chosen,
+            "chosen_on_others": recall(chosen, False),
+            "held_out_context_recall": recall(chosen, True),
+            "default_held_out": recall("default", True),
+        }
+        print(
+            f"leave {held} out: choose {chosen!r} (others {_f(recall(chosen, False))}); "
+            f"{held} {_f(recall(chosen, True))} (default {_f(recall('default', True))})"
+        )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--corpora", nargs="+", default=list(CORPORA))
@@ -370,6 +403,8 @@ def main() -> None:
             f"variant {name}: context_recall {_f(variant['context_recall'])}, vital "
             f"{_f(variant['vital_context_recall'])}, passages {variant['mean_passages']:.1f}"
         )
+    if VARIANT_CHECKS:
+        figures["leave one corpus out"] = leave_one_corpus_out(VARIANT_CHECKS)
     payload = {
         "llm": args.llm,
         "stage": args.stage,

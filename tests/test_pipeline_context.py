@@ -44,9 +44,10 @@ def test_each_entry_point_starts_from_its_preset() -> None:
         8,
         0.5,
         0.5,
-        8,
+        4,
         0,
     )
+    assert (config.aspect_source, config.passes, config.sentences) == ("grounded", 0, 6)
     assert SELECT.k == 10 and SELECT.relevance == "dense" and SELECT.floor == 0.0
     choice = CoverageChoice()
     assert (choice.k, choice.aspects, choice.relevance) == (5, "pool", "auto")

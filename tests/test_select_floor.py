@@ -79,6 +79,20 @@ def test_the_gate_keeps_only_passages_close_enough_to_the_question() -> None:
         above_floor(pool(), 0.25, gate=-0.5, similarity=similarity)
 
 
+def test_a_relative_gate_keeps_the_passages_near_a_weak_best() -> None:
+    weak = np.array([0.40, 0.20, 0.35, 0.45, 0.10])
+    # a fixed gate of 0.5 keeps nothing; relative to the best (0.45) with a margin of 0.1 the
+    # gate applied is 0.35: the three passages near the best stay
+    assert filter_pool(pool(), 0.0, gate=0.5, similarity=weak)[1].kept == 0
+    kept, report = filter_pool(pool(), 0.0, gate=0.5, similarity=weak, gate_margin=0.1)
+    assert [p.id for p in kept.passages] == ["p0", "p2", "p3"]
+    assert report.gate == pytest.approx(0.35)
+    # where the best passage is strong the gate is the one given
+    strong = np.array([0.7, 0.2, 0.9, 0.8, 0.6])
+    kept, report = filter_pool(pool(), 0.0, gate=0.65, similarity=strong, gate_margin=0.1)
+    assert [p.id for p in kept.passages] == ["p0", "p2", "p3"] and report.gate == 0.65
+
+
 def test_question_similarity_reuses_the_embeddings_made_for_the_query() -> None:
     candidates = pool()
     assert candidates.embeddings is not None and candidates.query_embedding is not None

@@ -90,8 +90,7 @@ class AskConfig:
     subquestions: int = field(
         default=ASK.aspect_options.subquestions,
         metadata=_help(
-            "sub-questions the LLM writes (DES: 10); with aspect_source grounded, at most this "
-            "many"
+            "sub-questions the LLM writes (DES: 10); with aspect_source grounded, at most this many"
         ),
     )
     aspect_source: Literal["grounded", "llm", "keypoints"] = field(
@@ -154,6 +153,13 @@ class AskConfig:
             "topic gate: only passages whose embedding (the packaged MiniLM) has at least this "
             "cosine similarity to the question are selected: a passage from another subject "
             "can answer a broad sub-question (0 = no gate)"
+        ),
+    )
+    gate_margin: float = field(
+        default=ASK.gate_margin,
+        metadata=_help(
+            "relative topic gate: where even the best passage sits under the gate, the gate "
+            "applied is the best passage's cosine minus this margin (0 = the gate as given)"
         ),
     )
     pool_aspects: int = field(
@@ -232,6 +238,8 @@ class AskConfig:
             raise ConfigError(f"floor must lie in [0, 1], got {self.floor}")
         if not 0.0 <= self.gate <= 1.0:
             raise ConfigError(f"gate must lie in [0, 1] (0: no gate), got {self.gate}")
+        if not 0.0 <= self.gate_margin <= 1.0:
+            raise ConfigError(f"gate_margin must lie in [0, 1], got {self.gate_margin}")
 
     def policy(self) -> ContextPolicy:
         """How ``ask`` chooses its context under this configuration (the :data:`ASK` preset with
@@ -251,6 +259,7 @@ class AskConfig:
             floor=self.floor,
             floor_question=self.floor_question,
             gate=self.gate,
+            gate_margin=self.gate_margin,
             pool_aspects=self.pool_aspects,
         )
 

@@ -273,7 +273,12 @@ def refine(
     seconds["estimate"] = seconds.get("estimate", 0.0) + time.perf_counter() - started
     started = time.perf_counter()
     kept, report = filter_pool(
-        candidates, policy.floor, answers, gate=policy.gate, similarity=similarity
+        candidates,
+        policy.floor,
+        answers,
+        gate=policy.gate,
+        similarity=similarity,
+        gate_margin=policy.gate_margin,
     )
     seconds["filter"] = time.perf_counter() - started
     wanted = None

@@ -85,6 +85,8 @@ class ContextPolicy:
         floor: The coverage floor (0: none; :mod:`covrag.selectors.floor`).
         floor_question: Whether a passage that answers the question itself clears the floor.
         gate: The topic gate: the least MiniLM cosine to the question (0: none).
+        gate_margin: A relative gate where the best passage is weak: the gate applied is
+            ``min(gate, best cosine - gate_margin)`` (0: the gate as given).
         pool_aspects: Also cover this many representatives of what clears the filters.
         label_free: The selector spec used when the caller names no selector and gives no
             aspects (None: ``selector`` then too).
@@ -101,6 +103,7 @@ class ContextPolicy:
     floor: float = 0.0
     floor_question: bool = False
     gate: float = 0.0
+    gate_margin: float = 0.0
     pool_aspects: int = 0
     label_free: str | None = None
     counter: TokenCounter | None = field(default=None, compare=False)
@@ -133,8 +136,9 @@ SERVER_SELECT = ContextPolicy(label_free=LABEL_FREE_SELECTOR)
 #: docs/experiments/20-question-aware-coverage.md).
 INTEGRATIONS = ContextPolicy(aspects="pool", k=5, relevance="auto", label_free=LABEL_FREE_SELECTOR)
 #: ``covrag ask`` (the defaults of :class:`covrag.pipeline.AskConfig`): the planner's aspects
-#: (at most 4 sub-questions, grounded in a first search, no sketches), 8 passages of the retrieved pool by its scores, behind the
-#: coverage floor (the question counts) and the topic gate.
+#: (at most 4 sub-questions, grounded in a first search, no sketches), 8 passages of the
+#: retrieved pool by its scores, behind the coverage floor (the question counts) and the topic
+#: gate.
 ASK = ContextPolicy(
     coverage=DEFAULT_COVERAGE,
     aspects="planner",

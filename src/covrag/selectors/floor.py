@@ -181,6 +181,7 @@ def filter_pool(
     *,
     gate: float = 0.0,
     similarity: FloatArray | None = None,
+    gate_margin: float = 0.0,
 ) -> tuple[Candidates, FilterReport]:
     """The candidates whose :func:`passage_support` reaches ``floor`` (all of them at 0) and,
     with a ``gate`` above 0, whose ``similarity`` to the question reaches ``gate``; and a
@@ -189,12 +190,20 @@ def filter_pool(
     ``also`` gives each candidate a second chance at the floor: its probability of answering
     the question itself (one value per candidate, in pool order); a passage then clears the
     floor when either reaches it. ``similarity`` holds one value per candidate, in pool order
-    (:func:`question_similarity`).
+    (:func:`question_similarity`). With a ``gate_margin`` above 0 the gate is relative where the
+    best passage is weak: it is ``min(gate, best similarity - gate_margin)``, so a question whose
+    best passages all sit just under the gate (a cross-document question worded unlike any one
+    passage) keeps the passages close to its best instead of none; the report names the gate
+    that applied.
     """
     if not 0.0 <= floor <= 1.0:
         raise ConfigError(f"the coverage floor must lie in [0, 1], got {floor}")
     if not 0.0 <= gate <= 1.0:
         raise ConfigError(f"the topic gate must lie in [0, 1] (0: no gate), got {gate}")
+    if not 0.0 <= gate_margin <= 1.0:
+        raise ConfigError(
+            f"the gate margin must lie in [0, 1] (0: a fixed gate), got {gate_margin}"
+        )
     n = len(candidates)
     by_floor = np.ones(n, dtype=bool)
     by_gate = np.ones(n, dtype=bool)
@@ -216,8 +225,10 @@ def filter_pool(
             got = "none" if similarity is None else len(similarity)
             raise ValueError(f"a topic gate needs one similarity per candidate ({n}), got {got}")
         values = np.asarray(similarity, dtype=np.float64)
-        by_gate = values >= gate
         best_similarity = float(values.max()) if n else None
+        if gate_margin > 0.0 and best_similarity is not None:
+            gate = max(min(gate, best_similarity - gate_margin), 0.0)
+        by_gate = values >= gate
     keep = by_floor & by_gate
     report = FilterReport(
         pool=n,
