@@ -130,6 +130,15 @@ def test_reader_support_narration_misattribution_repeats_and_refusal() -> None:
         CitedSentence("Nothing here answers that.", ()),
     ]
     check = check_answer(QUESTION, POOL, ["p1", "p2", "p3"], sentences)
+    # p3 (curl's) names nothing of ssh_config; a sentence copying a passage's own mention of
+    # another document is not misattributed
+    copied = check_answer(
+        QUESTION,
+        [*POOL, _passage("p4", "ssh_config.5.txt", "See curl.1 for curl's options.")],
+        ["p4"],
+        [CitedSentence("See curl for its options.", ("p4",))],
+    )
+    assert copied.misattributed == ()
     assert check.narrating == (0,)
     # names curl's manual, cites only ssh_config's passage
     assert check.misattributed == (1, 2)

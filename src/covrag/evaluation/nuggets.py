@@ -280,7 +280,8 @@ class AnswerCheck:
             sentence that cites nothing).
         narrating: Indices of sentences that narrate (:func:`narrates`).
         misattributed: Indices of sentences that name documents of the pool and cite none of
-            them (one document's content given to another's subject).
+            them, nor a passage that names them itself (one document's content given to
+            another's subject; a cross-reference copied from the cited passage is not one).
         refused: The answer declined (no cited sentence).
     """
 
@@ -415,7 +416,9 @@ def check_answer(
         reader_ok.append(any(reader_supported(s.text, p.text) for p in cited))
         named = _named(s.text, pool)
         if named and not named & {document_name(p) for p in cited}:
-            misattributed.append(i)
+            # a cross-reference the sentence copies from its passage is not a misattribution
+            if not any(named <= _named(p.text, pool) for p in cited):
+                misattributed.append(i)
     lowered = [s.lower() for s in said]
     repeated = tuple(i for i in range(len(said)) if said[i] and lowered[i] in lowered[:i])
     return AnswerCheck(
