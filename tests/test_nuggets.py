@@ -197,3 +197,19 @@ def test_a_bad_nugget_file_names_the_line_and_field(tmp_path: Path) -> None:
     path.write_text(json.dumps(empty_terms) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match="terms"):
         read_nugget_questions(path)
+
+
+def test_the_answer_benchmarks_nuggets_hold_in_their_documents() -> None:
+    """Every quote of the bundled answer benchmark is in its document, every term near it."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).parent.parent
+    done = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "bench_answer_nuggets.py"), "--validate"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("10 questions") == 5
