@@ -90,7 +90,9 @@ def test_ask_asks_the_llm_for_sub_questions_then_answer_sketches() -> None:
         json.dumps({"answers": ["How much?"]}),
     ]
     llm = ScriptedLLM([items_reply(*questions), *sketches, "Uniforms reduce bullying [1]."])
-    config = AskConfig(subquestions=2, answers=1, pool=3, k=1, passes=0, writer="extractive")
+    config = AskConfig(
+        subquestions=2, answers=1, pool=3, k=1, passes=0, writer="extractive", aspect_source="llm"
+    )
     result = ask(
         "Should schools require uniforms?",
         llm,

@@ -148,10 +148,11 @@ def _plan(
     from the question alone (``"llm"``)."""
     query = C2Query.explicit(question, include, exclude)
     pool = None
-    if aspects is None and config.aspect_source in ("keypoints", "grounded"):
+    # a QTree outline (``outline``) is planned from DES's sub-questions, so it takes the llm path
+    grounded = config.aspect_source == "grounded" and not config.outline
+    if aspects is None and (config.aspect_source == "keypoints" or grounded):
         pool = tuple(retriever.search(query.base, config.pool))
     planner = PlannerAspects(llm, config.policy().aspect_options)
-    grounded = config.aspect_source == "grounded"
     return planner.plan(query, aspects, pool=pool, gate=config.gate, grounded=grounded)
 
 
