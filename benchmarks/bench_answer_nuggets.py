@@ -130,9 +130,11 @@ def ask_one(
 ) -> dict[str, Any]:
     """Run one question; the run record, with ``"context_only"`` when no answer was written."""
     import covrag
-    from covrag.pipeline.ask import _plan, retrieve_pool
+    from covrag.pipeline.ask import retrieve_pool
     from covrag.pipeline.context import estimate_context, pick_context, refine, selector_of
     from covrag.pipeline.stages import load_index
+    from covrag.plan import C2Query
+    from covrag.plan.planned import PlannerAspects
 
     given = [Aspect("q", question.question)] if aspects == "question" else None
     if stage == "answer":
@@ -142,7 +144,14 @@ def ask_one(
     retriever = load_index(str(index))
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    planned = _plan(question.question, llm, retriever, config, (), (), given)
+    planner = PlannerAspects(llm, config.policy().aspect_options)
+    query = C2Query.explicit(question.question)
+    if given is not None or config.aspect_source == "llm":
+        planned = planner.plan(query, given)
+    else:  # grounded, or key points: read off a first pool
+        pool = tuple(retriever.search(question.question, config.pool))
+        grounded = config.aspect_source == "grounded"
+        planned = planner.plan(query, pool=pool, gate=config.gate, grounded=grounded)
     seconds["plan"] = time.perf_counter() - started
     started = time.perf_counter()
     _, topic = retrieve_pool(planned.query, planned.aspects, retriever, config.pool)
