@@ -135,8 +135,10 @@ class SupportChecker:
         if unaligned:
             probs = self._scores([sentences[i].text for i in unaligned], passages)
             for row, i in enumerate(unaligned):
-                # a sentence that names documents is judged against their passages only
-                mine = np.array([p in allowed[i] for p in passages], dtype=bool)
+                # a sentence that names documents is judged against their passages only, and
+                # one that names options or settings against documents that write them
+                fits = _writing_names(sentences[i].text, allowed[i])
+                mine = np.array([p in fits for p in passages], dtype=bool)
                 masked = np.where(mine, probs[row], 0.0)
                 checked[i] = self._judged(sentences[i], passages, masked, by_id)
         return [
@@ -251,6 +253,23 @@ def _holds(text: str, name: str) -> bool:
     if name.startswith("-"):
         return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
     return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def _writing_names(text: str, passages: Sequence[Passage]) -> tuple[Passage, ...]:
+    """The passages of ``passages`` whose document writes every code name of ``text`` (in any
+    of its passages among ``passages``): where the judge may look for support."""
+    names = code_names(text)
+    if not names:
+        return tuple(passages)
+    by_document: dict[str | None, list[Passage]] = {}
+    for p in passages:
+        by_document.setdefault(document_of(p), []).append(p)
+    fits: list[Passage] = []
+    for group in by_document.values():
+        parts = [part for n in names for part in _parts(n, group)]
+        if all(any(_holds(p.text, part) for p in group) for part in parts):
+            fits.extend(group)
+    return tuple(fits)
 
 
 def _parts(name: str, passages: Sequence[Passage]) -> list[str]:

@@ -53,8 +53,9 @@ ANSWER_RULES = (
 )
 
 CITATION_RULES = (
-    "Write connected prose in your own words: do not copy or list the passages one by one, and "
-    "bring together passages that make the same point. End every sentence that states a fact "
+    "Take the wording of each sentence from the passage it cites, shortened to what answers the "
+    "question; do not list the passages one by one, and bring together passages that make the "
+    "same point. End every sentence that states a fact "
     "with the number of each passage that supports it in square brackets, as in this example "
     'about another topic: "Road tolls cut traffic in city centres [2][5]." Cite only passages '
     "1 to {k}. Write one sentence per line, with no title, no list markers and nothing else."
