@@ -133,8 +133,9 @@ SERVER_SELECT = ContextPolicy(label_free=LABEL_FREE_SELECTOR)
 #: docs/experiments/20-question-aware-coverage.md).
 INTEGRATIONS = ContextPolicy(aspects="pool", k=5, relevance="auto", label_free=LABEL_FREE_SELECTOR)
 #: ``covrag ask`` (the defaults of :class:`covrag.pipeline.AskConfig`): the planner's aspects
-#: (at most 4 sub-questions, grounded in a first search, no sketches), 8 passages of the retrieved pool by its scores, behind the
-#: coverage floor (the question counts) and the topic gate.
+#: (at most 4 sub-questions, grounded in a first search, no sketches), 8 passages of the
+#: retrieved pool by its scores, behind the coverage floor (the question counts) and the topic
+#: gate.
 ASK = ContextPolicy(
     coverage=DEFAULT_COVERAGE,
     aspects="planner",
