@@ -59,6 +59,6 @@ def documents_rule(passages: Sequence[Passage]) -> str:
     return (
         "The passages come from different documents, named before each passage. A fact belongs "
         "to the program or document whose passage states it: where it matters, say which one it "
-        "belongs to (for example \"In ssh_config, ...\" or \"curl's -L option ...\"), never give "
+        'belongs to (for example "In ssh_config, ..." or "curl\'s -L option ..."), never give '
         "one document's option or rule to another's subject, and still cite the passage numbers."
     )

@@ -90,8 +90,7 @@ class AskConfig:
     subquestions: int = field(
         default=ASK.aspect_options.subquestions,
         metadata=_help(
-            "sub-questions the LLM writes (DES: 10); with aspect_source grounded, at most this "
-            "many"
+            "sub-questions the LLM writes (DES: 10); with aspect_source grounded, at most this many"
         ),
     )
     aspect_source: Literal["grounded", "llm", "keypoints"] = field(

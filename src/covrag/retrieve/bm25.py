@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 _SUBDIR = "bm25s"
 
+
 def identifier_tokens(text: str) -> list[str]:
     """The identifiers of ``text`` as index tokens: options with their dashes and case, dotted
     names lower-cased.
