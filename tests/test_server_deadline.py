@@ -24,7 +24,7 @@ pytest.importorskip("uvicorn")
 from covrag.deadline import Deadline, watch_checks  # noqa: E402
 from covrag.errors import ConfigError  # noqa: E402
 from covrag.server import ServerConfig  # noqa: E402
-from covrag.server import app as app_module  # noqa: E402
+from covrag.server import gate as gate_module  # noqa: E402
 from covrag.server.run import probe_request, serve, serve_in_background  # noqa: E402
 from covrag.server.service import MODEL_GATE  # noqa: E402
 
@@ -48,7 +48,7 @@ def test_a_timed_out_request_frees_the_model_for_the_next(
     short_deadline: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No backstop from the event loop: a 504 can only come from the model work stopping itself.
-    monkeypatch.setattr(app_module, "BACKSTOP_S", 600.0)
+    monkeypatch.setattr(gate_module, "BACKSTOP_S", 600.0)
     heavy = short_deadline.post("/v1/select", json=request(300, 40))
     assert heavy.status_code == 504, heavy.text
     assert "1 s timeout" in heavy.json()["detail"]
@@ -63,7 +63,7 @@ def test_the_label_free_default_embeds_under_the_deadline_and_the_model_lock(
 ) -> None:
     # No aspects, no selector, no coverage: the same-point model embeds the pool while
     # selecting. 2,000 fresh passages take far longer than the 1 s timeout on any CPU here.
-    monkeypatch.setattr(app_module, "BACKSTOP_S", 600.0)
+    monkeypatch.setattr(gate_module, "BACKSTOP_S", 600.0)
     held: list[bool] = []
     body = request(2000, 0)
     del body["aspects"], body["coverage"], body["selector"]

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from covrag.errors import ConfigError, CovragError, MissingExtraError
+from covrag.llm.base import LLM
 from covrag.server.app import create_app
 from covrag.server.config import ServerConfig
 
@@ -82,11 +83,16 @@ def serve(
 
 @contextmanager
 def serve_in_background(
-    config: ServerConfig, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 120.0
+    config: ServerConfig,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    startup_timeout: float = 120.0,
+    llm: LLM | None = None,
 ) -> Iterator[str]:
     """Run the app with uvicorn on a thread; yield its base URL, stop it on exit.
 
     Port 0 picks a free port. The URL is yielded once the app has started (models preloaded).
+    ``llm``: an LLM object for the LLM routes instead of ``config.llm`` (:func:`create_app`).
 
     Example:
         >>> with serve_in_background(ServerConfig(preload=False)) as url:  # doctest: +SKIP
@@ -98,7 +104,8 @@ def serve_in_background(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning", lifespan="on"))
+    app = create_app(config, llm)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="covrag-server", daemon=True
     )
