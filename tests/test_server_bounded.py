@@ -192,22 +192,22 @@ def capped() -> Iterator[tuple[Any, SlowScriptedLLM]]:
 @pytest.mark.parametrize(
     ("route", "body", "status", "field", "option"),
     [
-        ("/v1/plan", {"question": "Why? " * 20}, 422, "question", "--max-question-chars"),
+        ("/v1/plan", {"question": "Why? " * 20}, 422, "question", "max_question_chars"),
         (
             "/v1/answer",
             {**SMALL, "question": "Why? " * 20},
             422,
             "question",
-            "--max-question-chars",
+            "max_question_chars",
         ),
         (
             "/v1/answer",
             {**SMALL, "passages": [{"id": f"p{i}", "text": "Short."} for i in range(4)]},
             422,
             "passages",
-            "--max-llm-passages",
+            "max_llm_passages",
         ),
-        ("/v1/answer", {**SMALL, "max_tokens": 101}, 422, "max_tokens", "--max-completion-tokens"),
+        ("/v1/answer", {**SMALL, "max_tokens": 101}, 422, "max_tokens", "max_completion_tokens"),
         (
             "/v1/answer",
             {**SMALL, "passages": [{"id": "p1", "text": "Uniforms cost money. " * 12}]},

@@ -119,7 +119,7 @@ def create_app(config: ServerConfig | None = None, llm: LLM | None = None) -> Fa
         max_body_bytes=config.max_body_bytes,
         body_timeout_s=config.body_timeout_s,
     )
-    api.add_middleware(RequestObserver)  # outermost: sees the guard's refusals too
+    api.add_middleware(RequestObserver, routes=api.routes)  # outermost: sees the guard's too
     return api
 
 

@@ -3,8 +3,9 @@
 The schema bounds every field for any server (``MAX_TEXT`` characters, ``MAX_CONTEXT`` passages);
 these are the operator's tighter caps (:class:`~covrag.server.config.ServerConfig`), which bound
 what one request may make the model read and write. A field over its cap is a 422 naming the
-field, the cap and the ``covrag serve`` option that sets it; text over the token cap is a 413
-(the request is too large for the model, whatever its body size).
+field, the cap and the setting that sets it (``covrag serve --max-llm-tokens``, ``--max-pairs``;
+the others are :class:`~covrag.server.config.ServerConfig` fields); text over the token cap is a
+413 (the request is too large for the model, whatever its body size).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from covrag.server.service import RequestFieldError, RequestTooLarge, check_pair
 from covrag.tokens import default_counter
 
 
-def _over(what: str, cap: int, option: str) -> str:
-    return f"{what}, over this server's limit of {cap:,} (covrag serve --{option})"
+def _over(what: str, cap: int, setting: str) -> str:
+    return f"{what}, over this server's limit of {cap:,} ({setting})"
 
 
 def check_question(question: str, config: ServerConfig) -> None:
@@ -26,7 +27,11 @@ def check_question(question: str, config: ServerConfig) -> None:
     if len(question) > config.max_question_chars:
         raise RequestFieldError(
             "question",
-            _over(f"{len(question):,} characters", config.max_question_chars, "max-question-chars")
+            _over(
+                f"{len(question):,} characters",
+                config.max_question_chars,
+                "ServerConfig.max_question_chars",
+            )
             + "; ask a shorter question",
         )
 
@@ -49,7 +54,7 @@ def check_answer(request: AnswerRequest, config: ServerConfig) -> None:
     if n > config.max_llm_passages:
         raise RequestFieldError(
             "passages",
-            _over(f"{n:,} passages", config.max_llm_passages, "max-llm-passages")
+            _over(f"{n:,} passages", config.max_llm_passages, "ServerConfig.max_llm_passages")
             + "; send fewer (POST /v1/select picks a covering few)",
         )
     if request.max_tokens > config.max_completion_tokens:
@@ -58,7 +63,7 @@ def check_answer(request: AnswerRequest, config: ServerConfig) -> None:
             _over(
                 f"{request.max_tokens:,} tokens asked for",
                 config.max_completion_tokens,
-                "max-completion-tokens",
+                "ServerConfig.max_completion_tokens",
             ),
         )
     counts = default_counter().count([request.question, *(p.text for p in request.passages)])
@@ -68,7 +73,7 @@ def check_answer(request: AnswerRequest, config: ServerConfig) -> None:
             _over(
                 f"the question and passages are {sum(counts):,} tokens",
                 config.max_llm_tokens,
-                "max-llm-tokens",
+                "covrag serve --max-llm-tokens",
             )
             + "; send fewer or shorter passages",
         )

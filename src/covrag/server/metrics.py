@@ -31,6 +31,7 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Sequence
 
 from covrag.errors import MissingExtraError
 from covrag.server.guard import ASGIApp, Message, Receive, Scope, Send
@@ -45,10 +46,12 @@ try:
         ProcessCollector,
         generate_latest,
     )
+    from starlette.routing import BaseRoute, Match
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtraError("prometheus_client", "serve") from exc
+    raise MissingExtraError(exc.name or "prometheus_client", "serve") from exc
 
-access_log = logging.getLogger("covrag.server.access")
+ACCESS_LOGGER = "covrag.server.access"
+access_log = logging.getLogger(ACCESS_LOGGER)
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -124,11 +127,18 @@ def request_id(sent: bytes | None) -> str:
     return str(uuid.uuid4())
 
 
-def route_of(scope: Scope) -> str:
-    """The template of the route that served ``scope`` (``unmatched`` when none did)."""
-    route = scope.get("route")
-    path = getattr(route, "path", None)
-    return path if isinstance(path, str) else "unmatched"
+def route_of(scope: Scope, routes: Sequence[BaseRoute] = ()) -> str:
+    """The template of the route that served ``scope``; for a request refused before routing
+    (by the guard), the first of ``routes`` its path matches; ``unmatched`` when none does."""
+    path = getattr(scope.get("route"), "path", None)
+    if isinstance(path, str):
+        return path
+    for route in routes:
+        if route.matches(scope)[0] != Match.NONE:
+            path = getattr(route, "path", None)
+            if isinstance(path, str):
+                return path
+    return "unmatched"
 
 
 class RequestObserver:
@@ -136,10 +146,12 @@ class RequestObserver:
 
     Args:
         app: The wrapped ASGI app (the guard, then FastAPI).
+        routes: The app's routes, to name the route of a request refused before routing.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute] = ()) -> None:
         self.app = app
+        self.routes = routes
         self.metrics = metrics()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -163,7 +175,7 @@ class RequestObserver:
             await self.app(scope, receive, send_with_id)
         finally:
             seconds = time.perf_counter() - started
-            route = route_of(scope)
+            route = route_of(scope, self.routes)
             self.metrics.requests.labels(route, scope.get("method", ""), str(status)).inc()
             self.metrics.latency.labels(route).observe(seconds)
             access_log.info(
