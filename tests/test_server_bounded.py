@@ -1,6 +1,6 @@
 """``/v1/plan`` and ``/v1/answer`` cannot hold the service: a deadline checked between the LLM's
-tokens (504, every lock given back), a bounded wait for the LLM (429 with ``Retry-After``), and
-size caps checked before any model work (413 / 422).
+tokens (504, every lock given back), a client that goes away stopping its work, a bounded wait
+for the LLM (429 with ``Retry-After``), and size caps checked before any model work (413 / 422).
 
 A real uvicorn on loopback; the LLM is a slow scripted one (``SlowScriptedLLM``: it writes a
 word at a time and checks the request's deadline between words, as the embedded model does
@@ -83,6 +83,27 @@ def test_an_answer_past_its_deadline_is_a_504_and_frees_the_model(
         exposition = http.get("/metrics").text
     assert sample(exposition, "covrag_http_requests_total", route="/v1/answer", status="504") >= 1
     assert sample(exposition, "covrag_llm_tokens_total", kind="completion") >= 2
+
+
+def test_a_client_that_goes_away_stops_the_llm_within_a_second() -> None:
+    llm = SlowScriptedLLM([ENDLESS_REPLY, GOOD_REPLY], seconds_per_word=0.01)
+    config = ServerConfig(llm_timeout_s=60.0, preload=False)
+    with serve_in_background(config, llm=llm) as url:
+        # the client gives up after 1 s and closes its connection
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{url}/v1/answer", json=ANSWER, timeout=httpx.Timeout(10, read=1.0))
+        gone = time.monotonic()
+        while not llm.stopped_after and time.monotonic() < gone + 10:
+            time.sleep(0.01)
+        stopped = time.monotonic()
+        assert llm.stopped_after, "the LLM went on writing for the client that left"
+        assert stopped - gone < 1.0
+        assert 1.0 <= llm.stopped_after[0] < 2.0 and llm.words < 200
+        assert not LLM_GATE.busy()
+        with httpx.Client(base_url=url, timeout=60) as http:
+            assert http.post("/v1/answer", json=ANSWER).status_code == 200
+            exposition = http.get("/metrics").text
+    assert sample(exposition, "covrag_http_requests_total", route="/v1/answer", status="499") >= 1
 
 
 @pytest.fixture()

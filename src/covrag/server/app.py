@@ -38,7 +38,7 @@ from covrag.schema.http import (
     SelectResponse,
 )
 from covrag.server.config import ServerConfig
-from covrag.server.gate import ModelBusy, run_gated
+from covrag.server.gate import ClientGone, ModelBusy, run_gated
 from covrag.server.guard import RequestGuard, is_protected
 from covrag.server.metrics import CONTENT_TYPE, RequestObserver, metrics
 from covrag.server.service import Menus, RequestFieldError, build_job, run_job, warm_up
@@ -268,6 +268,11 @@ def _install_error_handlers(api: FastAPI) -> None:
     async def timed_out(_: Request, exc: DeadlineExceeded) -> JSONResponse:
         message = f"the request took longer than the server's {exc.deadline.seconds:g} s timeout"
         return _error_response(504, [FieldErrorOut(field=None, message=message)])
+
+    @api.exception_handler(ClientGone)
+    async def gone(_: Request, exc: ClientGone) -> JSONResponse:
+        # 499 (nginx's "client closed request"): for the log and the metrics, nobody reads it
+        return _error_response(499, [FieldErrorOut(field=None, message=str(exc))])
 
     @api.exception_handler(ModelBusy)
     async def busy(_: Request, exc: ModelBusy) -> JSONResponse:

@@ -20,7 +20,7 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from typing import TypeVar
@@ -36,6 +36,9 @@ T = TypeVar("T")
 #: first batch past the deadline and answers first.
 BACKSTOP_S = 2.0
 
+#: Seconds between two looks at whether a client waiting for model work is still connected.
+POLL_S = 0.25
+
 
 class ModelBusy(CovragError):
     """The model lock was held by another request for longer than this one may wait.
@@ -48,6 +51,13 @@ class ModelBusy(CovragError):
     def __init__(self, retry_after_s: int) -> None:
         super().__init__(f"the model is busy with another request; retry after {retry_after_s} s")
         self.retry_after_s = retry_after_s
+
+
+class ClientGone(CovragError):
+    """The client closed the connection before its answer; its work was stopped."""
+
+    def __init__(self) -> None:
+        super().__init__("the client went away before its answer; its work was stopped")
 
 
 class ModelGate:
@@ -118,20 +128,44 @@ class ModelGate:
         return self.lock.locked()
 
 
-async def run_gated(executor: Executor, work: Callable[[Deadline], T], timeout_s: float) -> T:
+async def run_gated(
+    executor: Executor,
+    work: Callable[[Deadline], T],
+    timeout_s: float,
+    disconnected: Callable[[], Awaitable[bool]] | None = None,
+) -> T:
     """``work(deadline)`` on ``executor``, under a deadline ``timeout_s`` from now.
 
     The deadline starts now, so time queued for a thread counts; the work raises
     DeadlineExceeded at its first batch boundary past it (having given its locks back), and the
-    event loop raises it by itself ``BACKSTOP_S`` later if the work has not.
+    event loop raises it by itself ``BACKSTOP_S`` later if the work has not. With
+    ``disconnected`` (the request's ``is_disconnected``), the client is looked at every
+    ``POLL_S`` seconds; once it has gone, the deadline is cancelled, so the work stops at its
+    next check (an LLM token, a scoring batch) and gives its locks back.
 
     Raises:
         DeadlineExceeded: The deadline passed (the app answers 504).
         ModelBusy: A lock was not free within the wait (429).
+        ClientGone: The client went away; the work was stopped (499, which nobody reads).
     """
     deadline = Deadline.after(timeout_s)
     future = asyncio.get_running_loop().run_in_executor(executor, functools.partial(work, deadline))
+    limit = time.monotonic() + timeout_s + BACKSTOP_S
     try:
+        while disconnected is not None:
+            done, _ = await asyncio.wait(
+                {future}, timeout=max(0.0, min(POLL_S, limit - time.monotonic()))
+            )
+            if done:
+                return future.result()
+            if await disconnected():
+                deadline.cancel()
+                stopped, _ = await asyncio.wait({future}, timeout=BACKSTOP_S)
+                if stopped:
+                    future.exception()  # retrieved: the work's own end (DeadlineExceeded) is moot
+                raise ClientGone()
+            if time.monotonic() >= limit:
+                raise TimeoutError
         return await asyncio.wait_for(future, timeout_s + BACKSTOP_S)
     except TimeoutError:
         raise DeadlineExceeded(deadline) from None

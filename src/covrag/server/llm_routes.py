@@ -13,6 +13,7 @@ work, then take the LLM gate (:data:`~covrag.server.service.LLM_GATE`: at most `
 of waiting, then 429 with ``Retry-After``) and run in the server's thread pool under
 ``llm_timeout_s``: the deadline is checked between LLM calls, between the embedded model's
 tokens and between scoring batches, and a request past it is a 504 with every lock given back.
+A client that goes away stops its request's work at the next such check (within a second).
 Their scoring steps take the model gate shared with ``/v1/select`` one step at a time. An LLM
 that fails (unreachable, unusable replies after the retries) is answered with 502. The routes
 exist only when the server has an LLM (``ServerConfig.llm``).
@@ -27,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 
 from covrag.deadline import Deadline
 from covrag.embed import Encoder, default_encoder
@@ -325,11 +326,11 @@ def add_llm_routes(
         responses=documented,
         summary="Sub-questions (and an outline) for a question, from the server's LLM",
     )
-    async def plan(request: PlanRequest) -> PlanResponse:
+    async def plan(request: PlanRequest, http: Request) -> PlanResponse:
         """DES sub-questions of the question, its include / exclude aspects, and with
         ``outline`` a QPlanner outline (QTree, judged candidates, random baseline score)."""
         work = served(lambda: check_plan(request, config), lambda: run_plan(request, llm))
-        return await run_gated(executor, work, config.llm_timeout_s)
+        return await run_gated(executor, work, config.llm_timeout_s, http.is_disconnected)
 
     @api.post(
         "/v1/answer",
@@ -337,7 +338,7 @@ def add_llm_routes(
         responses=documented,
         summary="A cited answer from the given passages, with critique-and-rewrite passes",
     )
-    async def answer(request: AnswerRequest) -> AnswerResponse:
+    async def answer(request: AnswerRequest, http: Request) -> AnswerResponse:
         """Writes a cited answer (about ``sentences`` sentences, each factual one citing
         passages as [n]) and ``passes`` critique-and-rewrite rounds; citations of passages that
         do not exist are reported per draft, never kept. Every sentence is checked against the
@@ -347,4 +348,4 @@ def add_llm_routes(
         work = served(
             lambda: check_answer(request, config), lambda: run_answer(request, llm, config)
         )
-        return await run_gated(executor, work, config.llm_timeout_s)
+        return await run_gated(executor, work, config.llm_timeout_s, http.is_disconnected)
