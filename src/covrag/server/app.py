@@ -126,8 +126,8 @@ def create_app(config: ServerConfig | None = None, llm: LLM | None = None) -> Fa
 def _add_select_route(
     api: FastAPI, config: ServerConfig, executor: ThreadPoolExecutor, menus: Menus
 ) -> None:
-    """``/v1/select``, run on ``executor`` under the request's deadline
-    (:func:`~covrag.server.gate.run_gated`)."""
+    """``/v1/select``, run on ``executor`` under the request's deadline, which a client that
+    goes away cancels (:func:`~covrag.server.gate.run_gated`)."""
 
     @api.post(
         "/v1/select",
@@ -135,7 +135,7 @@ def _add_select_route(
         responses=_ERRORS,
         summary="Select context that covers the aspects within a budget",
     )
-    async def select(request: SelectRequest) -> SelectResponse:
+    async def select(request: SelectRequest, http: Request) -> SelectResponse:
         """Estimate the coverage matrix of the passages against the aspects, then select.
 
         Returns the selection in pick order, the trace of what each pick newly covered, the
@@ -143,7 +143,10 @@ def _add_select_route(
         """
         job = build_job(request, config, menus)
         return await run_gated(
-            executor, lambda deadline: run_job(job, deadline, config.model_wait_s), config.timeout_s
+            executor,
+            lambda deadline: run_job(job, deadline, config.model_wait_s),
+            config.timeout_s,
+            http.is_disconnected,
         )
 
 
