@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from covrag.deadline import DeadlineExceeded, current_deadline
+from covrag.deadline import Deadline, DeadlineExceeded, current_deadline
 from covrag.errors import ConfigError, LLMError, MissingExtraError
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message, response_format
 from covrag.llm.progress import Meter, current
@@ -180,11 +180,8 @@ class OpenAIChat(LLM):
         )
         worker.start()
         request_deadline = current_deadline()  # a served request's (covrag.deadline)
-        wait = self.deadline
-        if request_deadline is not None:
-            wait = max(0.0, min(wait, request_deadline.remaining()))
         try:
-            finished = call.done.wait(wait)
+            finished = _wait(call.done, self.deadline, request_deadline)
         finally:
             if not call.done.is_set():
                 # The worker is left to end on its own; its next attempt, if any, is refused.
@@ -330,3 +327,18 @@ def _describe_error(exc: BaseException) -> str:
     name = type(exc).__name__
     message = str(exc).strip() or name
     return f"HTTP {status} ({message})" if status else f"{name}: {message}"
+
+
+def _wait(done: threading.Event, seconds: float, deadline: Deadline | None) -> bool:
+    """Whether ``done`` was set within ``seconds``, looking every 0.1 s at ``deadline`` too
+    (which a served request's client cancels by going away); False once it has passed."""
+    if deadline is None:
+        return done.wait(seconds)
+    end = time.monotonic() + seconds
+    while not deadline.expired():
+        left = min(end - time.monotonic(), deadline.remaining())
+        if left <= 0:
+            return done.is_set()
+        if done.wait(min(0.1, left)):
+            return True
+    return done.is_set()
