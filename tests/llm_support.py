@@ -10,12 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
+from covrag.deadline import DeadlineExceeded, check_deadline
 from covrag.errors import StructuredOutputError
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message
 
@@ -40,6 +42,54 @@ class ScriptedLLM(LLM):
         if not self.replies:
             raise AssertionError("the script has no more replies")
         return ChatResult(self.replies.pop(0), self.model, prompt_tokens=3, completion_tokens=2)
+
+
+class SlowScriptedLLM(ScriptedLLM):
+    """A :class:`ScriptedLLM` that writes each reply a word at a time, as a streaming backend
+    writes tokens, and checks the request's deadline (:mod:`covrag.deadline`) between words.
+
+    Args:
+        replies: The replies, in order.
+        seconds_per_word: Pause before each word.
+        hold: When given, the first word waits until it is set (a test holds the reply inside
+            the model, checking the deadline meanwhile).
+
+    Attributes:
+        writing: Set once a call has started writing.
+        stopped_after: Seconds into its call at which each stopped call was stopped.
+        words: Words written, over all calls.
+    """
+
+    def __init__(
+        self,
+        replies: Sequence[str],
+        seconds_per_word: float = 0.01,
+        hold: threading.Event | None = None,
+    ) -> None:
+        super().__init__(replies)
+        self.seconds_per_word = seconds_per_word
+        self.hold = hold
+        self.writing = threading.Event()
+        self.stopped_after: list[float] = []
+        self.words = 0
+
+    def _chat(
+        self, messages: list[Message], schema: JsonSchema | None, params: ChatParams
+    ) -> ChatResult:
+        result = super()._chat(messages, schema, params)
+        started = time.monotonic()
+        self.writing.set()
+        try:
+            while self.hold is not None and not self.hold.wait(self.seconds_per_word):
+                check_deadline()
+            for _ in result.text.split(" "):
+                time.sleep(self.seconds_per_word)
+                check_deadline()
+                self.words += 1
+        except DeadlineExceeded:
+            self.stopped_after.append(time.monotonic() - started)
+            raise
+        return result
 
 
 def items_reply(*questions: str) -> str:

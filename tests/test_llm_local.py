@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
 import pytest
 from pydantic import Field
 
+from covrag.deadline import Deadline, DeadlineExceeded, deadline_scope
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.llm import ChatParams, chat_json, system, user
 from covrag.llm.models import resolve_model, smollm2_path
@@ -120,3 +122,23 @@ def test_bad_runtime_settings_fail_before_loading() -> None:
         LocalChat("smollm2", n_threads=0)
     with pytest.raises(ConfigError, match="prompt_cache_mib"):
         LocalChat("smollm2", prompt_cache_mib=-1)
+
+
+def test_a_reply_stops_at_the_first_token_past_its_deadline() -> None:
+    llm = tiny_llm()
+    long = [user("Write a very long story about a cat who travels the world.")]
+    params = ChatParams(max_tokens=1500)
+    llm.chat([user("Say hi")], params=ChatParams(max_tokens=2))  # loaded before the clock starts
+    probe = llm.chat(long, params=ChatParams(max_tokens=32))  # its pace on this machine now
+    per_token = probe.seconds / max(1, probe.completion_tokens)
+    calls = llm.usage.calls
+    started = time.monotonic()
+    with deadline_scope(Deadline.after(0.5)), pytest.raises(DeadlineExceeded):
+        llm.chat(long, params=params)
+    # llama.cpp was told to stop at the first token past the deadline: the call ends within a
+    # few tokens of it (and a second of slack for a loaded machine), not 1,500 tokens later
+    assert time.monotonic() - started < 0.5 + 1.0 + 20 * per_token < 1500 * per_token
+    assert llm.usage.calls == calls  # a stopped call is no reply
+    # the model is free and answers the next call in full
+    reply = llm.chat([user("Say hi")], params=ChatParams(max_tokens=8))
+    assert reply.text and reply.completion_tokens >= 1

@@ -20,11 +20,12 @@ import pytest
 
 pytest.importorskip("openai")
 
+from covrag.deadline import Deadline, DeadlineExceeded, deadline_scope  # noqa: E402
 from covrag.errors import ConfigError, LLMError, StructuredOutputError  # noqa: E402
 from covrag.llm import CachedLLM, ResponseCache, chat_json, user  # noqa: E402
 from covrag.llm.openai_backend import OpenAIChat  # noqa: E402
 from covrag.schema.llm import one_of, reply_model, reply_schema  # noqa: E402
-from llm_support import tiny_llm  # noqa: E402
+from llm_support import chat_server, tiny_llm  # noqa: E402
 
 #: A scripted reply: (status, body, headers, delay seconds), or a function that writes the
 #: reply itself (given the handler and an event set when the server stops).
@@ -345,3 +346,23 @@ def test_a_transport_fault_ends_a_command_as_one_line(
     err = " ".join(capsys.readouterr().err.split())  # the console wraps long lines
     assert code == 2 and "Traceback" not in err
     assert err.startswith(f"error: openai:m at {url} answered with a reply that is not a chat")
+
+
+def test_a_cancelled_request_deadline_stops_the_wait_for_a_reply() -> None:
+    release = threading.Event()
+
+    def reply(_: dict[str, Any]) -> str:
+        release.wait(60)  # a server that takes its time
+        return "late"
+
+    with chat_server(reply) as (base_url, _):
+        llm = OpenAIChat("m", base_url=base_url, max_retries=0, timeout=60, deadline=60)
+        deadline = Deadline.after(60.0)
+        threading.Timer(0.3, deadline.cancel).start()  # the served request's client goes away
+        started = time.monotonic()
+        try:
+            with deadline_scope(deadline), pytest.raises(DeadlineExceeded):
+                llm.chat([user("hi")])
+            assert time.monotonic() - started < 1.0
+        finally:
+            release.set()

@@ -7,11 +7,13 @@ a request is inside the model work it watches the deadline checks (:func:`watch_
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,7 +26,7 @@ pytest.importorskip("uvicorn")
 from covrag.deadline import Deadline, watch_checks  # noqa: E402
 from covrag.errors import ConfigError  # noqa: E402
 from covrag.server import ServerConfig  # noqa: E402
-from covrag.server import app as app_module  # noqa: E402
+from covrag.server import gate as gate_module  # noqa: E402
 from covrag.server.run import probe_request, serve, serve_in_background  # noqa: E402
 from covrag.server.service import MODEL_GATE  # noqa: E402
 
@@ -48,7 +50,7 @@ def test_a_timed_out_request_frees_the_model_for_the_next(
     short_deadline: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No backstop from the event loop: a 504 can only come from the model work stopping itself.
-    monkeypatch.setattr(app_module, "BACKSTOP_S", 600.0)
+    monkeypatch.setattr(gate_module, "BACKSTOP_S", 600.0)
     heavy = short_deadline.post("/v1/select", json=request(300, 40))
     assert heavy.status_code == 504, heavy.text
     assert "1 s timeout" in heavy.json()["detail"]
@@ -63,7 +65,7 @@ def test_the_label_free_default_embeds_under_the_deadline_and_the_model_lock(
 ) -> None:
     # No aspects, no selector, no coverage: the same-point model embeds the pool while
     # selecting. 2,000 fresh passages take far longer than the 1 s timeout on any CPU here.
-    monkeypatch.setattr(app_module, "BACKSTOP_S", 600.0)
+    monkeypatch.setattr(gate_module, "BACKSTOP_S", 600.0)
     held: list[bool] = []
     body = request(2000, 0)
     del body["aspects"], body["coverage"], body["selector"]
@@ -155,6 +157,34 @@ def test_pool_aspects_count_against_the_cap() -> None:
     assert response.status_code == 422, response.text
     assert "6 passages x" in response.json()["detail"]
     assert not MODEL_GATE.busy()
+
+
+def test_a_client_that_goes_away_gives_the_model_back(short_wait_long_deadline: str) -> None:
+    inside = threading.Event()
+    payload = json.dumps(request(300, 40)).encode()
+    host, port = short_wait_long_deadline.removeprefix("http://").split(":")
+    head = (
+        f"POST /v1/select HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(payload)}\r\n\r\n"
+    ).encode()
+    with watch_checks(lambda _: inside.set()):
+        with socket.create_connection((host, int(port))) as client:
+            client.sendall(head + payload)
+            assert inside.wait(60), "the request never reached the model"
+        gone = time.monotonic()  # 12,000 pairs: tens of seconds of scoring left
+        while MODEL_GATE.busy() and time.monotonic() < gone + 30:
+            time.sleep(0.01)
+    assert not MODEL_GATE.busy()
+    assert time.monotonic() - gone < 1.5
+    small = httpx.post(f"{short_wait_long_deadline}/v1/select", json=request(2, 1), timeout=60)
+    assert small.status_code == 200, small.text
+
+
+@pytest.fixture(scope="module")
+def short_wait_long_deadline() -> Iterator[str]:
+    config = ServerConfig(default_coverage="cross-encoder", timeout_s=120, max_pairs=1_000_000)
+    with serve_in_background(config) as url:
+        yield url
 
 
 def test_server_limits_are_validated() -> None:

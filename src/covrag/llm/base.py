@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from covrag.deadline import check_deadline
 from covrag.errors import ConfigError
 
 Role = Literal["system", "user", "assistant"]
@@ -177,9 +178,14 @@ class LLM(ABC):
                 when it passes (as :func:`~covrag.llm.structured.chat_json` does). Otherwise
                 a complete reply (not cut off at the token limit) is accepted as it comes.
                 A response cache keeps only accepted replies.
+
+        Raises:
+            DeadlineExceeded: Under a :func:`~covrag.deadline.deadline_scope` whose deadline
+                has passed: before the call, or (backends that stream) between its tokens.
         """
         if not messages:
             raise ConfigError("chat needs at least one message")
+        check_deadline()  # between calls: a request past its deadline makes no more
         request, params = list(messages), params or self.params
         result = self._chat(request, schema, params)
         self.usage.add(result)

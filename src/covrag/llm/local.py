@@ -12,6 +12,9 @@ the best match, so a rewrite that repeats its draft's system prompt, question an
 computes what follows them. With ``lookup`` the model drafts tokens by prompt lookup (llama.cpp's
 n-gram speculative decoding) and verifies them in one batch: greedy output is unchanged, and text
 copied from the prompt (passages, a previous answer) is generated several tokens per step.
+
+Under a request's deadline (:mod:`covrag.deadline`, the HTTP service) the reply is streamed and
+the deadline checked at each token: generation stops at the first token past it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from covrag.deadline import Deadline, DeadlineExceeded, current_deadline
 from covrag.errors import ConfigError, LLMError, MissingExtraError
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message, response_format
 from covrag.llm.models import DEFAULT_LOCAL_MODEL, resolve_model
@@ -88,23 +92,35 @@ class _LoadedModel:
             raise LLMError(f"the local model failed: {response['error']}")
         return response
 
-    def stream(self, request: dict[str, Any], meter: Meter) -> dict[str, Any]:
+    def stream(
+        self, request: dict[str, Any], meter: Meter | None, deadline: Deadline | None = None
+    ) -> dict[str, Any]:
         """Like :meth:`complete`, streamed: each piece goes to ``meter``; the pieces are put
-        together into one chat completion (text, finish reason, usage, timings)."""
+        together into one chat completion (text, finish reason, usage, timings).
+
+        Raises:
+            DeadlineExceeded: ``deadline`` passed between two pieces; llama.cpp was told to
+                stop there (a callback that returns True ends the stream).
+        """
         text: list[str] = []
         final: dict[str, Any] = {"finish_reason": None, "usage": {}, "timings": {}, "error": None}
+        stopped = False
 
-        def on_chunk(chunk: dict[str, Any]) -> None:
+        def on_chunk(chunk: dict[str, Any]) -> bool:
+            nonlocal stopped
             if "error" in chunk:
                 final["error"] = chunk["error"]
             for choice in chunk.get("choices") or ():
                 piece = (choice.get("delta") or {}).get("content")
                 if piece:
                     text.append(piece)
-                    meter.piece()
+                    if meter is not None:
+                        meter.piece()
                 final["finish_reason"] = choice.get("finish_reason") or final["finish_reason"]
             final["usage"] = chunk.get("usage") or final["usage"]
             final["timings"] = chunk.get("timings") or final["timings"]
+            stopped = deadline is not None and deadline.expired()
+            return stopped
 
         streamed = {**request, "stream": True, "stream_options": {"include_usage": True}}
         with self.lock:
@@ -112,9 +128,12 @@ class _LoadedModel:
                 self.server.handle_chat_completions(streamed, on_chunk)
             except (ValueError, RuntimeError) as exc:
                 raise LLMError(f"the local model rejected the request: {exc}") from exc
+        if stopped and deadline is not None:
+            raise DeadlineExceeded(deadline)
         if final["error"] is not None:
             raise LLMError(f"the local model failed: {final['error']}")
-        meter.done(int(final["usage"].get("completion_tokens") or 0))
+        if meter is not None:
+            meter.done(int(final["usage"].get("completion_tokens") or 0))
         message = {"role": "assistant", "content": "".join(text)}
         choice = {"message": message, "finish_reason": final["finish_reason"]}
         return {"choices": [choice], "usage": final["usage"], "timings": final["timings"]}
@@ -190,8 +209,11 @@ class LocalChat(LLM):
             request["response_format"] = response_format(schema)
         started = time.perf_counter()
         callback = current()
-        if callback is not None:  # someone shows progress: stream the reply
-            response = self.loaded.stream(request, Meter(self.model, callback))
+        deadline = current_deadline()
+        if callback is not None or deadline is not None:
+            # someone shows progress, or the reply must stop at a deadline: stream it
+            meter = Meter(self.model, callback) if callback is not None else None
+            response = self.loaded.stream(request, meter, deadline)
         else:
             response = self.loaded.complete(request)
         try:

@@ -12,7 +12,8 @@ the request runs in a worker thread, and the caller gets an error when the deadl
 Whatever goes wrong (the deadline, an error status, a reply that is not a chat completion) ends
 as one :class:`~covrag.errors.LLMError` that names the endpoint. Inside a
 :func:`covrag.llm.progress.reporting` block the reply is streamed, and its tokens are reported
-as they arrive.
+as they arrive. Under a served request's deadline (:mod:`covrag.deadline`) the caller stops
+waiting when it passes (:class:`~covrag.deadline.DeadlineExceeded`), the reply abandoned.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from covrag.deadline import Deadline, DeadlineExceeded, current_deadline
 from covrag.errors import ConfigError, LLMError, MissingExtraError
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message, response_format
 from covrag.llm.progress import Meter, current
@@ -177,12 +179,15 @@ class OpenAIChat(LLM):
             target=self._work, args=(call, request), name="covrag-openai-call", daemon=True
         )
         worker.start()
+        request_deadline = current_deadline()  # a served request's (covrag.deadline)
         try:
-            finished = call.done.wait(self.deadline)
+            finished = _wait(call.done, self.deadline, request_deadline)
         finally:
             if not call.done.is_set():
                 # The worker is left to end on its own; its next attempt, if any, is refused.
                 call.abandoned.set()
+        if not finished and request_deadline is not None and request_deadline.expired():
+            raise DeadlineExceeded(request_deadline)
         if not finished:
             raise LLMError(
                 f"{self._where()} gave no complete reply within the {self.deadline:g} s "
@@ -322,3 +327,18 @@ def _describe_error(exc: BaseException) -> str:
     name = type(exc).__name__
     message = str(exc).strip() or name
     return f"HTTP {status} ({message})" if status else f"{name}: {message}"
+
+
+def _wait(done: threading.Event, seconds: float, deadline: Deadline | None) -> bool:
+    """Whether ``done`` was set within ``seconds``, looking every 0.1 s at ``deadline`` too
+    (which a served request's client cancels by going away); False once it has passed."""
+    if deadline is None:
+        return done.wait(seconds)
+    end = time.monotonic() + seconds
+    while not deadline.expired():
+        left = min(end - time.monotonic(), deadline.remaining())
+        if left <= 0:
+            return done.is_set()
+        if done.wait(min(0.1, left)):
+            return True
+    return done.is_set()

@@ -1,11 +1,13 @@
 """The FastAPI app behind ``covrag serve``.
 
 Routes: ``POST /v1/select``, ``POST /v1/plan`` and ``POST /v1/answer`` (with an LLM,
-:mod:`covrag.server.llm_routes`), ``GET /healthz``, ``GET /reports`` and
-``GET /reports/{name}``, and FastAPI's ``/openapi.json`` and ``/docs``. Every error is a JSON
-:class:`ErrorOut` naming the offending field. CPU-bound work runs in a thread pool under a
-per-request deadline (504): the model work stops at its first batch past it, and a request that
-finds the model busy for longer than ``model_wait_s`` is a 429 with ``Retry-After``.
+:mod:`covrag.server.llm_routes`), ``GET /healthz``, ``GET /metrics`` (Prometheus,
+:mod:`covrag.server.metrics`), ``GET /reports`` and ``GET /reports/{name}``, and FastAPI's
+``/openapi.json`` and ``/docs``. Every error is a JSON :class:`ErrorOut` naming the offending
+field. CPU-bound work runs in a thread pool under a per-request deadline (504): the model work
+stops at its first batch (or LLM token) past it, and a request that finds the model busy for
+longer than ``model_wait_s`` is a 429 with ``Retry-After`` (:mod:`covrag.server.gate`). Every
+response carries an ``X-Request-ID``, and every request is one JSON line in the access log.
 
 Clients choose the selector and the coverage estimator among the specs the operator listed
 (:mod:`covrag.server.specs`; the OpenAPI schema shows them as enums); they never name a model or
@@ -15,18 +17,18 @@ a path.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from covrag import __version__
-from covrag.deadline import Deadline, DeadlineExceeded
-from covrag.errors import MissingExtraError
+from covrag.deadline import DeadlineExceeded
+from covrag.errors import LLMError, MissingExtraError
+from covrag.llm.base import LLM
 from covrag.schema.http import (
     ErrorOut,
     FieldErrorOut,
@@ -36,22 +38,21 @@ from covrag.schema.http import (
     SelectResponse,
 )
 from covrag.server.config import ServerConfig
-from covrag.server.gate import ModelBusy
+from covrag.server.gate import ClientGone, ModelBusy, run_gated
 from covrag.server.guard import RequestGuard, is_protected
+from covrag.server.metrics import CONTENT_TYPE, RequestObserver, metrics
 from covrag.server.service import Menus, RequestFieldError, build_job, run_job, warm_up
 
 try:
     from fastapi import FastAPI, HTTPException, Request
     from fastapi import Path as PathParam
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import FileResponse, JSONResponse
+    from fastapi.responses import FileResponse, JSONResponse, Response
     from starlette.exceptions import HTTPException as StarletteHTTPException
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingExtraError("fastapi", "serve") from exc
 
 logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 REPORT_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.html$"
 _REPORT_NAME = re.compile(REPORT_NAME)
@@ -69,17 +70,14 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     504: {"model": ErrorOut, "description": "the request ran past the server's timeout"},
 }
 
-#: Seconds past a request's deadline at which the event loop answers 504 even though the work
-#: has not reached a batch boundary (selection, tokenising); the model work itself stops at its
-#: first batch past the deadline and answers first.
-BACKSTOP_S = 2.0
 
-
-def create_app(config: ServerConfig | None = None) -> FastAPI:
+def create_app(config: ServerConfig | None = None, llm: LLM | None = None) -> FastAPI:
     """Build the app: routes, JSON errors, and the API-key and body-size guard.
 
     Args:
         config: Limits, authentication and defaults; ``ServerConfig()`` when None.
+        llm: The LLM behind ``/v1/plan`` and ``/v1/answer`` as an object (an application's own
+            backend), instead of ``config.llm``'s specification.
 
     Returns:
         An ASGI application for uvicorn (or any ASGI server). Its thread pool and, unless
@@ -105,11 +103,12 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     )
 
     _add_select_route(api, config, executor, menus)
-    if config.llm is not None:
+    if llm is not None or config.llm is not None:
         from covrag.llm import parse_llm
         from covrag.server.llm_routes import add_llm_routes
 
-        add_llm_routes(api, config, executor, parse_llm(config.llm), _ERRORS)
+        chat = llm if llm is not None else parse_llm(str(config.llm))
+        add_llm_routes(api, config, executor, chat, _ERRORS)
 
     _add_info_routes(api, config, menus)
     _install_error_handlers(api)
@@ -120,33 +119,15 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         max_body_bytes=config.max_body_bytes,
         body_timeout_s=config.body_timeout_s,
     )
+    api.add_middleware(RequestObserver, routes=api.routes)  # outermost: sees the guard's too
     return api
 
 
 def _add_select_route(
     api: FastAPI, config: ServerConfig, executor: ThreadPoolExecutor, menus: Menus
 ) -> None:
-    """``/v1/select``, run on ``executor`` under the request's deadline."""
-    timed_out = f"the request took longer than the server's {config.timeout_s:g} s timeout"
-
-    async def in_thread(fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args, deadline, wait_s)`` on the pool, under the request's deadline.
-
-        The deadline starts now, so time queued for a thread counts; the work raises
-        DeadlineExceeded at its first batch boundary past it (having given the model back),
-        and the event loop answers 504 by itself ``BACKSTOP_S`` later if it has not.
-        """
-        deadline = Deadline.after(config.timeout_s)
-        call = functools.partial(fn, *args, deadline, config.model_wait_s)
-        future = asyncio.get_running_loop().run_in_executor(executor, call)
-        try:
-            return await asyncio.wait_for(future, config.timeout_s + BACKSTOP_S)
-        except (TimeoutError, DeadlineExceeded):
-            raise HTTPException(504, timed_out) from None
-        except ModelBusy as exc:
-            raise HTTPException(
-                429, str(exc), headers={"Retry-After": str(exc.retry_after_s)}
-            ) from None
+    """``/v1/select``, run on ``executor`` under the request's deadline, which a client that
+    goes away cancels (:func:`~covrag.server.gate.run_gated`)."""
 
     @api.post(
         "/v1/select",
@@ -154,14 +135,19 @@ def _add_select_route(
         responses=_ERRORS,
         summary="Select context that covers the aspects within a budget",
     )
-    async def select(request: SelectRequest) -> SelectResponse:
+    async def select(request: SelectRequest, http: Request) -> SelectResponse:
         """Estimate the coverage matrix of the passages against the aspects, then select.
 
         Returns the selection in pick order, the trace of what each pick newly covered, the
         aspects left uncovered and (unless ``include_matrix`` is false) the coverage matrix.
         """
         job = build_job(request, config, menus)
-        return await in_thread(run_job, job)
+        return await run_gated(
+            executor,
+            lambda deadline: run_job(job, deadline, config.model_wait_s),
+            config.timeout_s,
+            http.is_disconnected,
+        )
 
 
 def _add_info_routes(api: FastAPI, config: ServerConfig, menus: Menus) -> None:
@@ -175,6 +161,18 @@ def _add_info_routes(api: FastAPI, config: ServerConfig, menus: Menus) -> None:
             selectors=menus.selectors.specs,
             coverage_estimators=menus.coverages.specs,
         )
+
+    @api.get(
+        "/metrics",
+        response_class=Response,
+        responses={
+            401: _ERRORS[401],
+            200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text format"},
+        },
+        summary="Requests, latency, model-lock waits, LLM tokens and pairs scored (Prometheus)",
+    )
+    async def prometheus() -> Response:
+        return Response(metrics().exposition(), media_type=CONTENT_TYPE)
 
     report_errors: dict[int | str, dict[str, Any]] = {
         k: v for k, v in _ERRORS.items() if k in (401, 422)
@@ -267,7 +265,29 @@ def _install_error_handlers(api: FastAPI) -> None:
 
     @api.exception_handler(RequestFieldError)
     async def bad_field(_: Request, exc: RequestFieldError) -> JSONResponse:
-        return _error_response(422, [FieldErrorOut(field=exc.field, message=exc.message)])
+        return _error_response(exc.status, [FieldErrorOut(field=exc.field, message=exc.message)])
+
+    @api.exception_handler(DeadlineExceeded)
+    async def timed_out(_: Request, exc: DeadlineExceeded) -> JSONResponse:
+        message = f"the request took longer than the server's {exc.deadline.seconds:g} s timeout"
+        return _error_response(504, [FieldErrorOut(field=None, message=message)])
+
+    @api.exception_handler(ClientGone)
+    async def gone(_: Request, exc: ClientGone) -> JSONResponse:
+        # 499 (nginx's "client closed request"): for the log and the metrics, nobody reads it
+        return _error_response(499, [FieldErrorOut(field=None, message=str(exc))])
+
+    @api.exception_handler(ModelBusy)
+    async def busy(_: Request, exc: ModelBusy) -> JSONResponse:
+        return _error_response(
+            429,
+            [FieldErrorOut(field=None, message=str(exc))],
+            {"Retry-After": str(exc.retry_after_s)},
+        )
+
+    @api.exception_handler(LLMError)
+    async def llm_failed(_: Request, exc: LLMError) -> JSONResponse:
+        return _error_response(502, [FieldErrorOut(field=None, message=f"the LLM failed: {exc}")])
 
     @api.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -17,6 +17,15 @@ API_KEY_ENV = "COVRAG_API_KEY"
 #: default 30 s timeout on such a machine: a request the server can usually finish.
 DEFAULT_MAX_PAIRS = 10_000
 
+#: Default caps of the LLM routes, checked before any model work (413 / 422). A question is a
+#: sentence or two; 50 passages of about 320 tokens each are 16,000 tokens of text, of which the
+#: writer keeps ``max_words`` words a passage in its prompts; 1,200 completion tokens is the
+#: 1.5x of ``covrag ask``'s 800 that a rewrite may write.
+DEFAULT_MAX_QUESTION_CHARS = 2_000
+DEFAULT_MAX_LLM_PASSAGES = 50
+DEFAULT_MAX_LLM_TOKENS = 16_000
+DEFAULT_MAX_COMPLETION_TOKENS = 1_200
+
 
 @dataclass(frozen=True)
 class ServerConfig:
@@ -106,7 +115,30 @@ class ServerConfig:
         },
     )
     llm_timeout_s: float = field(
-        default=600.0, metadata={"help": "seconds per LLM request before a 504"}
+        default=600.0,
+        metadata={
+            "help": "seconds per /v1/plan or /v1/answer request before a 504; the LLM stops "
+            "at its next token (local model) or call"
+        },
+    )
+    max_question_chars: int = field(
+        default=DEFAULT_MAX_QUESTION_CHARS,
+        metadata={"help": "longest question /v1/plan and /v1/answer take, in characters (422)"},
+    )
+    max_llm_passages: int = field(
+        default=DEFAULT_MAX_LLM_PASSAGES,
+        metadata={"help": "most passages one /v1/answer request may send (422)"},
+    )
+    max_llm_tokens: int = field(
+        default=DEFAULT_MAX_LLM_TOKENS,
+        metadata={
+            "help": "most tokens of question and passage text one /v1/answer request may "
+            "send (MiniLM WordPiece tokens, as budgets count them); more is a 413"
+        },
+    )
+    max_completion_tokens: int = field(
+        default=DEFAULT_MAX_COMPLETION_TOKENS,
+        metadata={"help": "largest max_tokens a /v1/answer request may ask for (422)"},
     )
 
     def __post_init__(self) -> None:
@@ -130,6 +162,14 @@ class ServerConfig:
             raise ConfigError(f"max_pairs must be >= 1, got {self.max_pairs}")
         if not self.model_wait_s >= 0:
             raise ConfigError(f"model_wait_s must be >= 0, got {self.model_wait_s}")
+        for name in (
+            "max_question_chars",
+            "max_llm_passages",
+            "max_llm_tokens",
+            "max_completion_tokens",
+        ):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.workers < 1:
             raise ConfigError(f"workers must be >= 1, got {self.workers}")
         if self.reports_dir is not None and not Path(self.reports_dir).is_dir():

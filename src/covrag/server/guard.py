@@ -29,7 +29,7 @@ PROTECTED_PREFIXES = ("/v1/", "/reports")
 
 def is_protected(path: str) -> bool:
     """Whether a path needs the API key (everything but /healthz and the OpenAPI docs)."""
-    return path.startswith(PROTECTED_PREFIXES)
+    return path.startswith(PROTECTED_PREFIXES) or path == "/metrics"
 
 
 class RequestGuard:

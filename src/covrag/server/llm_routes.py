@@ -8,25 +8,31 @@ and returns every draft, critique, invalid citation and what it cost, with each 
 support check, the sentences the check dropped, the warnings, the filters' report and the
 coverage per aspect (the records of :mod:`covrag.schema.http_answer`, which reuse the run
 file's).
-Both run in the server's thread pool under ``llm_timeout_s``; an LLM that fails (unreachable,
-unusable replies after the retries) is answered with 502. The routes exist only when the server
-has an LLM (``ServerConfig.llm``).
+Both check the request's size caps (:mod:`covrag.server.caps`, 413 / 422) before any model
+work, then take the LLM gate (:data:`~covrag.server.service.LLM_GATE`: at most ``model_wait_s``
+of waiting, then 429 with ``Retry-After``) and run in the server's thread pool under
+``llm_timeout_s``: the deadline is checked between LLM calls, between the embedded model's
+tokens and between scoring batches, and a request past it is a 504 with every lock given back.
+A client that goes away stops its request's work at the next such check (within a second).
+Their scoring steps take the model gate shared with ``/v1/select`` one step at a time. An LLM
+that fails (unreachable, unusable replies after the retries) is answered with 502. The routes
+exist only when the server has an LLM (``ServerConfig.llm``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, Request
 
-from covrag.errors import ConfigError, LLMError
+from covrag.deadline import Deadline
+from covrag.embed import Encoder, default_encoder
+from covrag.errors import ConfigError
 from covrag.llm.base import LLM
 from covrag.pipeline import ANSWER, AskConfig, build_generator, choose, estimate_context
 from covrag.pipeline.stages import (
@@ -49,21 +55,26 @@ from covrag.schema.ask import AspectCoverageOut, FiltersOut
 from covrag.schema.generation import LLMCostOut
 from covrag.schema.http_answer import AnswerDraftOut, AnswerRequest, AnswerResponse, CritiqueOut
 from covrag.schema.http_plan import OutlineOut, PlanAspectOut, PlanRequest, PlanResponse
+from covrag.server.caps import check_answer, check_plan
 from covrag.server.config import ServerConfig
+from covrag.server.gate import run_gated
+from covrag.server.metrics import metrics
 from covrag.server.service import (
-    MODEL_LOCK,
+    LLM_GATE,
+    MODEL_GATE,
     RequestFieldError,
     aspect_records,
     passage_records,
     unique_ids,
 )
-from covrag.types import CoverageMatrix, Passage, Topic
+from covrag.types import CoverageMatrix, FloatArray, Passage, Topic
 
 T = TypeVar("T")
 
 
 class _Locked(CoverageEstimator):
-    """An estimator whose models run under the server's model lock (shared with /v1/select)."""
+    """An estimator whose models run under the server's model gate (shared with /v1/select),
+    one estimate at a time, counted in the pairs-scored metric."""
 
     name = "locked"
 
@@ -71,11 +82,31 @@ class _Locked(CoverageEstimator):
         self.inner = inner
 
     def estimate(self, topic: Topic) -> CoverageMatrix:
-        with MODEL_LOCK:
-            return self.inner.estimate(topic)
+        with MODEL_GATE.step():
+            matrix = self.inner.estimate(topic)
+        metrics().pairs_scored.inc(matrix.pairs_scored)
+        return matrix
 
     def __repr__(self) -> str:
         return repr(self.inner)
+
+
+class _LockedEncoder(Encoder):
+    """The process's sentence encoder (de-duplicating sub-questions) under the model gate; the
+    planners only call :meth:`encode`."""
+
+    def __init__(self) -> None:  # wraps the loaded encoder: loads nothing of its own
+        with MODEL_GATE.step():
+            self.inner = default_encoder()
+        self.name = self.inner.name
+
+    def encode(self, texts: Sequence[str]) -> FloatArray:
+        with MODEL_GATE.step():
+            return self.inner.encode(texts)
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
 
 
 def _cost(cost: LLMCost) -> LLMCostOut:
@@ -92,9 +123,8 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
         raise RequestFieldError("exclude", str(exc)) from exc
     outline = None
     if request.outline:
-        plan = QPlanner(llm, subquestions=request.subquestions).plan(
-            request.question, request.include, request.exclude
-        )
+        planner = QPlanner(llm, subquestions=request.subquestions, encoder=_LockedEncoder())
+        plan = planner.plan(request.question, request.include, request.exclude)
         subquestions = plan.subquestions
         outline = OutlineOut(
             texts=list(plan.best.texts),
@@ -103,8 +133,8 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
             baseline_score=plan.baseline.score,
         )
     else:
-        with MODEL_LOCK:  # the de-duplication encoder is shared
-            subquestions = LLMDecomposer(llm, n=request.subquestions).decompose(query.base)
+        decomposer = LLMDecomposer(llm, n=request.subquestions, encoder=_LockedEncoder())
+        subquestions = decomposer.decompose(query.base)
     aspects = (*(subquestions.aspects if subquestions else ()), *query.aspects())
     warnings: list[str] = []  # an aspect the LLM gives no usable sketch keeps none
     if request.answers:
@@ -273,16 +303,22 @@ def add_llm_routes(
         502: {"model": errors[422]["model"], "description": "the LLM failed"},
     }
 
-    async def in_thread(fn: Callable[..., T], *args: Any) -> T:
-        future = asyncio.get_running_loop().run_in_executor(executor, functools.partial(fn, *args))
-        try:
-            return await asyncio.wait_for(future, config.llm_timeout_s)
-        except TimeoutError:
-            raise HTTPException(
-                504, f"the request took longer than the server's {config.llm_timeout_s:g} s"
-            ) from None
-        except LLMError as exc:
-            raise HTTPException(502, f"the LLM failed: {exc}") from None
+    def served(check: Callable[[], None], run: Callable[[], T]) -> Callable[[Deadline], T]:
+        """The work of one request: its caps, then ``run`` holding the LLM gate."""
+
+        def work(deadline: Deadline) -> T:
+            check()  # before any model work
+            with LLM_GATE.hold(deadline, config.model_wait_s):
+                before = llm.usage.as_dict()
+                try:
+                    return run()
+                finally:
+                    after = llm.usage.as_dict()
+                    for kind in ("prompt", "completion"):
+                        spent = after[f"{kind}_tokens"] - before[f"{kind}_tokens"]
+                        metrics().llm_tokens.labels(kind).inc(spent)
+
+        return work
 
     @api.post(
         "/v1/plan",
@@ -290,10 +326,11 @@ def add_llm_routes(
         responses=documented,
         summary="Sub-questions (and an outline) for a question, from the server's LLM",
     )
-    async def plan(request: PlanRequest) -> PlanResponse:
+    async def plan(request: PlanRequest, http: Request) -> PlanResponse:
         """DES sub-questions of the question, its include / exclude aspects, and with
         ``outline`` a QPlanner outline (QTree, judged candidates, random baseline score)."""
-        return await in_thread(run_plan, request, llm)
+        work = served(lambda: check_plan(request, config), lambda: run_plan(request, llm))
+        return await run_gated(executor, work, config.llm_timeout_s, http.is_disconnected)
 
     @api.post(
         "/v1/answer",
@@ -301,11 +338,14 @@ def add_llm_routes(
         responses=documented,
         summary="A cited answer from the given passages, with critique-and-rewrite passes",
     )
-    async def answer(request: AnswerRequest) -> AnswerResponse:
+    async def answer(request: AnswerRequest, http: Request) -> AnswerResponse:
         """Writes a cited answer (about ``sentences`` sentences, each factual one citing
         passages as [n]) and ``passes`` critique-and-rewrite rounds; citations of passages that
         do not exist are reported per draft, never kept. Every sentence is checked against the
         passages: its ``check`` says how it was verified and which span supports it, a
         mis-pointed citation is repaired, an unsupported sentence is dropped (or marked), and a
         reply with no supported sentence becomes quotations of the passages (or a refusal)."""
-        return await in_thread(run_answer, request, llm, config)
+        work = served(
+            lambda: check_answer(request, config), lambda: run_answer(request, llm, config)
+        )
+        return await run_gated(executor, work, config.llm_timeout_s, http.is_disconnected)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import logging
 import socket
 import threading
 import time
@@ -12,8 +13,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from covrag.errors import ConfigError, CovragError, MissingExtraError
+from covrag.llm.base import LLM
 from covrag.server.app import create_app
 from covrag.server.config import ServerConfig
+from covrag.server.metrics import ACCESS_LOGGER
 
 try:
     import uvicorn
@@ -66,27 +69,53 @@ def serve(
         config: The server's settings.
         host: Interface to bind, unless ``sock`` is given.
         port: TCP port to bind, unless ``sock`` is given.
-        log_level: uvicorn's log level.
+        log_level: uvicorn's log level; at ``info`` and below, the JSON access log too
+            (:func:`log_requests`).
         sock: A socket from :func:`listen` (the CLI binds first, to report a busy port).
 
     Raises:
         ConfigError: ``host:port`` cannot be bound (:func:`listen`).
     """
     sock = sock if sock is not None else listen(host, port)
+    log_requests(log_level)
     try:
-        server = uvicorn.Server(uvicorn.Config(create_app(config), log_level=log_level))
+        # covrag's JSON access log (covrag.server.metrics) replaces uvicorn's text one
+        app = create_app(config)
+        server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, access_log=False))
         server.run(sockets=[sock])
     finally:
         sock.close()
 
 
+class _AccessHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The access log's stderr handler (one per process)."""
+
+
+def log_requests(log_level: str = "info") -> None:
+    """Write the access log's JSON lines (``covrag.server.access``) to stderr, one a request,
+    unless ``log_level`` is above ``info``; only the foreground server (:func:`serve`) does."""
+    access = logging.getLogger(ACCESS_LOGGER)
+    quiet = log_level.lower() not in ("trace", "debug", "info")
+    access.setLevel(logging.WARNING if quiet else logging.INFO)
+    if not any(isinstance(h, _AccessHandler) for h in access.handlers):
+        handler = _AccessHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access.addHandler(handler)
+        access.propagate = False
+
+
 @contextmanager
 def serve_in_background(
-    config: ServerConfig, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 120.0
+    config: ServerConfig,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    startup_timeout: float = 120.0,
+    llm: LLM | None = None,
 ) -> Iterator[str]:
     """Run the app with uvicorn on a thread; yield its base URL, stop it on exit.
 
     Port 0 picks a free port. The URL is yielded once the app has started (models preloaded).
+    ``llm``: an LLM object for the LLM routes instead of ``config.llm`` (:func:`create_app`).
 
     Example:
         >>> with serve_in_background(ServerConfig(preload=False)) as url:  # doctest: +SKIP
@@ -98,7 +127,8 @@ def serve_in_background(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning", lifespan="on"))
+    app = create_app(config, llm)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="covrag-server", daemon=True
     )

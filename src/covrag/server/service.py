@@ -3,7 +3,8 @@
 Everything here is synchronous and CPU-bound; the app runs it in a thread pool. Model-backed steps
 (embeddings, coverage estimation) share process-wide models and caches that are not thread-safe,
 so they run under one lock (:class:`~covrag.server.gate.ModelGate`), waited for briefly and held
-under the request's deadline; selection itself runs unlocked.
+under the request's deadline; selection itself runs unlocked. The LLM routes take a second gate
+(:data:`LLM_GATE`) for their whole run, and this one for each scoring step.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from covrag.schema.http import (
 )
 from covrag.server.config import ServerConfig
 from covrag.server.gate import ModelBusy, ModelGate
+from covrag.server.metrics import metrics
 from covrag.server.specs import (
     ESTIMATOR_TUNABLES,
     SELECTOR_TUNABLES,
@@ -57,20 +59,31 @@ T = TypeVar("T")
 
 MODEL_LOCK = threading.Lock()
 #: The lock as /v1/select takes it: a bounded wait, then 429; held under the request's deadline.
-MODEL_GATE = ModelGate(MODEL_LOCK)
+MODEL_GATE = ModelGate(MODEL_LOCK, "model")
+#: The LLM, taken by /v1/plan and /v1/answer for their whole run, the same way.
+LLM_GATE = ModelGate(threading.Lock(), "llm")
 
 
 class RequestFieldError(ConfigError):
-    """A request that is well-formed JSON but asks for something covrag cannot do.
+    """A request that is well-formed JSON but asks for something covrag cannot do (422).
 
     Attributes:
         field: The offending field, in the ``passages[3].text`` notation of validation errors.
+        status: The HTTP status it is answered with.
     """
+
+    status = 422
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class RequestTooLarge(RequestFieldError):
+    """A request over a size cap of the server that its body size does not show (413)."""
+
+    status = 413
 
 
 @dataclass(frozen=True)
@@ -181,17 +194,24 @@ def check_pairs(job: SelectJob) -> None:
 
     The columns are the aspects and their answer sketches, as the estimator scores them.
     """
-    if job.estimator is None or job.max_pairs is None:
-        return
-    n = len(job.topic.passages)
-    columns = sum(1 + len(a.answers) for a in job.topic.aspects)
-    pairs = job.estimator.model_pairs(n, columns)
-    if pairs > job.max_pairs:
-        what = "aspects" if columns == len(job.topic.aspects) else "aspects and answer sketches"
+    if job.estimator is not None and job.max_pairs is not None:
+        sketches = [len(a.answers) for a in job.topic.aspects]
+        check_pair_count(job.estimator, len(job.topic.passages), sketches, job.max_pairs)
+
+
+def check_pair_count(
+    estimator: CoverageEstimator, n: int, sketches: Sequence[int], max_pairs: int
+) -> None:
+    """Refuse ``n`` passages x aspects with ``sketches[i]`` answer sketches each, which
+    ``estimator`` would score as more than ``max_pairs`` pairs (422, naming ``--max-pairs``)."""
+    columns = len(sketches) + sum(sketches)
+    pairs = estimator.model_pairs(n, columns)
+    if pairs > max_pairs:
+        what = "aspects" if columns == len(sketches) else "aspects and answer sketches"
         raise RequestFieldError(
             "passages",
-            f"{n} passages x {columns} {what} = {pairs:,} pairs for {job.estimator!r} to score, "
-            f"over this server's limit of {job.max_pairs:,} (covrag serve --max-pairs); "
+            f"{n} passages x {columns} {what} = {pairs:,} pairs for {estimator!r} to score, "
+            f"over this server's limit of {max_pairs:,} (covrag serve --max-pairs); "
             "send fewer passages or aspects",
         )
 
@@ -227,6 +247,8 @@ def run_job(job: SelectJob, deadline: Deadline, wait_s: float) -> SelectResponse
         raise
     except (ConfigError, DataError) as exc:
         raise RequestFieldError("coverage" if job.estimator else "relevance", str(exc)) from exc
+    if estimated.coverage is not None:
+        metrics().pairs_scored.inc(estimated.coverage.pairs_scored)
     prepared = time.perf_counter()
     # A same-point similarity embeds the pool while selecting: model work, so it holds the model
     # lock and stops at the deadline like the estimate; other selectors only compute.

@@ -1,0 +1,192 @@
+"""What the service is doing: Prometheus metrics (``GET /metrics``) and one JSON log line a request.
+
+The metrics are the process's (the model locks they watch are too), kept in a registry of their
+own rather than ``prometheus_client``'s global one, so that covrag registers nothing on import
+and an application embedding the app keeps its own. Names:
+
+- ``covrag_http_requests_total{route, method, status}``: requests answered, refusals by the
+  guard (401, 408, 413) included; ``route`` is the route's template (``/reports/{name}``), or
+  ``unmatched`` for a path no route serves.
+- ``covrag_http_request_seconds{route}``: latency histogram, from the first byte of the request
+  the app sees to the end of the response.
+- ``covrag_model_wait_seconds{lock}``: how long requests waited for a model lock (``model``: the
+  encoders and cross-encoder; ``llm``: the LLM routes), whether they got it or not (429).
+- ``covrag_model_waiting_requests{lock}``: requests waiting for a lock now (the queue depth).
+- ``covrag_llm_tokens_total{kind}``: prompt and completion tokens the LLM routes spent (replies
+  from the response cache spend none).
+- ``covrag_coverage_pairs_scored_total``: (passage, aspect) pairs a coverage model scored.
+- ``process_*``: CPU seconds, resident memory, open files of the process (Linux).
+
+:class:`RequestObserver` gives every response an ``X-Request-ID`` (the client's when it sent a
+valid one: 1-128 letters, digits, ``.``, ``_``, ``:`` or ``-``; else a new uuid4) and logs one
+JSON line per request to the ``covrag.server.access`` logger (INFO): request id, method, route,
+path, status and seconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Sequence
+
+from covrag.errors import MissingExtraError
+from covrag.server.guard import ASGIApp, Message, Receive, Scope, Send
+
+try:
+    from prometheus_client import (
+        CONTENT_TYPE_LATEST,
+        CollectorRegistry,
+        Counter,
+        Gauge,
+        Histogram,
+        ProcessCollector,
+        generate_latest,
+    )
+    from starlette.routing import BaseRoute, Match
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingExtraError(exc.name or "prometheus_client", "serve") from exc
+
+ACCESS_LOGGER = "covrag.server.access"
+access_log = logging.getLogger(ACCESS_LOGGER)
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+#: Latency buckets, in seconds: selections take milliseconds to the 30 s timeout, answers up to
+#: the 600 s LLM timeout.
+SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class ServerMetrics:
+    """The service's metrics, in a registry of their own (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.registry = registry = CollectorRegistry()
+        self.requests = Counter(
+            "covrag_http_requests",
+            "HTTP requests answered, by route template, method and status",
+            ["route", "method", "status"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "covrag_http_request_seconds",
+            "Seconds from a request's arrival to the end of its response, by route template",
+            ["route"],
+            buckets=SECONDS,
+            registry=registry,
+        )
+        self.lock_wait = Histogram(
+            "covrag_model_wait_seconds",
+            "Seconds requests waited for a model lock (model: encoders; llm: the LLM routes)",
+            ["lock"],
+            buckets=SECONDS,
+            registry=registry,
+        )
+        self.waiting = Gauge(
+            "covrag_model_waiting_requests",
+            "Requests waiting for a model lock now",
+            ["lock"],
+            registry=registry,
+        )
+        self.llm_tokens = Counter(
+            "covrag_llm_tokens",
+            "Tokens the LLM read (prompt) and wrote (completion) for served requests",
+            ["kind"],
+            registry=registry,
+        )
+        self.pairs_scored = Counter(
+            "covrag_coverage_pairs_scored",
+            "(passage, aspect) pairs a coverage model scored for served requests",
+            registry=registry,
+        )
+        ProcessCollector(registry=registry)
+
+    def exposition(self) -> bytes:
+        """The metrics in the Prometheus text format."""
+        return bytes(generate_latest(self.registry))
+
+
+@functools.cache
+def metrics() -> ServerMetrics:
+    """The process's metrics, created on first use."""
+    return ServerMetrics()
+
+
+def request_id(sent: bytes | None) -> str:
+    """The client's request id when it is a valid one, else a new uuid4."""
+    if sent is not None:
+        text = sent.decode("latin-1").strip()
+        if _REQUEST_ID.match(text):
+            return text
+    return str(uuid.uuid4())
+
+
+def route_of(scope: Scope, routes: Sequence[BaseRoute] = ()) -> str:
+    """The template of the route that served ``scope``; for a request refused before routing
+    (by the guard), the first of ``routes`` its path matches; ``unmatched`` when none does."""
+    path = getattr(scope.get("route"), "path", None)
+    if isinstance(path, str):
+        return path
+    for route in routes:
+        if route.matches(scope)[0] != Match.NONE:
+            path = getattr(route, "path", None)
+            if isinstance(path, str):
+                return path
+    return "unmatched"
+
+
+class RequestObserver:
+    """Outermost ASGI middleware: request id header, metrics and the access log line.
+
+    Args:
+        app: The wrapped ASGI app (the guard, then FastAPI).
+        routes: The app's routes, to name the route of a request refused before routing.
+    """
+
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute] = ()) -> None:
+        self.app = app
+        self.routes = routes
+        self.metrics = metrics()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sent = dict(scope.get("headers", [])).get(REQUEST_ID_HEADER.lower().encode())
+        rid = request_id(sent)
+        started = time.perf_counter()
+        status = 500  # what the client sees when the app fails before it answers
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                headers = [*message.get("headers", []), (b"x-request-id", rid.encode())]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            seconds = time.perf_counter() - started
+            route = route_of(scope, self.routes)
+            self.metrics.requests.labels(route, scope.get("method", ""), str(status)).inc()
+            self.metrics.latency.labels(route).observe(seconds)
+            access_log.info(
+                json.dumps(
+                    {
+                        "request_id": rid,
+                        "method": scope.get("method", ""),
+                        "route": route,
+                        "path": str(scope.get("path", ""))[:200],
+                        "status": status,
+                        "seconds": round(seconds, 4),
+                    }
+                )
+            )
