@@ -234,7 +234,7 @@ def capped() -> Iterator[tuple[Any, SlowScriptedLLM]]:
             {**SMALL, "passages": [{"id": "p1", "text": "Uniforms cost money. " * 12}]},
             413,
             "passages",
-            "--max-llm-tokens",
+            "max_llm_tokens",
         ),
         (
             "/v1/answer",

@@ -16,9 +16,8 @@ from covrag.cli._common import Subparsers, add_config_options, config_from_args
 from covrag.errors import ConfigError
 from covrag.server.config import API_KEY_ENV, ServerConfig
 
-#: Caps set from Python only (``ServerConfig``): the CLI's options are capped at 180 (issue 33),
-#: and ``--max-llm-tokens`` bounds what an LLM request sends as a whole.
-PYTHON_ONLY = ("max_question_chars", "max_llm_passages", "max_completion_tokens")
+#: Caps set from Python only (``ServerConfig``): the CLI's options are capped at 180 (issue 33).
+PYTHON_ONLY = ("max_question_chars", "max_llm_passages", "max_completion_tokens", "max_llm_tokens")
 SERVER_OPTIONS = tuple(
     f.name for f in dataclasses.fields(ServerConfig) if f.name not in PYTHON_ONLY
 )

@@ -3,7 +3,7 @@
 The schema bounds every field for any server (``MAX_TEXT`` characters, ``MAX_CONTEXT`` passages);
 these are the operator's tighter caps (:class:`~covrag.server.config.ServerConfig`), which bound
 what one request may make the model read and write. A field over its cap is a 422 naming the
-field, the cap and the setting that sets it (``covrag serve --max-llm-tokens``, ``--max-pairs``;
+field, the cap and the setting that sets it (``ServerConfig.max_llm_tokens``, ``--max-pairs``;
 the others are :class:`~covrag.server.config.ServerConfig` fields); text over the token cap is a
 413 (the request is too large for the model, whatever its body size).
 """
@@ -73,7 +73,7 @@ def check_answer(request: AnswerRequest, config: ServerConfig) -> None:
             _over(
                 f"the question and passages are {sum(counts):,} tokens",
                 config.max_llm_tokens,
-                "covrag serve --max-llm-tokens",
+                "ServerConfig.max_llm_tokens",
             )
             + "; send fewer or shorter passages",
         )
