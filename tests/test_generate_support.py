@@ -23,7 +23,15 @@ from covrag.generate.answer_coverage import answer_coverage
 from covrag.generate.citations import ParsedAnswer
 from covrag.generate.quotes import quoted_answer
 from covrag.generate.records import Draft
-from covrag.types import Answer, Citation, CoverageMatrix, Passage, SupportCheck, Topic
+from covrag.types import (
+    Answer,
+    Aspect,
+    Citation,
+    CoverageMatrix,
+    Passage,
+    SupportCheck,
+    Topic,
+)
 from generate_support import ASPECTS, PASSAGES, KeywordCoverage
 from llm_support import ScriptedLLM
 
@@ -366,3 +374,15 @@ def test_options_and_setting_names_must_be_written_in_the_cited_document() -> No
         [Citation("-c, --create Create a new archive.", ("t#1",))], passages
     )
     assert aligned.supported and aligned.passage_ids == ("t#1",)
+
+
+def test_a_span_two_sub_questions_would_quote_is_quoted_once() -> None:
+    one = Passage("p1", "Uniforms cost parents money every year.")
+    # the keyword judge: both sub-questions' first word is in the passage, so both cover it
+    same = (Aspect("a1", "Uniforms cost what?"), Aspect("a2", "Uniforms cost parents what?"))
+    topic = Topic("t", QUESTION, (one,), same)
+    context = WritingContext(same, KeywordCoverage().estimate(topic))
+    quotes = quoted_answer((one,), context)
+    assert [q.text for q in quotes if not q.framing] == [
+        "\u201cUniforms cost parents money every year.\u201d"
+    ]

@@ -76,3 +76,18 @@ def test_grounded_planning_runs_on_the_tiny_model() -> None:
     plan = GroundedPlanner(tiny_llm(), most=3).plan(QUESTION, POOL)
     assert 1 <= len(plan.aspects) <= 3
     assert all(a.text.endswith("?") for a in plan.aspects)
+
+
+def test_one_question_worded_twice_is_kept_once() -> None:
+    kept, notes = parse_subquestions(
+        "How can I configure scp to use the bastion host every time?\n"
+        "How can I set up scp to use the bastion host every time?\n"
+        "How do I copy a folder with scp?\n",
+        "How do I copy a folder through a bastion host with scp?",
+        4,
+    )
+    assert kept == [
+        "How can I configure scp to use the bastion host every time?",
+        "How do I copy a folder with scp?",
+    ]
+    assert "repeats an earlier sub-question" in notes[0]

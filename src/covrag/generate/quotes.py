@@ -5,8 +5,8 @@
 it), one quotation per passage: the passage sentence that shares the most content words with the
 sub-question (the first sentence on ties, or when there is no sub-question). Each quotation is an
 exact span of its passage, cited, with that span in its check (``aligned``, score 1): a reader
-finds it word for word. :func:`refusal` is the one framing sentence that says no answer is given
-and why.
+finds it word for word; a span two sub-questions would quote is quoted once, under the first.
+:func:`refusal` is the one framing sentence that says no answer is given and why.
 """
 
 from __future__ import annotations
@@ -50,7 +50,15 @@ def quoted_answer(
     by_id = {p.id: p for p in passages}
     if not parts:
         return tuple(quote(p, None) for p in passages)
-    quotes = [quote(by_id[pid], part.aspect) for part in parts for pid in part.passage_ids]
+    quotes: list[Citation] = []
+    seen: set[tuple[str, tuple[int, int] | None]] = set()  # a span quoted once, under its first
+    for part in parts:
+        for pid in part.passage_ids:
+            quoted = quote(by_id[pid], part.aspect)
+            key = (pid, quoted.check.span if quoted.check is not None else None)
+            if key not in seen:
+                seen.add(key)
+                quotes.append(quoted)
     framing = missing_sentence(missing, True)
     return (*quotes, *(() if framing is None else (framing,)))
 

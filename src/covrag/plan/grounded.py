@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.prompts import document_of, truncate_words
 from covrag.plan.decompose import clean_question, normalise, question_problem
+from covrag.text import content_words
 from covrag.types import Aspect, Passage
 
 logger = logging.getLogger(__name__)
@@ -162,12 +163,28 @@ def _has(text: str, term: str) -> bool:
 _TOKEN = re.compile(r"[A-Za-z][\w.+-]*[A-Za-z0-9]|[A-Za-z]")
 
 
+#: Share of content words two sub-questions must share (of the smaller set) to be one question
+#: worded twice ("How can I configure scp to ...?" and "How can I set up scp to ...?").
+SAME_WORDS = 0.8
+
+
+def _repeats(candidate: str, kept: Sequence[str]) -> bool:
+    mine = content_words(candidate)
+    for other in kept:
+        theirs = content_words(other)
+        smaller = min(len(mine), len(theirs))
+        if normalise(candidate) == normalise(other) or (
+            smaller and len(mine & theirs) / smaller >= SAME_WORDS
+        ):
+            return True
+    return False
+
+
 def parse_subquestions(text: str, question: str, most: int) -> tuple[list[str], list[str]]:
     """The usable sub-questions of a reply (at most ``most``, in order) and a note for each
     line dropped."""
     kept: list[str] = []
     notes: list[str] = []
-    seen: set[str] = set()
     for line in text.splitlines():
         candidate = clean_question(line)
         if not candidate:
@@ -175,13 +192,12 @@ def parse_subquestions(text: str, question: str, most: int) -> tuple[list[str], 
         # a simple question is its own one sub-question
         same = normalise(candidate) == normalise(question) and candidate.endswith("?")
         problem = None if same else question_problem(candidate, question)
-        if problem is None and normalise(candidate) in seen:
+        if problem is None and _repeats(candidate, kept):
             problem = f"{candidate!r} repeats an earlier sub-question"
         if problem is None and len(kept) == most:
             problem = f"{candidate!r} is past the limit of {most} sub-questions"
         if problem is not None:
             notes.append(f"sub-question dropped: {problem}")
             continue
-        seen.add(normalise(candidate))
         kept.append(candidate)
     return kept, notes
