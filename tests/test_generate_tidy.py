@@ -46,6 +46,10 @@ def test_reword_removes_a_lead_in_only_when_the_rest_states_the_fact() -> None:
     assert reword("Use -L to follow redirects.") == "Use -L to follow redirects."
     assert narrates("Passage 8 provides examples of --post301.")
     assert not narrates("Open the text editor and save the file.")
+    # the subject's own words about sources and texts are not narration
+    assert not narrates("The source and target may be specified as a local pathname.")
+    assert not narrates("The text is compressed with deflate.")
+    assert narrates("The documents state that tar can exclude files.")
 
 
 def test_tidy_names_what_it_drops_and_why() -> None:

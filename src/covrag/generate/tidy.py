@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from covrag.types import Citation
 
 _SAYS = (
-    r"(?:explains|states|says|notes|mentions|describes|shows|indicates|adds|clarifies|"
-    r"suggests|confirms|specifies|points out|tells us|reads)"
+    r"(?:explains?|states?|says|say|notes?|mentions?|describes?|shows?|indicates?|adds?|"
+    r"clarif(?:y|ies)|suggests?|confirms?|specif(?:y|ies)|points?\s+out|tells?\s+us|reads?)"
 )
 _SOURCE = (
     r"(?:the\s+)?(?:(?:first|second|third|last|cited|provided|given|above)\s+)?"
@@ -43,11 +43,15 @@ _LEAD_INS = (
     re.compile(rf"^\s*(?:as\s+)?{_SOURCE}\s+{_SAYS}(?:\s+that)?[,:]?\s+", re.IGNORECASE),
     re.compile(rf"^\s*(?:according\s+to|as\s+stated\s+in|in)\s+{_SOURCE}\s*,\s*", re.IGNORECASE),
 )
+# Talk about the material rather than the subject: any "passage" or "excerpt"; "the document /
+# text / source" only with a verb of saying or a word that marks it as the given material ("the
+# source and target may be ..." and "the text is compressed" are the subject's own words).
+_MATERIAL = r"(?:documents?|texts?|sources?|context)"
 _NARRATION = re.compile(
-    r"\bpassages?\s*\[?\d|\b(?:the|this|that|these|each|both|another|other|cited|provided|given)"
-    r"\s+(?:provided\s+|given\s+|cited\s+|above\s+)?(?:passages?|excerpts?|documents?|context|"
-    r"sources?|texts?)\b(?!\s+(?:file|format|editor|mode|box|field|string|data))|"
-    r"\baccording\s+to\s+the\s+(?:passages?|documents?|context|text|excerpts?)\b",
+    r"\b(?:passages?|excerpts?)\b|"
+    rf"\b(?:the|this|that|these|each|both)\s+(?:provided|given|cited|above)\s+{_MATERIAL}\b|"
+    rf"\b(?:the|this|that|these)\s+{_MATERIAL}\s+{_SAYS}\b|"
+    r"\baccording\s+to\s+the\s+(?:passages?|documents?|context|text|excerpts?|sources?)\b",
     re.IGNORECASE,
 )
 # Text addressed to a model rather than a reader: a document's prompt injection, copied.
