@@ -230,7 +230,7 @@ def test_answer_to_a_reply_citing_nothing_quotes_the_passages_or_refuses(scripte
         (
             "Should governments tax sugary drinks?",
             SUGAR,
-            {"writer": "synthesis"},  # the defaults: both filters
+            {"writer": "synthesis", "gate_margin": 0},  # the fixed gate: both filters
             "both filters removed all 3 retrieved passages",
         ),
         (
@@ -242,7 +242,7 @@ def test_answer_to_a_reply_citing_nothing_quotes_the_passages_or_refuses(scripte
         (
             "Should schools require uniforms?",
             ASPECTS,
-            {"floor": 0, "gate": 0.99, "writer": "extractive"},
+            {"floor": 0, "gate": 0.99, "gate_margin": 0, "writer": "extractive"},
             "the topic gate removed all 3 passages that cleared the coverage floor",
         ),
     ],

@@ -73,17 +73,22 @@ class PlannerAspects(LLMAspectSource):
         the MiniLM cosine ``gate`` to the question not read), else the LLM's sub-questions;
         then the request's own aspects; each with answer sketches."""
         notes: tuple[str, ...] = ()
+        written: SubQuestions | None = None
         if aspects is None and grounded:
             planner = GroundedPlanner(self.llm, most=max(self.options.subquestions, 1))
             found_plan = planner.plan(query.base, pool or ())
             notes = tuple(f"plan: {note}" for note in found_plan.notes)
             aspects = (*found_plan.aspects, *query.aspects())
+            written = SubQuestions(query.base, found_plan.aspects, found_plan.notes)
         elif aspects is None and pool is not None:
             n = self.options.subquestions
             found = read_keypoints(query.base, self.llm, pool, n=n, gate=gate)
             notes = tuple(f"key points: dropped {note}" for note in found.notes)
             aspects = (*found.aspects, *query.aspects())
-        planned = self._questions(query) if aspects is None else Planned(query, tuple(aspects))
+        if aspects is None:
+            planned = self._questions(query)
+        else:
+            planned = Planned(query, tuple(aspects), written)
         planned = dataclasses.replace(planned, warnings=(*notes, *planned.warnings))
         if not planned.aspects:
             raise ConfigError("no aspects: ask for sub-questions or give aspects")

@@ -43,16 +43,17 @@ class AskDefaults:
     floor: float = 0.5
     floor_question: bool = True
     gate: float = 0.5
+    gate_margin: float = 0.1
     writer: WriterName = "extractive"
-    passes: int = 2
+    passes: int = 0
     feedback: FeedbackMode = "pointers"
     max_words: int = 250
-    sentences: int = 12
-    rewrite_sentences: int = 18
-    max_tokens: int = 800
+    sentences: int = 6
+    rewrite_sentences: int = 9
+    max_tokens: int = 400
     unsupported: UnsupportedPolicy = "drop"
     fallback: Fallback = "quote"
-    subquestions: int = 8
+    subquestions: int = 4
     answers: int = 0
 
 
@@ -94,6 +95,13 @@ class AnswerRequest(Strict):
         le=1.0,
         description="with k: only passages whose MiniLM cosine similarity to the question "
         "reaches this enter the context (0: off)",
+    )
+    gate_margin: float = Field(
+        default=ASK_DEFAULTS.gate_margin,
+        ge=0.0,
+        le=1.0,
+        description="with k: where even the best passage sits under the gate, the gate applied "
+        "is its similarity minus this margin (0: the gate as given)",
     )
     writer: WriterName = Field(
         default=ASK_DEFAULTS.writer,

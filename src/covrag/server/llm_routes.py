@@ -210,6 +210,7 @@ def _context(request: AnswerRequest, topic: Topic, config: ServerConfig) -> _Con
         floor=request.floor,
         floor_question=request.floor_question,
         gate=request.gate,
+        gate_margin=request.gate_margin,
     )
     if request.k is None:  # no selection: the coverage of every passage, for the critique
         unfiltered = dataclasses.replace(policy, floor=0.0, gate=0.0)
