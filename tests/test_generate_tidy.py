@@ -111,3 +111,17 @@ def test_text_a_document_plants_for_the_model_is_never_shown_as_the_answer() -> 
     checked = SupportChecker(judge=NoSupport()).check(draft, passages)
     assert [s.text for s in checked.answer.sentences] == [sentences[0].text]
     assert "address the model" in " ".join(support_warnings(checked))
+
+
+def test_a_pronoun_citing_another_document_than_its_subject_goes() -> None:
+    sentences = [
+        Citation("Set ServerAliveInterval in ssh_config.", ("s#1",)),
+        Citation("It sends a message through the encrypted channel.", ("s#2",)),
+        Citation("This option sets the idle time before keepalive probes.", ("c#1",)),
+    ]
+    documents = {"s#1": "ssh_config", "s#2": "ssh_config", "c#1": "curl"}
+    out = tidy(sentences, [False, False, False], documents)
+    assert [c.text for c in out.kept] == [sentences[0].text, sentences[1].text]
+    assert [r for _, r in out.removed] == ["leans"]
+    # without documents, or citing the same document, a pronoun stays
+    assert len(tidy(sentences, [False, False, False]).kept) == 3

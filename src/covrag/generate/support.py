@@ -193,7 +193,7 @@ class SupportChecker:
         sentences = self.check_sentences(reworded, passages)
         drop = self.unsupported == "drop"
         unsupported_out = [not s.framing and not s.supported and drop for s in sentences]
-        tidied = tidy(sentences, unsupported_out)
+        tidied = tidy(sentences, unsupported_out, {p.id: document_of(p) for p in passages})
         removed = {id(c) for c, _ in tidied.removed}
         kept = list(tidied.kept)
         dropped = tuple(

@@ -10,7 +10,9 @@ redirects."); :func:`tidy` then removes, from the sentences the check kept:
 
 - **narrates**: a sentence still about the passages or documents (:func:`narrates`);
 - **leans**: a sentence that opens with a pronoun ("This", "It", "These", ...) right after a
-  sentence that was dropped, whose subject it takes;
+  sentence that was dropped, whose subject it takes, or after one that cites other documents
+  only (its passages are about another subject: "This option ..." under ssh's setting, held by
+  curl's manual);
 - **dangling**: a sentence that ends with a colon when what it introduced was dropped (or it is
   the last one);
 - **repeat**: a sentence the answer already holds word for word;
@@ -25,7 +27,7 @@ Each removal is named, so the warnings say what was dropped and why.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from covrag.types import Citation
@@ -114,7 +116,7 @@ class Tidied:
         """One line per reason, naming the sentences removed for it."""
         why = {
             "narrates": "talk about the passages instead of the subject",
-            "leans": "lean on a sentence that was dropped",
+            "leans": "lean on a sentence that was dropped or is about another document",
             "dangling": "introduce something that was dropped",
             "repeat": "repeat an earlier sentence",
             "instruction": "address the model (instructions copied from a document)",
@@ -130,22 +132,34 @@ class Tidied:
         return tuple(lines)
 
 
-def tidy(sentences: Sequence[Citation], dropped: Sequence[bool]) -> Tidied:
+def tidy(
+    sentences: Sequence[Citation],
+    dropped: Sequence[bool],
+    documents: Mapping[str, str | None] | None = None,
+) -> Tidied:
     """Remove from ``sentences`` (in the answer's order; ``dropped[i]``: the check already
     dropped sentence ``i``) what would not read right once the dropped ones are gone.
-    Framing sentences (the writer's own) are kept as they are."""
+    ``documents`` names each passage id's document: a sentence opening with a pronoun that
+    cites only other documents than the sentence before it leans on a subject its passages are
+    not about ("ServerAliveInterval ... [ssh_config]. This option sets the idle time ...
+    [curl]"), and goes. Framing sentences (the writer's own) are kept as they are."""
     reasons: dict[int, str] = {}
     gone = list(dropped)
     seen: set[str] = set()
+    documents = documents or {}
+    before: set[str] = set()  # the documents the last kept sentence cites
     for i, sentence in enumerate(sentences):
         if gone[i] or sentence.framing:
             continue
+        mine = {d for p in sentence.passage_ids if (d := documents.get(p)) is not None}
         key = " ".join(sentence.text.lower().split())
         if _INSTRUCTION.search(sentence.text):
             reasons[i] = "instruction"
         elif narrates(sentence.text):
             reasons[i] = "narrates"
-        elif i > 0 and gone[i - 1] and _LEANS.match(sentence.text):
+        elif _LEANS.match(sentence.text) and (
+            (i > 0 and gone[i - 1]) or (mine and before and not mine & before)
+        ):
             reasons[i] = "leans"
         elif key in seen:
             reasons[i] = "repeat"
@@ -153,6 +167,7 @@ def tidy(sentences: Sequence[Citation], dropped: Sequence[bool]) -> Tidied:
             gone[i] = True
         else:
             seen.add(key)
+            before = mine
     # a colon whose sequel is gone, from the end, so a chain of them goes together
     for i in range(len(sentences) - 1, -1, -1):
         sentence = sentences[i]
