@@ -182,9 +182,10 @@ class AskConfig:
     passes: int = field(
         default=0,
         metadata=_help(
-            "critique-and-rewrite passes (DES: 2; 0 = the first answer only, the default: on "
-            "the answer benchmark a pass costs about as much as the answer and did not add "
-            "supported nuggets)"
+            "critique-and-rewrite passes (DES: 2; 0 = the first answer only, the default: "
+            "each pass costs about as much again as the answer, which kept covrag ask over "
+            "5 minutes a question; what a pass adds on the answer benchmark is not measured "
+            "yet)"
         ),
     )
     feedback: FeedbackMode = field(
