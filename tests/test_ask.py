@@ -212,7 +212,8 @@ def test_a_question_the_corpus_cannot_answer_gets_no_padding_and_says_so() -> No
     llm = ScriptedLLM([])  # nothing to write: no model call at all
     question = "Should governments tax sugary drinks?"
     retriever = BM25Retriever().index(CORPUS)
-    config = AskConfig(pool=5, k=3, passes=2)
+    # a fixed gate (the default gate is relative to the best passage and never empties alone)
+    config = AskConfig(pool=5, k=3, passes=2, gate_margin=0.0)
     result = ask(question, llm, retriever, config, aspects=SUGAR, estimator=KeywordCoverage())
     assert result.selection.passage_ids == () and llm.requests == []
     (sentence,) = result.generation.answer.sentences
@@ -227,7 +228,7 @@ def test_a_question_the_corpus_cannot_answer_gets_no_padding_and_says_so() -> No
     assert record["warnings"] == list(result.warnings) and record["filters"]["kept"] == 0
     # Without the floor the topic gate alone keeps the uniform passages out (the real MiniLM);
     # without both the selector pads k with whatever the pool holds.
-    gated = AskConfig(pool=5, k=3, passes=0, floor=0.0, writer="extractive")
+    gated = AskConfig(pool=5, k=3, passes=0, floor=0.0, writer="extractive", gate_margin=0.0)
     result = ask(
         question, ScriptedLLM([]), retriever, gated, aspects=SUGAR, estimator=KeywordCoverage()
     )

@@ -466,3 +466,15 @@ def test_sentence_transformers_scoring_checks_a_deadline_between_chunks(tiny_mod
     assert checks == 3  # chunks of 4 batches of 2 pairs: 8 + 8 + 4
     assert_stops_at_a_check(lambda: scorer.score(pairs))
     assert not scorer._cache  # nothing half-scored was kept
+
+
+def test_the_shipped_model_scores_an_aspect_longer_than_its_window() -> None:
+    """A text in the aspect's place past max_length (a long answer sentence the support judge
+    reads) is cut from the longer text instead of failing the whole batch."""
+    judge = CrossEncoderCoverage()
+    long_one = Aspect("a", "Uniforms cost parents money every year. " * 80)
+    topic = Topic(
+        "t", "q", (Passage("p", "Uniforms cost money."),), (long_one, Aspect("b", "Cost?"))
+    )
+    probs = judge.estimate(topic).probs
+    assert probs.shape == (1, 2) and np.all((probs >= 0) & (probs <= 1))

@@ -194,6 +194,11 @@ class OnnxPairScorer:
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length, strategy="only_first")
+        # A pair whose second text alone is past max_length cannot be cut from the first text
+        # (a long answer sentence read by the support judge): it is cut from the longer one.
+        self._either = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._either.no_padding()
+        self._either.enable_truncation(max_length, strategy="longest_first")
         self._plain = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._plain.no_padding()
         self._plain.no_truncation()
@@ -204,6 +209,20 @@ class OnnxPairScorer:
         encoded = self._plain.encode_batch([list(p) for p in pairs])
         return np.array([len(e.ids) for e in encoded], dtype=np.int64)
 
+    def _encode(self, pairs: Sequence[tuple[str, str]]) -> list[Any]:
+        """The pairs' encodings, the first text cut to fit; a pair whose second text alone is
+        too long is cut from its longer text instead."""
+        try:
+            return list(self._tokenizer.encode_batch([list(p) for p in pairs]))
+        except Exception:  # the tokenizers library raises a bare Exception for it
+            encoded = []
+            for pair in pairs:
+                try:
+                    encoded.append(self._tokenizer.encode(*pair))
+                except Exception:
+                    encoded.append(self._either.encode(*pair))
+            return encoded
+
     def predict(self, pairs: Sequence[tuple[str, str]]) -> FloatArray:
         """Probabilities in the order given (pairs are batched by length internally).
 
@@ -213,7 +232,7 @@ class OnnxPairScorer:
         """
         if not pairs:
             return np.zeros(0)
-        encoded = self._tokenizer.encode_batch([list(p) for p in pairs])
+        encoded = self._encode(pairs)
         order = np.argsort([len(e.ids) for e in encoded], kind="stable")
         scores = np.empty(len(pairs))
         for start in range(0, len(order), self.batch_size):
