@@ -95,7 +95,7 @@ def test_floor_and_gate_are_filters_over_what_the_estimate_step_computed(
     monkeypatch.setattr("covrag.embed.default_encoder", no_model)
     chosen = pick_context(estimated, policy)
     assert "p3" not in chosen.selection.passage_ids
-    stricter = dataclasses.replace(policy, gate=0.99)
+    stricter = dataclasses.replace(policy, gate=0.99, gate_margin=0.0)  # a fixed gate
     again = refine(
         estimated.topic,
         estimated.candidates,
@@ -104,6 +104,15 @@ def test_floor_and_gate_are_filters_over_what_the_estimate_step_computed(
         stricter,
     )
     assert again.filters.kept == 0 and again.filters.reason() is not None
+    # relative to a weak best passage, the same gate keeps the passages near it
+    relative = refine(
+        estimated.topic,
+        estimated.candidates,
+        parse_selector("expected-coverage"),
+        None,
+        dataclasses.replace(stricter, gate_margin=0.1),
+    )
+    assert relative.filters.kept >= 1 and relative.filters.gate < 0.99
     assert np.isclose(
         again.filters.best_similarity or 0.0, estimated.filters.best_similarity or 0.0
     )
