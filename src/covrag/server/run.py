@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import logging
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -88,7 +89,17 @@ def serve(
 
 
 class _AccessHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """The access log's stderr handler (one per process)."""
+    """The access log's stderr handler (one per process). It writes to the ``sys.stderr`` of
+    the moment, not the one it was made with: a stream replaced and closed since (a test's
+    captured stderr, a redirected log) would fail every later line."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
 
 
 def log_requests(log_level: str = "info") -> None:
