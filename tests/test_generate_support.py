@@ -386,3 +386,18 @@ def test_a_span_two_sub_questions_would_quote_is_quoted_once() -> None:
     assert [q.text for q in quotes if not q.framing] == [
         "\u201cUniforms cost parents money every year.\u201d"
     ]
+
+
+def test_a_document_named_in_a_sentence_is_not_a_name_its_passage_must_write() -> None:
+    from covrag.generate.support import held_names
+
+    passage = Passage(
+        "c#1",
+        "ServerAliveInterval Sets a timeout interval in seconds.",
+        metadata={"source": "/docs/ssh_config.5.txt", "doc_id": "ssh_config.5.txt"},
+    )
+    check = SupportCheck(("c#1",), "judged", 0.9, "c#1", (0, 5))
+    sentence = Citation("Set ServerAliveInterval in the ssh_config file.", ("c#1",), check=check)
+    assert held_names(sentence, [passage], {"c#1": passage}).supported
+    other = Citation("Set ServerAliveCountMax in ssh_config.", ("c#1",), check=check)
+    assert not held_names(other, [passage], {"c#1": passage}).supported

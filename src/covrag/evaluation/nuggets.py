@@ -426,7 +426,8 @@ def check_answer(
         tuple(verdicts),
         tuple(sentences),
         tuple(reader_ok),
-        tuple(i for i, s in enumerate(sentences) if narrates(s.text)),
+        # framing and refusals cite nothing: they are the system's words, not the answer's
+        tuple(i for i, s in enumerate(sentences) if s.cites and narrates(s.text)),
         tuple(misattributed),
         refused=not any(ok is not None for ok in reader_ok),
         repeated=repeated,

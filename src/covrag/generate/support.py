@@ -45,7 +45,7 @@ import numpy as np
 from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError
 from covrag.generate.alignment import align, best_window
-from covrag.generate.attribution import candidates
+from covrag.generate.attribution import candidates, document_names
 from covrag.generate.citations import InvalidCitation, ParsedAnswer
 from covrag.generate.quotes import quoted_answer, refusal
 from covrag.generate.records import Draft, WritingContext
@@ -258,7 +258,7 @@ def _holds(text: str, name: str) -> bool:
 def _writing_names(text: str, passages: Sequence[Passage]) -> tuple[Passage, ...]:
     """The passages of ``passages`` whose document writes every code name of ``text`` (in any
     of its passages among ``passages``): where the judge may look for support."""
-    names = code_names(text)
+    names = _not_documents(code_names(text), passages)
     if not names:
         return tuple(passages)
     by_document: dict[str | None, list[Passage]] = {}
@@ -270,6 +270,18 @@ def _writing_names(text: str, passages: Sequence[Passage]) -> tuple[Passage, ...
         if all(any(_holds(p.text, part) for p in group) for part in parts):
             fits.extend(group)
     return tuple(fits)
+
+
+def _not_documents(names: Sequence[str], passages: Sequence[Passage]) -> list[str]:
+    """``names`` without those that name a document of ``passages`` (``ssh_config`` for
+    ``ssh_config.5.txt``): naming a document is the attribution rule's to check, and a passage
+    need not write its own document's name."""
+    documents: set[str] = set()
+    for p in passages:
+        for name in document_names(p):
+            documents.add(name.lower())
+            documents.add(re.sub(r"\.\d\w*$", "", name.lower()))  # a manual's section
+    return [n for n in names if n.lower() not in documents]
 
 
 def _parts(name: str, passages: Sequence[Passage]) -> list[str]:
@@ -294,7 +306,7 @@ def held_names(
     check = sentence.check
     if sentence.framing or check is None or not sentence.supported:
         return sentence
-    names = code_names(sentence.text)
+    names = _not_documents(code_names(sentence.text), allowed)
     if not names:
         return sentence
     cited = [by_id[p] for p in sentence.passage_ids if p in by_id]
