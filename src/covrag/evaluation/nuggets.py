@@ -346,11 +346,11 @@ class AnswerCheck:
 def _names(passage: Passage) -> tuple[str, ...]:
     """The names a sentence may use for a passage's document: the attribution rule's, plus a
     manual page's name without its section (``ssh_config.5.txt`` -> ``ssh_config``)."""
-    from covrag.generate.attribution import document_names
+    from covrag.generate.attribution import bare_name, document_names
 
     names = list(document_names(passage))
     stem = document_name(passage).rsplit("/", 1)[-1]
-    bare = re.sub(r"(?:\.\d\w*)?\.(?:txt|md|html?|pdf|rst)$", "", stem)
+    bare = bare_name(stem)
     if bare and bare not in names and len(bare) >= 3:
         names.append(bare)
     return tuple(names)

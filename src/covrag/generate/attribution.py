@@ -42,6 +42,20 @@ def document_names(passage: Passage) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for n in names if len(n) >= MIN_NAME))
 
 
+_ENDING = re.compile(r"(?:\.\d\w*)?(?:\.(?:txt|md|html?|pdf|rst))?$", re.IGNORECASE)
+
+
+def bare_name(name: str) -> str:
+    """A document's name without its file ending and a manual page's section
+    (``ssh_config.5.txt`` and ``ssh_config.5`` -> ``ssh_config``).
+
+    Example:
+        >>> bare_name("ssh_config.5.txt"), bare_name("curl")
+        ('ssh_config', 'curl')
+    """
+    return _ENDING.sub("", name, count=1)
+
+
 def _pattern(name: str) -> re.Pattern[str]:
     words = name.split()
     plain = len(words) == 1 and name.isalpha()

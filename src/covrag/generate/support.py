@@ -45,7 +45,7 @@ import numpy as np
 from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError
 from covrag.generate.alignment import align, best_window
-from covrag.generate.attribution import candidates, document_names
+from covrag.generate.attribution import bare_name, candidates, document_names
 from covrag.generate.citations import InvalidCitation, ParsedAnswer
 from covrag.generate.quotes import quoted_answer, refusal
 from covrag.generate.records import Draft, WritingContext
@@ -280,7 +280,7 @@ def _not_documents(names: Sequence[str], passages: Sequence[Passage]) -> list[st
     for p in passages:
         for name in document_names(p):
             documents.add(name.lower())
-            documents.add(re.sub(r"\.\d\w*$", "", name.lower()))  # a manual's section
+            documents.add(bare_name(name.lower()))
     return [n for n in names if n.lower() not in documents]
 
 

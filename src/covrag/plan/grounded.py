@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from covrag.generate.attribution import bare_name
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.prompts import document_of, truncate_words
 from covrag.plan.decompose import clean_question, normalise, question_problem
@@ -139,8 +140,7 @@ def frame_terms(question: str, pool: Sequence[Passage]) -> list[str]:
     for passage in pool:
         document = document_of(passage)
         if document:
-            stem = re.sub(r"(?:\.\d\w*)?\.(?:txt|md|html?|pdf|rst)$", "", document.lower())
-            names.add(stem)
+            names.add(bare_name(document.lower()))
     return [w for w in dict.fromkeys(_TOKEN.findall(question)) if w.lower() in names]
 
 
