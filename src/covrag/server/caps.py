@@ -10,7 +10,9 @@ the others are :class:`~covrag.server.config.ServerConfig` fields); text over th
 
 from __future__ import annotations
 
-from covrag.pipeline.stages import CrossEncoderCoverage, parse_estimator
+from collections.abc import Callable
+from typing import Any
+
 from covrag.schema.http_answer import AnswerRequest
 from covrag.schema.http_plan import PlanRequest
 from covrag.server.config import ServerConfig
@@ -41,9 +43,12 @@ def check_plan(request: PlanRequest, config: ServerConfig) -> None:
     check_question(request.question, config)
 
 
-def check_answer(request: AnswerRequest, config: ServerConfig) -> None:
+def check_answer(
+    request: AnswerRequest, config: ServerConfig, estimator: Callable[[], Any]
+) -> None:
     """The caps of ``/v1/answer``: the question's length, the passages, ``max_tokens``, the
-    tokens of the question and passages, and (with aspects) the pairs to score.
+    tokens of the question and passages, and (with aspects) the pairs ``estimator()``, the
+    route's coverage estimator, would score.
 
     Raises:
         RequestFieldError: A field over its cap (422).
@@ -78,8 +83,5 @@ def check_answer(request: AnswerRequest, config: ServerConfig) -> None:
             + "; send fewer or shorter passages",
         )
     if request.aspects:
-        estimator = parse_estimator(config.default_coverage)
-        if estimator.name == "gold":  # /v1/answer scores with the cross-encoder instead
-            estimator = CrossEncoderCoverage()
         sketches = [len(a.answers) for a in request.aspects]
-        check_pair_count(estimator, n, sketches, config.max_pairs)
+        check_pair_count(estimator(), n, sketches, config.max_pairs)

@@ -195,13 +195,19 @@ class _Context:
     filters: FilterReport | None = None
 
 
+def answer_estimator(config: ServerConfig) -> CoverageEstimator:
+    """The coverage estimator of ``/v1/answer``: the server's default, the cross-encoder in
+    place of ``gold`` (a request carries no labels)."""
+    base = parse_estimator(config.default_coverage)
+    return base if base.name != "gold" else CrossEncoderCoverage()
+
+
 def _context(request: AnswerRequest, topic: Topic, config: ServerConfig) -> _Context:
     """Estimate coverage when there are aspects and, with ``k``, select among the passages that
     clear the coverage floor and the topic gate (as ``covrag ask`` does)."""
     if not topic.aspects:
         return _Context(list(topic.passages))
-    base = parse_estimator(config.default_coverage)
-    estimator = _Locked(base if base.name != "gold" else CrossEncoderCoverage())
+    estimator = _Locked(answer_estimator(config))
     policy = dataclasses.replace(
         ANSWER,
         selector=config.default_selector,
@@ -347,6 +353,7 @@ def add_llm_routes(
         mis-pointed citation is repaired, an unsupported sentence is dropped (or marked), and a
         reply with no supported sentence becomes quotations of the passages (or a refusal)."""
         work = served(
-            lambda: check_answer(request, config), lambda: run_answer(request, llm, config)
+            lambda: check_answer(request, config, lambda: answer_estimator(config)),
+            lambda: run_answer(request, llm, config),
         )
         return await run_gated(executor, work, config.llm_timeout_s, http.is_disconnected)
