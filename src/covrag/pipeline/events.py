@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 import queue
 import threading
@@ -152,8 +153,10 @@ class EventStream(Generic[R]):
         deadline: The work's deadline (cancelled on :meth:`close`); none: one that never
             passes.
 
-    Iterate it (``for event in stream``) or, in async code, ``async for``; each starts the work
-    when it is not started (:meth:`start`, to run it on an executor of your own).
+    Iterate it once (``for event in stream``) or, in async code, ``async for``; each starts
+    the work when it is not started (:meth:`start`, to run it on an executor of your own). The
+    work runs in a copy of the caller's context (its context variables: a progress callback,
+    logging context).
     """
 
     def __init__(self, run: Callable[[EventSink], R], deadline: Deadline | None = None) -> None:
@@ -168,10 +171,14 @@ class EventStream(Generic[R]):
         nothing."""
         if not self._started:
             self._started = True
+            context = contextvars.copy_context()
             if executor is None:
-                threading.Thread(target=self._work, name="covrag-stream", daemon=True).start()
+                name = "covrag-stream"
+                threading.Thread(
+                    target=context.run, args=(self._work,), name=name, daemon=True
+                ).start()
             else:
-                executor.submit(self._work)
+                executor.submit(context.run, self._work)
         return self
 
     def close(self) -> None:
@@ -212,7 +219,8 @@ class EventStream(Generic[R]):
         ready = asyncio.Event()
 
         def wake() -> None:
-            loop.call_soon_threadsafe(ready.set)
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(ready.set)
 
         self._wake = wake
         self.start()
@@ -230,6 +238,7 @@ class EventStream(Generic[R]):
                 if isinstance(item, AnswerEvent):
                     return
         finally:
+            self._wake = None
             self.close()
 
     def __enter__(self) -> EventStream[R]:
