@@ -16,7 +16,8 @@ tokens and between scoring batches, and a request past it is a 504 with every lo
 A client that goes away stops its request's work at the next such check (within a second).
 Their scoring steps take the model gate shared with ``/v1/select`` one step at a time. An LLM
 that fails (unreachable, unusable replies after the retries) is answered with 502. The routes
-exist only when the server has an LLM (``ServerConfig.llm``).
+exist only when the server has an LLM (``ServerConfig.llm``). ``/v1/answer`` with ``stream``
+runs the same work as server-sent events (:mod:`covrag.server.streaming`).
 """
 
 from __future__ import annotations
