@@ -20,6 +20,7 @@ import pytest
 from covrag.deadline import DeadlineExceeded, check_deadline
 from covrag.errors import StructuredOutputError
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message
+from covrag.llm.progress import Meter, current
 
 
 class ScriptedLLM(LLM):
@@ -46,7 +47,10 @@ class ScriptedLLM(LLM):
 
 class SlowScriptedLLM(ScriptedLLM):
     """A :class:`ScriptedLLM` that writes each reply a word at a time, as a streaming backend
-    writes tokens, and checks the request's deadline (:mod:`covrag.deadline`) between words.
+    writes tokens, and checks the request's deadline (:mod:`covrag.deadline`) between words;
+    inside a :func:`covrag.llm.progress.reporting` block it reports each word as it is written
+    (a space before every word but the first: the pieces, joined, are the reply), as the
+    streaming backends do.
 
     Args:
         replies: The replies, in order.
@@ -78,17 +82,23 @@ class SlowScriptedLLM(ScriptedLLM):
     ) -> ChatResult:
         result = super()._chat(messages, schema, params)
         started = time.monotonic()
+        callback = current()
+        meter = Meter(self.model, callback) if callback is not None else None
         self.writing.set()
         try:
             while self.hold is not None and not self.hold.wait(self.seconds_per_word):
                 check_deadline()
-            for _ in result.text.split(" "):
+            for i, word in enumerate(result.text.split(" ")):
                 time.sleep(self.seconds_per_word)
                 check_deadline()
                 self.words += 1
+                if meter is not None:
+                    meter.piece(word if i == 0 else f" {word}")
         except DeadlineExceeded:
             self.stopped_after.append(time.monotonic() - started)
             raise
+        if meter is not None:
+            meter.done()
         return result
 
 

@@ -27,6 +27,8 @@ def _check(result: ChatResult, seen: list[TokenProgress], plain: ChatResult) -> 
     pieces, last = seen[:-1], seen[-1]
     assert pieces and [p.tokens for p in pieces] == list(range(1, len(pieces) + 1))
     assert not any(p.done for p in pieces) and last.done
+    # each report carries its piece of the reply (what a stream forwards as tokens)
+    assert "".join(p.text for p in pieces) == result.text and not last.text
     assert last.tokens == result.completion_tokens > 0
     assert all(p.seconds > 0 for p in seen) and last.tokens_per_second > 0
 

@@ -5,7 +5,8 @@ The records (:class:`Topic`, :class:`Passage`, :class:`Aspect`, :class:`Budget`,
 
 - :func:`select`: a topic -> an ordered, budgeted selection that covers its aspects;
 - :func:`evaluate`: a run -> the mean of each measure on gold labels;
-- :func:`ask`: a question -> a cited, critiqued answer, with every stage recorded.
+- :func:`ask`: a question -> a cited, critiqued answer, with every stage recorded
+  (:func:`ask_stream`: the same as it happens, stage events and the writer's tokens).
 
 ``covrag.select`` and ``covrag.evaluate`` are also the names of subpackages: the verbs stay
 callable, and their attributes are the subpackages' (``covrag.selectors.GreedyCoverageSelector``).
@@ -21,7 +22,7 @@ from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Sel
 from covrag.version import __version__
 
 if TYPE_CHECKING:
-    from covrag.pipeline import AskConfig, AskResult, RelevanceSource
+    from covrag.pipeline import AskConfig, AskResult, EventStream, RelevanceSource
     from covrag.pipeline.stages import LLM, CoverageEstimator, Retriever, Selector
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "Topic",
     "__version__",
     "ask",
+    "ask_stream",
     "evaluate",
     "select",
 ]
@@ -170,8 +172,52 @@ def ask(
         >>> [s.text for s in result.generation.answer.sentences][:1]  # doctest: +SKIP
         ['School uniforms reduce bullying [1].']
     """
-    from covrag.llm import parse_llm
     from covrag.pipeline import ask as run_ask
+
+    model, retriever = _resolve(llm, corpus)
+    return run_ask(
+        question, model, retriever, config, include=include, exclude=exclude, aspects=aspects
+    )
+
+
+def ask_stream(
+    question: str,
+    corpus: str | Sequence[Passage] | Retriever = "bundled",
+    *,
+    llm: str | LLM = "local",
+    config: AskConfig | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    aspects: Sequence[Aspect] | None = None,
+) -> EventStream[AskResult]:
+    """:func:`ask` as it happens (the same arguments): an iterator of typed events.
+
+    In order: ``PlannedEvent`` (the aspects), ``RetrievedEvent`` (the pool's passage ids and the
+    queries), ``SelectedEvent`` (the context), a ``TokenEvent`` per piece of text the LLM
+    writes while generating (``step`` says which draft or critique), and last ``AnswerEvent``,
+    whose ``result`` is what :func:`ask` returns (records of :mod:`covrag.pipeline.events`).
+    Leaving the loop early stops the work at its next token or scoring batch.
+
+    Example:
+        >>> import covrag
+        >>> from covrag.pipeline import AnswerEvent, TokenEvent
+        >>> for event in covrag.ask_stream("Should schools require uniforms?"):  # doctest: +SKIP
+        ...     if isinstance(event, TokenEvent) and event.step == "write":
+        ...         print(event.text, end="", flush=True)
+        ...     elif isinstance(event, AnswerEvent):
+        ...         answer = event.result.generation.answer
+    """
+    from covrag.pipeline import ask_stream as run_ask_stream
+
+    model, retriever = _resolve(llm, corpus)
+    return run_ask_stream(
+        question, model, retriever, config, include=include, exclude=exclude, aspects=aspects
+    )
+
+
+def _resolve(llm: str | LLM, corpus: str | Sequence[Passage] | Retriever) -> tuple[LLM, Retriever]:
+    """The LLM and the retriever of :func:`ask`'s ``llm`` and ``corpus``."""
+    from covrag.llm import parse_llm
     from covrag.pipeline.stages import BM25Retriever, load_corpus, load_index
 
     retriever: Retriever
@@ -183,7 +229,4 @@ def ask(
         retriever = BM25Retriever().index(list(cast("Sequence[Passage]", corpus)))
     else:
         retriever = corpus
-    model = parse_llm(llm) if isinstance(llm, str) else llm
-    return run_ask(
-        question, model, retriever, config, include=include, exclude=exclude, aspects=aspects
-    )
+    return (parse_llm(llm) if isinstance(llm, str) else llm), retriever

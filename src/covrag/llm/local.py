@@ -115,7 +115,7 @@ class _LoadedModel:
                 if piece:
                     text.append(piece)
                     if meter is not None:
-                        meter.piece()
+                        meter.piece(piece)
                 final["finish_reason"] = choice.get("finish_reason") or final["finish_reason"]
             final["usage"] = chunk.get("usage") or final["usage"]
             final["timings"] = chunk.get("timings") or final["timings"]

@@ -227,7 +227,7 @@ class OpenAIChat(LLM):
                 piece = choice.delta.content if choice.delta is not None else None
                 if piece:
                     text.append(piece)
-                    meter.piece()
+                    meter.piece(piece)
                 finish = choice.finish_reason or finish
         meter.done(usage.completion_tokens if usage else None)
         details = getattr(usage, "prompt_tokens_details", None) if usage else None

@@ -4,9 +4,11 @@ A slow model (the embedded 1.5B model writes ~17 tokens/s on two cores) leaves a
 at a stage that seems stuck for a minute. A caller that wants to show progress wraps its work in
 :func:`reporting` with a callback; while it is active, backends that can stream (the embedded
 llama.cpp model, OpenAI-compatible endpoints) ask for a streamed reply and call the callback with
-a :class:`TokenProgress` as tokens arrive and once more when the call ends. Without a callback
-nothing streams and nothing changes. Library code never prints: the CLI's callback draws the
-figures (``covrag ask``); a reply served from the response cache streams nothing.
+a :class:`TokenProgress` (with the piece of text written) as tokens arrive and once more when
+the call ends. Without a callback nothing streams and nothing changes. Library code never
+prints: the CLI's callback draws the figures (``covrag ask``), and
+:class:`covrag.pipeline.EventStream` forwards the pieces as token events; a reply served from the
+response cache streams nothing.
 
 The callback is held in a :class:`contextvars.ContextVar`, so it follows the caller's thread and
 no object is reconfigured; a backend that works in a thread of its own reads it first, in the
@@ -32,12 +34,15 @@ class TokenProgress:
             of completion tokens in the last report).
         seconds: Seconds since the call started (the prompt's processing included).
         done: Whether the call has ended (the last report of a call).
+        text: The piece of the reply just written (empty in the last report): the pieces of a
+            call, joined, are its reply.
     """
 
     model: str
     tokens: int
     seconds: float
     done: bool = False
+    text: str = ""
 
     @property
     def tokens_per_second(self) -> float:
@@ -86,10 +91,10 @@ class Meter:
         self.tokens = 0
         self.started = time.perf_counter()
 
-    def piece(self) -> None:
+    def piece(self, text: str = "") -> None:
         """One more streamed piece of text (a token, for llama.cpp and most servers)."""
         self.tokens += 1
-        self.callback(TokenProgress(self.model, self.tokens, self._seconds()))
+        self.callback(TokenProgress(self.model, self.tokens, self._seconds(), text=text))
 
     def done(self, tokens: int | None = None) -> None:
         """The call ended; ``tokens`` is the backend's own count when it gave one."""

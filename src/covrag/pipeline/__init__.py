@@ -7,7 +7,9 @@ The CLI, the HTTP server and the framework integrations all call these functions
   point: :data:`SELECT`, :data:`SERVER_SELECT`, :data:`INTEGRATIONS`, :data:`ASK`,
   :data:`ANSWER`, :data:`BENCH`), the one path every entry point takes.
 - :func:`prepare`: a topic -> the selector's input (token costs, coverage, relevance, embeddings).
-- :func:`ask`: question -> plan -> pool -> coverage -> selection -> cited, critiqued answer.
+- :func:`ask`: question -> plan -> pool -> coverage -> selection -> cited, critiqued answer;
+  :func:`ask_stream` the same as events (stages, the writer's tokens, the result), by
+  :class:`EventStream`, which the HTTP service's streamed ``/v1/answer`` runs too.
 - :func:`run_bench`: selectors x coverage sources x budgets on a dataset, measured and compared.
 """
 
@@ -19,6 +21,7 @@ from covrag.pipeline.ask import (
     StageCallback,
     StageCost,
     ask,
+    ask_stream,
     build_generator,
     plan_aspects,
     retrieve_pool,
@@ -48,6 +51,16 @@ from covrag.pipeline.context import (
     pick_context,
     select_context,
     select_with_filters,
+)
+from covrag.pipeline.events import (
+    AnswerEvent,
+    Event,
+    EventSink,
+    EventStream,
+    PlannedEvent,
+    RetrievedEvent,
+    SelectedEvent,
+    TokenEvent,
 )
 from covrag.pipeline.policy import (
     ANSWER,
@@ -90,19 +103,28 @@ __all__ = [
     "ORACLE",
     "RELEVANCE_SOURCES",
     "STAGES",
+    "AnswerEvent",
     "AskConfig",
     "AskResult",
     "BenchConfig",
     "BenchResult",
+    "Event",
+    "EventSink",
+    "EventStream",
     "Method",
     "MethodResult",
     "Planned",
+    "PlannedEvent",
     "PrepareConfig",
     "Prepared",
     "RelevanceSource",
+    "RetrievedEvent",
+    "SelectedEvent",
     "StageCallback",
     "StageCost",
+    "TokenEvent",
     "ask",
+    "ask_stream",
     "attach_coverage",
     "build_generator",
     "build_methods",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
@@ -48,9 +48,17 @@ from covrag.pipeline.ask_records import StageCallback as StageCallback  # re-exp
 from covrag.pipeline.ask_records import StageClock, UsageMeter
 from covrag.pipeline.ask_records import StageCost as StageCost  # re-exported
 from covrag.pipeline.config import AskConfig
-from covrag.pipeline.context import estimate_context, pick_context
+from covrag.pipeline.context import Chosen, estimate_context, pick_context
 from covrag.pipeline.context import select_context as select_context  # re-exported
 from covrag.pipeline.context import select_with_filters as select_with_filters  # re-exported
+from covrag.pipeline.events import (
+    Event,
+    EventSink,
+    EventStream,
+    PlannedEvent,
+    RetrievedEvent,
+    SelectedEvent,
+)
 from covrag.plan import C2Query
 from covrag.plan.planned import Planned as Planned  # re-exported
 from covrag.plan.planned import PlannerAspects
@@ -167,6 +175,7 @@ def ask(
     aspects: Sequence[Aspect] | None = None,
     estimator: CoverageEstimator | None = None,
     on_stage: StageCallback | None = None,
+    on_event: Callable[[Event], None] | None = None,
 ) -> AskResult:
     """Answer ``question`` from ``retriever``'s corpus with a cited, critiqued answer.
 
@@ -182,33 +191,32 @@ def ask(
         aspects: Use these aspects instead of asking the LLM for sub-questions.
         estimator: Coverage estimator (default: from ``config.coverage``).
         on_stage: Progress callback.
+        on_event: Called with the plan's aspects, the pool and the context as each is ready
+            (:func:`ask_stream` streams them).
     """
     config = config or AskConfig()
     clock = StageClock(on_stage or (lambda _: None))
+    emit = on_event or (lambda _: None)
 
     clock.start("plan")
     usage = UsageMeter(llm)
     planned = _plan(question, llm, retriever, config, include, exclude, aspects)
     query = planned.query
     clock.stop("plan", usage.cost())
+    emit(PlannedEvent(planned.aspects))
 
     clock.start("retrieve")
     queries, topic = retrieve_pool(query, planned.aspects, retriever, config.pool)
     clock.stop("retrieve")
+    emit(RetrievedEvent(tuple(p.id for p in topic.passages), queries))
 
-    clock.start("estimate")
     estimator = estimator or parse_estimator(config.coverage)
-    policy = dataclasses.replace(config.policy(), aspects=None)  # planned in the plan stage
-    estimated = estimate_context(topic, policy, estimator=estimator)
-    topic, coverage = estimated.topic, estimated.coverage
+    chosen = _choose(topic, config, estimator, clock)
+    topic, coverage = chosen.topic, chosen.coverage
     assert coverage is not None
-    clock.stop("estimate", pairs_scored=coverage.pairs_scored)
-
-    clock.start("select")
-    chosen = pick_context(estimated, policy)
     selection, filters = chosen.selection, chosen.filters
-    clock.stop("select")
     refusal = filters.reason() if not selection.passage_ids else None
+    emit(SelectedEvent(selection.passage_ids, refusal or ""))
 
     clock.start("generate")
     generation = _generate(
@@ -232,6 +240,61 @@ def ask(
         ),
         filters=filters,
     )
+
+
+def _choose(
+    topic: Topic, config: AskConfig, estimator: CoverageEstimator, clock: StageClock
+) -> Chosen:
+    """The estimate and select stages: the pool's coverage, then the context."""
+    clock.start("estimate")
+    policy = dataclasses.replace(config.policy(), aspects=None)  # planned in the plan stage
+    estimated = estimate_context(topic, policy, estimator=estimator)
+    assert estimated.coverage is not None
+    clock.stop("estimate", pairs_scored=estimated.coverage.pairs_scored)
+    clock.start("select")
+    chosen = pick_context(estimated, policy)
+    clock.stop("select")
+    return chosen
+
+
+def ask_stream(
+    question: str,
+    llm: LLM,
+    retriever: Retriever,
+    config: AskConfig | None = None,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    aspects: Sequence[Aspect] | None = None,
+    estimator: CoverageEstimator | None = None,
+) -> EventStream[AskResult]:
+    """:func:`ask` as it runs: its aspects, pool and context as each is ready, the LLM's tokens
+    as it writes, then the :class:`AskResult` (the arguments are :func:`ask`'s).
+
+    The work starts when the stream is first iterated, in a thread of its own; leaving the loop
+    early (or ``close()``) stops it at its next token or scoring batch.
+
+    Example:
+        >>> for event in ask_stream(question, llm, retriever):  # doctest: +SKIP
+        ...     if isinstance(event, TokenEvent):
+        ...         print(event.text, end="", flush=True)
+    """
+
+    def run(sink: EventSink) -> AskResult:
+        return ask(
+            question,
+            llm,
+            retriever,
+            config,
+            include=include,
+            exclude=exclude,
+            aspects=aspects,
+            estimator=estimator,
+            on_stage=sink.stage,
+            on_event=sink.emit,
+        )
+
+    return EventStream(run)
 
 
 def _generate(

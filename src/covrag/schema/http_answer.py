@@ -134,6 +134,12 @@ class AnswerRequest(Strict):
         description="when no sentence of the model's reply is supported: quote = quote the "
         "passages, each quotation cited; refuse = give no answer, and say why",
     )
+    stream: bool = Field(
+        default=False,
+        description="answer with server-sent events (text/event-stream): planned, retrieved and "
+        "selected as each stage ends, token for each piece the LLM writes, then answer (this "
+        "route's response) or error (an error's status and body)",
+    )
 
 
 class AnswerDraftOut(RunAnswer):

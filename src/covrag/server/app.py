@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from covrag import __version__
-from covrag.deadline import DeadlineExceeded
-from covrag.errors import LLMError, MissingExtraError
+from covrag.errors import MissingExtraError
 from covrag.llm.base import LLM
 from covrag.schema.http import (
     ErrorOut,
@@ -38,10 +37,11 @@ from covrag.schema.http import (
     SelectResponse,
 )
 from covrag.server.config import ServerConfig
-from covrag.server.gate import ClientGone, ModelBusy, run_gated
+from covrag.server.failures import KNOWN, error_body, failure
+from covrag.server.gate import run_gated
 from covrag.server.guard import RequestGuard, is_protected
 from covrag.server.metrics import CONTENT_TYPE, RequestObserver, metrics
-from covrag.server.service import Menus, RequestFieldError, build_job, run_job, warm_up
+from covrag.server.service import Menus, build_job, run_job, warm_up
 
 try:
     from fastapi import FastAPI, HTTPException, Request
@@ -249,12 +249,7 @@ def _field_error(error: dict[str, Any]) -> FieldErrorOut:
 def _error_response(
     status: int, errors: list[FieldErrorOut], headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    first = errors[0]
-    detail = f"{first.field}: {first.message}" if first.field else first.message
-    if len(errors) > 1:
-        detail += f" (and {len(errors) - 1} more)"
-    body = ErrorOut(detail=detail, field=first.field, errors=errors)
-    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+    return JSONResponse(error_body(errors).model_dump(), status_code=status, headers=headers)
 
 
 def _install_error_handlers(api: FastAPI) -> None:
@@ -263,31 +258,12 @@ def _install_error_handlers(api: FastAPI) -> None:
         errors = [_field_error(dict(e)) for e in exc.errors()]
         return _error_response(422, errors or [FieldErrorOut(field="body", message="invalid")])
 
-    @api.exception_handler(RequestFieldError)
-    async def bad_field(_: Request, exc: RequestFieldError) -> JSONResponse:
-        return _error_response(exc.status, [FieldErrorOut(field=exc.field, message=exc.message)])
+    async def failed(_: Request, exc: Exception) -> JSONResponse:
+        reply = failure(exc)  # the work's exceptions, and any other (500)
+        return JSONResponse(reply.body.model_dump(), reply.status, dict(reply.headers) or None)
 
-    @api.exception_handler(DeadlineExceeded)
-    async def timed_out(_: Request, exc: DeadlineExceeded) -> JSONResponse:
-        message = f"the request took longer than the server's {exc.deadline.seconds:g} s timeout"
-        return _error_response(504, [FieldErrorOut(field=None, message=message)])
-
-    @api.exception_handler(ClientGone)
-    async def gone(_: Request, exc: ClientGone) -> JSONResponse:
-        # 499 (nginx's "client closed request"): for the log and the metrics, nobody reads it
-        return _error_response(499, [FieldErrorOut(field=None, message=str(exc))])
-
-    @api.exception_handler(ModelBusy)
-    async def busy(_: Request, exc: ModelBusy) -> JSONResponse:
-        return _error_response(
-            429,
-            [FieldErrorOut(field=None, message=str(exc))],
-            {"Retry-After": str(exc.retry_after_s)},
-        )
-
-    @api.exception_handler(LLMError)
-    async def llm_failed(_: Request, exc: LLMError) -> JSONResponse:
-        return _error_response(502, [FieldErrorOut(field=None, message=f"the LLM failed: {exc}")])
+    for kind in (*KNOWN, Exception):
+        api.add_exception_handler(kind, failed)
 
     @api.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -296,13 +272,6 @@ def _install_error_handlers(api: FastAPI) -> None:
         else:
             error = FieldErrorOut(field=None, message=str(exc.detail))
         return _error_response(exc.status_code, [error], exc.headers)
-
-    @api.exception_handler(Exception)
-    async def internal(_: Request, exc: Exception) -> JSONResponse:
-        logger.exception("internal error while serving a request", exc_info=exc)
-        return _error_response(
-            500, [FieldErrorOut(field=None, message=f"internal error: {type(exc).__name__}")]
-        )
 
 
 def _customise_openapi(api: FastAPI, config: ServerConfig, menus: Menus) -> None:

@@ -16,7 +16,8 @@ tokens and between scoring batches, and a request past it is a 504 with every lo
 A client that goes away stops its request's work at the next such check (within a second).
 Their scoring steps take the model gate shared with ``/v1/select`` one step at a time. An LLM
 that fails (unreachable, unusable replies after the retries) is answered with 502. The routes
-exist only when the server has an LLM (``ServerConfig.llm``).
+exist only when the server has an LLM (``ServerConfig.llm``). ``/v1/answer`` with ``stream``
+runs the same work as server-sent events (:mod:`covrag.server.streaming`).
 """
 
 from __future__ import annotations
@@ -28,13 +29,24 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 
 from covrag.deadline import Deadline
 from covrag.embed import Encoder, default_encoder
 from covrag.errors import ConfigError
 from covrag.llm.base import LLM
-from covrag.pipeline import ANSWER, AskConfig, build_generator, choose, estimate_context
+from covrag.pipeline import (
+    ANSWER,
+    AskConfig,
+    EventSink,
+    EventStream,
+    PlannedEvent,
+    RetrievedEvent,
+    SelectedEvent,
+    build_generator,
+    choose,
+    estimate_context,
+)
 from covrag.pipeline.stages import (
     AnswerSketcher,
     C2Query,
@@ -67,6 +79,7 @@ from covrag.server.service import (
     passage_records,
     unique_ids,
 )
+from covrag.server.streaming import MEDIA_TYPE, streamed
 from covrag.types import CoverageMatrix, FloatArray, Passage, Topic
 
 T = TypeVar("T")
@@ -242,12 +255,20 @@ def _settings(request: AnswerRequest) -> AskConfig:
     )
 
 
-def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> AnswerResponse:
-    """Select (when ``k`` is set) and write the answer; blocking, call from a thread."""
+def run_answer(
+    request: AnswerRequest, llm: LLM, config: ServerConfig, sink: EventSink | None = None
+) -> AnswerResponse:
+    """Select (when ``k`` is set) and write the answer; blocking, call from a thread. ``sink``
+    hears the aspects, the passages, the context and the generation steps (a stream's)."""
     started = time.perf_counter()
+    sink = sink or EventSink(lambda _: None)
     topic = _topic(request)
+    sink.emit(PlannedEvent(topic.aspects))
+    sink.emit(RetrievedEvent(tuple(p.id for p in topic.passages)))
     chosen = _context(request, topic, config)
     refusal = (chosen.filters.reason() if chosen.filters is not None else None) or ""
+    sink.emit(SelectedEvent(tuple(p.id for p in chosen.passages), refusal))
+    sink.stage("generate")
     judge = chosen.estimator if request.feedback == "pointers" else None
     exclude = [a.text for a in topic.aspects if a.polarity == "exclude"]
     # the citation check's judge runs under the model lock too (it shares the scorer's cache)
@@ -256,6 +277,7 @@ def run_answer(request: AnswerRequest, llm: LLM, config: ServerConfig) -> Answer
         request.question,
         chosen.passages,
         context=CritiqueContext(topic.aspects, chosen.coverage, refusal=refusal),
+        on_step=sink.stage,
     )
     final = result.drafts[-1]
     shown = _draft_out(final)
@@ -339,21 +361,34 @@ def add_llm_routes(
         work = served(lambda: check_plan(request, config), lambda: run_plan(request, llm))
         return await run_gated(executor, work, config.llm_timeout_s, http.is_disconnected)
 
+    stream_doc = "the response; with `stream`, server-sent events (planned, retrieved, selected, "
+    stream_doc += "token..., then answer: this response, or error: an error's status and body)"
+
     @api.post(
         "/v1/answer",
         response_model=AnswerResponse,
-        responses=documented,
+        responses={**documented, 200: {"content": {MEDIA_TYPE: {}}, "description": stream_doc}},
         summary="A cited answer from the given passages, with critique-and-rewrite passes",
     )
-    async def answer(request: AnswerRequest, http: Request) -> AnswerResponse:
+    async def answer(request: AnswerRequest, http: Request) -> AnswerResponse | Response:
         """Writes a cited answer (about ``sentences`` sentences, each factual one citing
         passages as [n]) and ``passes`` critique-and-rewrite rounds; citations of passages that
         do not exist are reported per draft, never kept. Every sentence is checked against the
         passages: its ``check`` says how it was verified and which span supports it, a
         mis-pointed citation is repaired, an unsupported sentence is dropped (or marked), and a
-        reply with no supported sentence becomes quotations of the passages (or a refusal)."""
-        work = served(
-            lambda: check_answer(request, config, lambda: answer_estimator(config)),
-            lambda: run_answer(request, llm, config),
-        )
+        reply with no supported sentence becomes quotations of the passages (or a refusal).
+        With ``stream``, the same work as server-sent events, the response last."""
+
+        def check() -> None:
+            check_answer(request, config, lambda: answer_estimator(config))
+
+        if request.stream:
+            deadline = Deadline.after(config.llm_timeout_s)
+
+            def run(sink: EventSink) -> AnswerResponse:
+                return served(check, lambda: run_answer(request, llm, config, sink))(deadline)
+
+            stream = EventStream(run, deadline).start(executor)
+            return await streamed(stream, http.is_disconnected)
+        work = served(check, lambda: run_answer(request, llm, config))
         return await run_gated(executor, work, config.llm_timeout_s, http.is_disconnected)
