@@ -215,24 +215,24 @@ def test_a_write_the_file_system_refuses_leaves_the_previous_index(
 def test_a_full_disk_mid_update_leaves_the_previous_index(
     built: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """ENOSPC from the file system when ``documents.json`` is written, after the passages and
-    the BM25 arrays of the new version."""
+    """ENOSPC from the file system when the new version, written in full, is flushed to disk
+    (where delayed allocation and NFS report a full disk)."""
     docs, index = built
     before, version = _search(index), resolve_index(index)
     _corpus(docs / "more.jsonl", 50, seed=4)
-    write_text = Path.write_text
+    flushed: list[int] = []
 
-    def full(self: Path, data: str, *args: object, **kwargs: object) -> int:
-        if self.name == "documents.json":
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
-        return write_text(self, data, *args, **kwargs)  # type: ignore[arg-type]
+    def full(fd: int) -> None:
+        flushed.append(fd)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(IndexWriteError) as info:
         update_index([docs], index)
+    assert flushed  # the new version was written, and failed as it was flushed
     assert info.value.errno == errno.ENOSPC and isinstance(info.value, OSError)
     assert str(info.value) == (
-        f"{index}: cannot write the index: no space left on the device (documents.json); "
+        f"{index}: cannot write the index: no space left on the device; "
         "the previous index (if any) is unchanged"
     )
     assert main(["index", "--docs", str(docs), "--out", str(index)]) == 2
@@ -275,7 +275,7 @@ def test_readers_see_the_old_index_or_the_new_one_never_a_mix(tmp_path: Path) ->
     assert seen and all(passages in corpora for passages in seen)
 
 
-def test_a_failed_first_build_leaves_a_folder_the_next_build_takes(tmp_path: Path) -> None:
+def test_a_failed_first_build_leaves_nothing(tmp_path: Path) -> None:
     pytest.importorskip("semchunk")
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -283,5 +283,6 @@ def test_a_failed_first_build_leaves_a_folder_the_next_build_takes(tmp_path: Pat
     index = tmp_path / "idx"
     with pytest.raises(DataError, match="no passages"):
         update_index([docs], index)
+    assert not index.exists()  # not even the lock file
     (docs / "tea.txt").write_text("Green tea is brewed at 80 degrees.")
     assert update_index([docs], index).passages == 1

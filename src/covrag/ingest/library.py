@@ -42,7 +42,7 @@ from covrag.retrieve.store import (
 )
 from covrag.retrieve.versions import index_lock, new_version, resolve_index
 from covrag.schema._base import read_model
-from covrag.schema.documents import DocumentsFile, IndexedDocument, SkippedFile
+from covrag.schema.documents import DocumentsFile, SkippedFile
 from covrag.types import Passage
 
 logger = logging.getLogger(__name__)
@@ -78,11 +78,33 @@ class IngestReport:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class _Document:
+    """One file of the index: an :class:`IndexedDocument` without pydantic's weight (a
+    hundredth of the memory, which counts in a folder of 100,000 files)."""
+
+    doc_id: str
+    source: str
+    title: str
+    sha256: str
+    passages: tuple[str, ...]
+
+    def to_json(self) -> str:
+        record = {
+            "doc_id": self.doc_id,
+            "source": self.source,
+            "title": self.title,
+            "sha256": self.sha256,
+            "passages": self.passages,
+        }
+        return json.dumps(record, ensure_ascii=False)
+
+
 @dataclass
 class _Previous:
     """The last update's documents (by source) and passages (by id), when reusable."""
 
-    documents: dict[str, IndexedDocument] = field(default_factory=dict)
+    documents: dict[str, _Document] = field(default_factory=dict)
     passages: dict[str, Passage] = field(default_factory=dict)
     kind: str | None = None
     skipped: tuple[SkippedFile, ...] = ()
@@ -115,7 +137,10 @@ def _previous(folder: Path, chunker: Chunker) -> _Previous:
         logger.info("chunk settings changed: every file is read again")
         return _Previous(kind=manifest.kind)
     passages = {p.id: p for p in read_index_passages(root)}
-    documents = {d.source: d for d in listing.documents}
+    documents = {
+        d.source: _Document(d.doc_id, d.source, d.title, d.sha256, tuple(d.passages))
+        for d in listing.documents
+    }
     return _Previous(
         documents, passages, manifest.kind, tuple(listing.skipped), dict(listing.limits)
     )
@@ -168,7 +193,7 @@ def _parse(path: Path, doc_id: str, data: bytes, chunker: Chunker) -> tuple[str,
 
 @dataclass
 class _Collected:
-    documents: list[IndexedDocument] = field(default_factory=list)
+    documents: list[_Document] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
     parsed: list[str] = field(default_factory=list)
     reused: list[str] = field(default_factory=list)
@@ -212,12 +237,9 @@ def _collect(
             kind = exc.kind if isinstance(exc, SkipError) else "unreadable"
             out.skipped.append(SkippedFile(source=source, reason=str(exc), kind=kind))
         else:
-            seen.update(p.id for p in passages)
-            ids = [p.id for p in passages]
-            record = IndexedDocument(
-                doc_id=doc_id, source=source, title=title, sha256=digest, passages=ids
-            )
-            out.documents.append(record)
+            ids = tuple(p.id for p in passages)
+            seen.update(ids)
+            out.documents.append(_Document(doc_id, source, title, digest, ids))
             out.passages.extend(passages)
         on_file(path)
     return out
@@ -298,14 +320,11 @@ def update_index(
         if write:
             retriever = _build(kind, got.passages, folder, previous)
             listing = DocumentsFile(
-                settings=chunker.settings,
-                documents=got.documents,
-                skipped=list(skipped),
-                limits=limits,
+                settings=chunker.settings, documents=[], skipped=list(skipped), limits=limits
             )
             with new_version(folder) as tmp:
                 retriever.write(tmp)
-                (tmp / DOCUMENTS).write_text(listing.model_dump_json(indent=1) + "\n", "utf-8")
+                _write_documents(tmp / DOCUMENTS, listing, got.documents)
     seconds = time.perf_counter() - started
     logger.info(
         "indexed %d files (%d read) in %.2f s", len(got.documents), len(got.parsed), seconds
@@ -320,6 +339,17 @@ def update_index(
         written=write,
         seconds=seconds,
     )
+
+
+def _write_documents(path: Path, listing: DocumentsFile, documents: Sequence[_Document]) -> None:
+    """Write ``documents.json``: ``listing`` (checked by pydantic) with ``documents``, written a
+    document at a time rather than built as one string."""
+    head = listing.model_dump_json(indent=1, exclude={"documents"})
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(head.rstrip().removesuffix("}").rstrip() + ',\n "documents": [')
+        for i, document in enumerate(documents):
+            handle.write(("," if i else "") + "\n  " + document.to_json())
+        handle.write("\n ]\n}\n")
 
 
 def _nothing_read(paths: Sequence[str | os.PathLike[str]], skipped: Sequence[SkippedFile]) -> str:

@@ -151,22 +151,46 @@ def index_lock(folder: str | os.PathLike[str], wait: float = 0.0) -> Iterator[No
         folder: The index folder.
         wait: Seconds to wait for another writer to finish (0: refuse at once).
 
+    A folder this call creates is removed again when the block leaves no index in it (a first
+    update that fails leaves nothing behind).
+
     Raises:
         IndexLockedError: another process holds the lock (naming the folder and its pid).
     """
     root = Path(folder)
-    root.mkdir(parents=True, exist_ok=True)
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(root / LOCK, flags, 0o666)
+    created = not root.exists()
+    fd = _locked(root, wait)
     try:
-        _acquire(fd, root, wait)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         _remove_leftovers(root)
         yield
         os.ftruncate(fd, 0)
     finally:
+        if created and [entry.name for entry in os.scandir(root)] == [LOCK]:
+            # Removed while still locked: a process waiting on this lock file sees that it is
+            # gone once it gets the lock, and starts again (_locked).
+            (root / LOCK).unlink()
+            root.rmdir()
         os.close(fd)  # releases the lock
+
+
+def _locked(root: Path, wait: float) -> int:
+    """A descriptor of ``root/.lock``, locked (the folder is created when missing)."""
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root / LOCK, flags, 0o666)
+        try:
+            _acquire(fd, root, wait)
+            if os.path.samestat(os.fstat(fd), os.stat(root / LOCK)):
+                return fd
+        except FileNotFoundError:
+            pass  # removed by the process that held it, as it left
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
 
 
 def _remove_leftovers(root: Path) -> None:
