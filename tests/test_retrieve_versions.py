@@ -286,3 +286,14 @@ def test_a_failed_first_build_leaves_nothing(tmp_path: Path) -> None:
     assert not index.exists()  # not even the lock file
     (docs / "tea.txt").write_text("Green tea is brewed at 80 degrees.")
     assert update_index([docs], index).passages == 1
+
+
+def test_a_damaged_pointer_stops_a_writer_before_it_removes_anything(
+    built: tuple[Path, Path],
+) -> None:
+    docs, index = built
+    version = resolve_index(index)
+    (index / "CURRENT").write_text("garbage\n")
+    with pytest.raises(DataError, match="CURRENT names no version"):
+        update_index([docs], index)
+    assert version.is_dir() and (version / "passages.jsonl").is_file()

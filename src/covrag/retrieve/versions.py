@@ -103,10 +103,9 @@ def is_ours(name: str) -> bool:
 
 
 def _current(root: Path) -> str | None:
-    try:
-        return resolve_index(root).name if (root / POINTER).is_file() else None
-    except DataError:
-        return None
+    """The live version's name; None when there is no pointer. A damaged pointer is a
+    DataError: a writer then stops rather than take every version for a leftover."""
+    return resolve_index(root).name if (root / POINTER).is_file() else None
 
 
 def _holder(fd: int) -> str:
