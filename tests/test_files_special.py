@@ -20,6 +20,7 @@ from covrag import files
 from covrag.cli import main
 from covrag.data import resolve_dataset
 from covrag.errors import ConfigError
+from covrag.retrieve.versions import resolve_index
 
 FAST = ("--relevance", "order")  # no encoder to load
 
@@ -191,7 +192,7 @@ def test_an_index_and_a_bench_folder_named_near_the_limit(
     for _ in range(2):  # built, then updated in place (a new and an old temporary folder)
         assert main(["index", "--docs", str(docs), "--out", str(index), "--kind", "bm25"]) == 0
         (docs / "tea.txt").write_text((docs / "tea.txt").read_text() + " Again.")
-    assert (index / "passages.jsonl").is_file()
+    assert (resolve_index(index) / "passages.jsonl").is_file()
     bench = tmp_path / ("b" * 250)
     args = ["bench", "--dataset", str(dataset), "--selectors", "topk", *FAST]
     assert main([*args, "--out", str(bench)]) == 0, capsys.readouterr().err

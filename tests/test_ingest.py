@@ -23,6 +23,7 @@ from covrag.ingest import (
 from covrag.ingest import library as ingest_library
 from covrag.ingest.unwrap import unwrap
 from covrag.retrieve import load_index
+from covrag.retrieve.versions import resolve_index
 from covrag.tokens import WhitespaceTokenCounter, default_counter
 from ingest_support import PDF_PAGES, PDF_TITLE, TEA, make_folder, write_pdf
 
@@ -98,7 +99,7 @@ def test_chunks_keep_offsets_into_the_extracted_text(tmp_path: Path) -> None:
 
 
 def _passages(index: Path) -> dict[str, dict[str, object]]:
-    lines = (index / "passages.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (resolve_index(index) / "passages.jsonl").read_text(encoding="utf-8").splitlines()
     return {record["id"]: record for record in map(json.loads, lines)}
 
 
@@ -152,9 +153,9 @@ def test_an_index_of_documents_then_an_incremental_update(
     fourth = update_index([folder], out, chunker=Chunker(tokens=64, overlap=8))
     assert len(fourth.parsed) == 4
     # A listing that names passages the index lacks: that file is read again.
-    listing = json.loads((out / "documents.json").read_text())
+    listing = json.loads((resolve_index(out) / "documents.json").read_text())
     listing["documents"][0]["passages"].append("gone#9")
-    (out / "documents.json").write_text(json.dumps(listing))
+    (resolve_index(out) / "documents.json").write_text(json.dumps(listing))
     read.clear()
     update_index([folder], out, chunker=Chunker(tokens=64, overlap=8))
     assert read == [Path(listing["documents"][0]["source"]).name]

@@ -19,6 +19,7 @@ import pytest
 
 from covrag.cli import main
 from covrag.ingest import find_files, read_documents, update_index
+from covrag.retrieve.versions import resolve_index
 
 pytest.importorskip("semchunk")
 
@@ -37,7 +38,7 @@ def _folder(tmp_path: Path) -> Path:
 
 
 def _passages(index: Path) -> str:
-    return (index / "passages.jsonl").read_text()
+    return (resolve_index(index) / "passages.jsonl").read_text()
 
 
 def _skips(index: Path) -> dict[str, str]:
@@ -275,10 +276,10 @@ def test_documents_json_without_kinds_and_limits_still_reads(tmp_path: Path) -> 
     index = tmp_path / "idx"
     report = update_index([docs], index)
     assert [(Path(s.source).name, s.kind) for s in report.skipped] == [("empty.txt", "unreadable")]
-    data = json.loads((index / "documents.json").read_text())
+    data = json.loads((resolve_index(index) / "documents.json").read_text())
     del data["limits"]
     for skip in data["skipped"]:
         del skip["kind"]
-    (index / "documents.json").write_text(json.dumps(data))
+    (resolve_index(index) / "documents.json").write_text(json.dumps(data))
     again = update_index([docs], index)  # an index written before this change updates
     assert again.written and again.reused == report.parsed

@@ -24,6 +24,7 @@ from covrag.errors import ConfigError
 from covrag.pipeline.distributed import RayExecutor, WorkerError, _unfinished
 from covrag.pipeline.executor import SerialExecutor, identity, preloaded
 from covrag.retrieve.dense import embedding_chunks, gather_embeddings
+from covrag.retrieve.versions import resolve_index
 
 # The steps below are defined here: Ray's workers get them by value, not by module name.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -111,10 +112,11 @@ def test_dense_index_on_ray_holds_the_same_embeddings(cluster: None, tmp_path: P
         args = ["index", "--corpus", DATASET, "--kind", "hybrid", "--out", str(tmp_path / name)]
         assert main(args + extra) == 0
     for part in ("passages.jsonl", "dense/embeddings.npy"):
-        matches = sorted((tmp_path / "serial").rglob(Path(part).name))
+        serial_index, ray_index = (resolve_index(tmp_path / name) for name in ("serial", "ray"))
+        matches = sorted(serial_index.rglob(Path(part).name))
         assert matches, part
         for serial in matches:
-            ray_file = tmp_path / "ray" / serial.relative_to(tmp_path / "serial")
+            ray_file = ray_index / serial.relative_to(serial_index)
             assert serial.read_bytes() == ray_file.read_bytes(), serial
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from covrag.cli import main
+from covrag.retrieve.versions import resolve_index
 
 
 @pytest.fixture
@@ -25,7 +26,7 @@ def test_index_then_search_end_to_end(corpus: Path, tmp_path: Path, capsys) -> N
     assert main(["index", "--corpus", str(corpus), "--kind", "bm25", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "indexed 3 passages" in printed and " s " in printed
-    assert (out / "manifest.json").is_file()
+    assert (resolve_index(out) / "manifest.json").is_file()
 
     assert main(["search", "--index", str(out), "nuclear waste", "--k", "2"]) == 0
     table = capsys.readouterr().out

@@ -9,6 +9,7 @@ import pytest
 from covrag.embed import DEFAULT_MODEL
 from covrag.errors import DataError, MissingExtraError
 from covrag.retrieve import BM25Retriever, DenseRetriever, HybridRetriever, load_index
+from covrag.retrieve.versions import resolve_index
 from covrag.types import Passage
 
 pytestmark = pytest.mark.model
@@ -39,7 +40,7 @@ def test_dense_save_load_round_trip_gives_identical_results(
     dense: DenseRetriever, tmp_path: Path
 ) -> None:
     dense.save(tmp_path / "dense")
-    manifest = json.loads((tmp_path / "dense" / "manifest.json").read_text())
+    manifest = json.loads((resolve_index(tmp_path / "dense") / "manifest.json").read_text())
     assert manifest["model"] == DEFAULT_MODEL and manifest["count"] == 4
     loaded = load_index(tmp_path / "dense", faiss=False)
     assert isinstance(loaded, DenseRetriever) and loaded.passages == CORPUS

@@ -88,9 +88,11 @@ def index_documents(
     chunker: Chunker,
     console: Console,
     limits: dict[str, Any] | None = None,
+    wait: float = 0.0,
 ) -> IngestReport:
     """Index ``paths`` into ``out`` (incrementally) with a progress bar, and print what it did
-    (``limits``: :func:`read_limits`)."""
+    (``limits``: :func:`read_limits`; ``wait``: seconds to wait for another process updating
+    ``out``, 0 to refuse at once)."""
     from covrag.pipeline.stages import update_index
 
     with progress_bar(console) as progress:
@@ -102,6 +104,7 @@ def index_documents(
             chunker=chunker,
             on_files=lambda n: progress.update(task, total=n),
             on_file=lambda path: progress.update(task, advance=1, description=path.name),
+            wait=wait,
             **(limits or {}),
         )
     _print_report(report, out, kind, console)

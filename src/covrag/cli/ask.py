@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from covrag.pipeline.stages import Retriever
 
 DEFAULT_ASK_OUT = Path("ask-run.json")
+#: Seconds ``ask --docs`` waits while another process updates the same cached index.
+_CACHE_WAIT = 300.0
 
 
 #: The AskConfig fields that are ``covrag ask`` options. The others keep their defaults here
@@ -145,7 +147,8 @@ def _index_docs(args: argparse.Namespace, console: Console) -> tuple[Path, list[
 
     chunker = Chunker()  # chunk sizes and read limits are `covrag index --docs` options
     folder = cached_index(args.docs, "bm25", chunker)
-    report = index_documents(args.docs, folder, "bm25", chunker, console)
+    # Two asks about the same files share the cached index: the second waits for the first.
+    report = index_documents(args.docs, folder, "bm25", chunker, console, wait=_CACHE_WAIT)
     return folder, [f"skipped {s.source}: {s.reason}" for s in report.skipped]
 
 

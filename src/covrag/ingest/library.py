@@ -6,11 +6,14 @@ skipped), reads each within a size cap (:func:`~covrag.ingest.walk.read_file`), 
 compares with the index's ``documents.json`` (:mod:`covrag.schema.documents`): a file with the
 same path and hash, chunked with the same settings, keeps its passages; a new or changed file is
 read and chunked; a file no longer named (or now unreadable) drops out. Unreadable files are
-skipped and reported, never fatal; an update that leaves no passage is an error. The new index
-is written into a temporary folder and swapped into place
-(:func:`~covrag.retrieve.store.atomic_dir`), so a reader sees the old index or the new one; an
-update that changes nothing rewrites nothing. A dense index re-embeds only passages it has not
-embedded before.
+skipped and reported, never fatal; an update that leaves no passage is an error. A dense index
+re-embeds only passages it has not embedded before.
+
+An update holds the index's write lock from before it reads the previous index until the new one
+is published, so a second writer is refused (or waits); the new index is written as a new
+version and published by replacing one pointer file (:mod:`covrag.retrieve.versions`), so a
+reader sees the old index or the new one, and a crash or a full disk leaves the old one. An
+update that changes nothing rewrites nothing.
 """
 
 from __future__ import annotations
@@ -31,9 +34,15 @@ from covrag.ingest.walk import DEFAULT_MAX_BYTES, SkipError, find_files, read_fi
 from covrag.retrieve import load_index, make_retriever
 from covrag.retrieve.base import IndexRetriever
 from covrag.retrieve.corpus import parse_corpus
-from covrag.retrieve.store import MANIFEST, atomic_dir, read_index_passages, read_manifest
+from covrag.retrieve.store import (
+    MANIFEST,
+    check_replaceable,
+    read_index_passages,
+    read_manifest,
+)
+from covrag.retrieve.versions import index_lock, new_version, resolve_index
 from covrag.schema._base import read_model
-from covrag.schema.documents import DocumentsFile, IndexedDocument, SkippedFile
+from covrag.schema.documents import DocumentsFile, SkippedFile
 from covrag.types import Passage
 
 logger = logging.getLogger(__name__)
@@ -69,11 +78,33 @@ class IngestReport:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class _Document:
+    """One file of the index: an :class:`IndexedDocument` without pydantic's weight (a
+    hundredth of the memory, which counts in a folder of 100,000 files)."""
+
+    doc_id: str
+    source: str
+    title: str
+    sha256: str
+    passages: tuple[str, ...]
+
+    def to_json(self) -> str:
+        record = {
+            "doc_id": self.doc_id,
+            "source": self.source,
+            "title": self.title,
+            "sha256": self.sha256,
+            "passages": self.passages,
+        }
+        return json.dumps(record, ensure_ascii=False)
+
+
 @dataclass
 class _Previous:
     """The last update's documents (by source) and passages (by id), when reusable."""
 
-    documents: dict[str, IndexedDocument] = field(default_factory=dict)
+    documents: dict[str, _Document] = field(default_factory=dict)
     passages: dict[str, Passage] = field(default_factory=dict)
     kind: str | None = None
     skipped: tuple[SkippedFile, ...] = ()
@@ -82,7 +113,7 @@ class _Previous:
 
 def read_documents(folder: str | os.PathLike[str]) -> DocumentsFile | None:
     """The ``documents.json`` of an index folder, or None when it has none."""
-    path = Path(folder) / DOCUMENTS
+    path = resolve_index(folder) / DOCUMENTS
     if not path.is_file():
         return None
     try:
@@ -95,17 +126,21 @@ def read_documents(folder: str | os.PathLike[str]) -> DocumentsFile | None:
 
 
 def _previous(folder: Path, chunker: Chunker) -> _Previous:
-    if not (folder / MANIFEST).is_file():
+    root = resolve_index(folder)
+    if not (root / MANIFEST).is_file():
         return _Previous()
-    listing = read_documents(folder)
+    listing = read_documents(root)
     if listing is None:
         return _Previous()  # an index of passage JSONL (covrag index --corpus): rebuilt whole
-    manifest = read_manifest(folder)
+    manifest = read_manifest(root)
     if listing.settings != chunker.settings:
         logger.info("chunk settings changed: every file is read again")
         return _Previous(kind=manifest.kind)
-    passages = {p.id: p for p in read_index_passages(folder)}
-    documents = {d.source: d for d in listing.documents}
+    passages = {p.id: p for p in read_index_passages(root)}
+    documents = {
+        d.source: _Document(d.doc_id, d.source, d.title, d.sha256, tuple(d.passages))
+        for d in listing.documents
+    }
     return _Previous(
         documents, passages, manifest.kind, tuple(listing.skipped), dict(listing.limits)
     )
@@ -158,7 +193,7 @@ def _parse(path: Path, doc_id: str, data: bytes, chunker: Chunker) -> tuple[str,
 
 @dataclass
 class _Collected:
-    documents: list[IndexedDocument] = field(default_factory=list)
+    documents: list[_Document] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
     parsed: list[str] = field(default_factory=list)
     reused: list[str] = field(default_factory=list)
@@ -202,12 +237,9 @@ def _collect(
             kind = exc.kind if isinstance(exc, SkipError) else "unreadable"
             out.skipped.append(SkippedFile(source=source, reason=str(exc), kind=kind))
         else:
-            seen.update(p.id for p in passages)
-            ids = [p.id for p in passages]
-            record = IndexedDocument(
-                doc_id=doc_id, source=source, title=title, sha256=digest, passages=ids
-            )
-            out.documents.append(record)
+            ids = tuple(p.id for p in passages)
+            seen.update(ids)
+            out.documents.append(_Document(doc_id, source, title, digest, ids))
             out.passages.extend(passages)
         on_file(path)
     return out
@@ -220,7 +252,7 @@ def _build(
     retriever = make_retriever(kind)
     reindex = getattr(retriever, "reindex", None)  # dense and hybrid; BM25 rebuilds in full
     reuse = None
-    if callable(reindex) and previous.kind == kind and (folder / MANIFEST).is_file():
+    if callable(reindex) and previous.kind == kind:
         try:
             reuse = load_index(folder)
         except CovragError as exc:  # an old index that no longer loads is simply rebuilt
@@ -242,6 +274,7 @@ def update_index(
     on_files: Callable[[int], None] | None = None,
     follow_symlinks: bool = False,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    wait: float = 0.0,
 ) -> IngestReport:
     """Index the files named by ``paths`` into the folder ``out``, reusing what it holds.
 
@@ -255,45 +288,43 @@ def update_index(
         follow_symlinks: Read symlinks whose targets lie outside ``paths`` too.
         max_bytes: Skip a file larger than this (no more than ``max_bytes + 1`` of its bytes
             are read).
+        wait: Seconds to wait while another process updates ``out`` (0: refuse at once).
 
     Raises:
         DataError: when no file gives a passage (the message lists the skipped files), or
             ``out`` is a folder that holds something other than an index.
+        IndexLockedError: another process is updating ``out``.
+        IndexWriteError: the new index could not be written (a full disk...); ``out`` holds
+            the previous index, unchanged.
     """
     started = time.perf_counter()
-    chunker = chunker or Chunker()
     folder = Path(out)
-    if folder.exists() and not (folder / MANIFEST).is_file():
-        if not folder.is_dir() or any(folder.iterdir()):  # checked before any file is read
-            raise DataError(
-                "exists and is not a covrag index; refusing to overwrite it", path=str(folder)
-            )
+    check_replaceable(folder)  # before any file is read
     if max_bytes < 1:
         raise ConfigError(f"the file size cap must be positive, not {max_bytes} bytes")
-    files, missing = find_files(paths, follow_symlinks=follow_symlinks)
-    if on_files is not None:
-        on_files(len(files))
-    previous = _previous(folder, chunker)
-    got = _collect(files, previous, chunker, on_file or (lambda _: None), max_bytes)
-    skipped = tuple(SkippedFile(source=m.path, reason=m.reason, kind=m.kind) for m in missing)
-    skipped += tuple(got.skipped)
-    removed = tuple(sorted(set(previous.documents) - {d.source for d in got.documents}))
-    if not got.passages:
-        raise DataError(_nothing_read(paths, skipped))
     limits = {"follow_symlinks": follow_symlinks, "max_file_bytes": max_bytes}
-    write = bool(got.parsed or removed or previous.kind != kind or skipped != previous.skipped)
-    write = write or limits != previous.limits
-    if write:
-        retriever = _build(kind, got.passages, folder, previous)
-        listing = DocumentsFile(
-            settings=chunker.settings,
-            documents=got.documents,
-            skipped=list(skipped),
-            limits=limits,
-        )
-        with atomic_dir(folder) as tmp:
-            retriever.write(tmp)
-            (tmp / DOCUMENTS).write_text(listing.model_dump_json(indent=1) + "\n", "utf-8")
+    with index_lock(folder, wait):
+        files, missing = find_files(paths, follow_symlinks=follow_symlinks)
+        if on_files is not None:
+            on_files(len(files))
+        chunker = chunker or Chunker()
+        previous = _previous(folder, chunker)
+        got = _collect(files, previous, chunker, on_file or (lambda _: None), max_bytes)
+        skipped = tuple(SkippedFile(source=m.path, reason=m.reason, kind=m.kind) for m in missing)
+        skipped += tuple(got.skipped)
+        removed = tuple(sorted(set(previous.documents) - {d.source for d in got.documents}))
+        if not got.passages:
+            raise DataError(_nothing_read(paths, skipped))
+        write = got.parsed or removed or previous.kind != kind or skipped != previous.skipped
+        write = bool(write or limits != previous.limits)
+        if write:
+            retriever = _build(kind, got.passages, folder, previous)
+            listing = DocumentsFile(
+                settings=chunker.settings, documents=[], skipped=list(skipped), limits=limits
+            )
+            with new_version(folder) as tmp:
+                retriever.write(tmp)
+                _write_documents(tmp / DOCUMENTS, listing, got.documents)
     seconds = time.perf_counter() - started
     logger.info(
         "indexed %d files (%d read) in %.2f s", len(got.documents), len(got.parsed), seconds
@@ -308,6 +339,17 @@ def update_index(
         written=write,
         seconds=seconds,
     )
+
+
+def _write_documents(path: Path, listing: DocumentsFile, documents: Sequence[_Document]) -> None:
+    """Write ``documents.json``: ``listing`` (checked by pydantic) with ``documents``, written a
+    document at a time rather than built as one string."""
+    head = listing.model_dump_json(indent=1, exclude={"documents"})
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(head.rstrip().removesuffix("}").rstrip() + ',\n "documents": [')
+        for i, document in enumerate(documents):
+            handle.write(("," if i else "") + "\n  " + document.to_json())
+        handle.write("\n ]\n}\n")
 
 
 def _nothing_read(paths: Sequence[str | os.PathLike[str]], skipped: Sequence[SkippedFile]) -> str:

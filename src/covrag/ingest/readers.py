@@ -26,6 +26,7 @@ Offsets of passages refer to the text these readers return (:attr:`Document.text
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import logging
@@ -214,10 +215,17 @@ def _html(data: bytes) -> tuple[str | None, str]:
     return title, _html_text(tree)
 
 
-def _markdown(source: str) -> tuple[str | None, str]:
+@functools.cache
+def _markdown_parser() -> Any:
+    """One CommonMark parser for every file (making one costs more than parsing a short file;
+    it keeps no state between documents)."""
     from markdown_it import MarkdownIt  # a dependency of rich, pinned in the docs extra
 
-    md = MarkdownIt("commonmark")
+    return MarkdownIt("commonmark")
+
+
+def _markdown(source: str) -> tuple[str | None, str]:
+    md = _markdown_parser()
     tokens = md.parse(source)
     # The title is the first heading, and only when it is a top-level one.
     first = next((i for i, t in enumerate(tokens[:-1]) if t.type == "heading_open"), None)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from covrag.files import special_kind
 from covrag.ingest.readers import METADATA, SUPPORTED, UnreadableError
+from covrag.retrieve.versions import POINTER
 
 #: Default per-file size cap (bytes); ``--max-file-mb`` changes it.
 DEFAULT_MAX_BYTES = 100_000_000
@@ -285,6 +286,8 @@ def _inside_any(real: str, roots: Sequence[str]) -> bool:
 
 
 def _is_index(folder: Path) -> bool:
+    if (folder / POINTER).is_file():
+        return True
     return (folder / "manifest.json").is_file() and (folder / "passages.jsonl").is_file()
 
 

@@ -28,6 +28,7 @@ from covrag.retrieve.base import NotIndexedError, Ranking, check_k, scored, top_
 from covrag.retrieve.corpus import check_corpus
 from covrag.retrieve.kinds import INDEX_KINDS
 from covrag.retrieve.store import Manifest, atomic_dir, read_manifest, read_passages, write_passages
+from covrag.retrieve.versions import resolve_index
 from covrag.text import dotted_names, options
 from covrag.types import Passage
 
@@ -184,7 +185,7 @@ class BM25Retriever:
         Raises:
             DataError: when ``folder`` is not a BM25 index or its files disagree.
         """
-        root = Path(folder)
+        root = resolve_index(folder)
         manifest = read_manifest(root, cls.kind)
         passages = read_passages(root, manifest)
         retriever = cls(

@@ -25,6 +25,7 @@ from covrag.retrieve.dense import DenseRetriever
 from covrag.retrieve.fusion import RRF_K, reciprocal_rank_fusion
 from covrag.retrieve.kinds import INDEX_KINDS
 from covrag.retrieve.store import read_manifest
+from covrag.retrieve.versions import resolve_index
 from covrag.types import Aspect
 
 if TYPE_CHECKING:
@@ -152,6 +153,7 @@ class CoverRetriever(DenseRetriever):
     ) -> CoverRetriever:
         """Load a cover index; its queries are embedded by the model it was built with unless
         ``model`` or ``encoder`` names another (which must then be the same model)."""
+        root = resolve_index(folder)  # one version for the model and the files
         if model is None and encoder is None:
-            model = read_manifest(Path(folder), cls.kind).model
-        return cast(CoverRetriever, super().load(folder, model=model, encoder=encoder, faiss=faiss))
+            model = read_manifest(root, cls.kind).model
+        return cast(CoverRetriever, super().load(root, model=model, encoder=encoder, faiss=faiss))

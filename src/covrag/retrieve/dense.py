@@ -32,6 +32,7 @@ from covrag.retrieve.store import (
     read_passages,
     write_passages,
 )
+from covrag.retrieve.versions import resolve_index
 from covrag.types import FloatArray, Passage
 
 if TYPE_CHECKING:
@@ -272,7 +273,7 @@ class DenseRetriever:
             DataError: when ``folder`` is not a dense index, was built with another model, or its
                 files disagree with each other.
         """
-        root = Path(folder)
+        root = resolve_index(folder)
         manifest = read_manifest(root, cls.kind)
         retriever = cls(model=model, encoder=encoder, faiss=faiss)
         if manifest.model != retriever.model_name:

@@ -14,6 +14,7 @@ from covrag.errors import ConfigError
 from covrag.retrieve.base import IndexRetriever, NotIndexedError, Ranking, Retriever, check_k
 from covrag.retrieve.kinds import INDEX_KINDS, load_index
 from covrag.retrieve.store import Manifest, atomic_dir, check_rows, read_manifest
+from covrag.retrieve.versions import resolve_index
 from covrag.types import Passage
 
 if TYPE_CHECKING:
@@ -180,7 +181,7 @@ class HybridRetriever:
         Raises:
             DataError: when ``folder`` or one of its components is not a valid index.
         """
-        root = Path(folder)
+        root = resolve_index(folder)
         manifest = read_manifest(root, cls.kind)
         kinds = manifest.param("components")
         parts = [

@@ -1,14 +1,17 @@
 """The on-disk layout of a saved index, written atomically and checked on load.
 
-An index is a folder::
+An index is a version (:mod:`covrag.retrieve.versions`): a folder named by the index folder's
+``CURRENT`` file (an index written before versions holds these files itself)::
 
     manifest.json    {"format": "covrag-index", "version": 1, "kind": "bm25", "count": N,
                       "model": ..., "params": {...}, "covrag": "0.1.0"}
     passages.jsonl   the indexed passages in index order (a valid passage corpus file)
     ...              the kind's own files (bm25s arrays, embeddings.npy, components/)
 
-:func:`atomic_dir` writes into a hidden temporary folder beside the target and renames it into
-place, so a reader sees the old index or the new one, never half of one.
+:func:`atomic_dir` takes the index's write lock, writes a new version and publishes it by
+replacing ``CURRENT``, so a reader sees the old index or the new one, never half of one, and a
+second writer is refused. Readers call :func:`~covrag.retrieve.versions.resolve_index` once and
+read every file from the folder it returns.
 """
 
 from __future__ import annotations
@@ -16,15 +19,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from covrag.errors import DataError
-from covrag.files import temporary_path
 from covrag.retrieve.corpus import passage_record, read_corpus
+from covrag.retrieve.versions import POINTER, index_lock, is_ours, new_version, resolve_index
 from covrag.schema._base import read_model
 from covrag.schema._json import read_json_file
 from covrag.schema.index import INDEX_FORMAT, INDEX_VERSION, IndexManifest
@@ -92,7 +94,7 @@ def read_manifest(folder: str | os.PathLike[str], kind: str | None = None) -> Ma
             :class:`~covrag.schema.index.IndexManifest` (naming the field), one of another
             format version, or (with ``kind``) an index of another kind.
     """
-    path = Path(folder) / MANIFEST
+    path = resolve_index(folder) / MANIFEST
     if not path.is_file():
         raise DataError(
             f"not a covrag index (no {MANIFEST}); build one with `covrag index`",
@@ -107,16 +109,16 @@ def read_manifest(folder: str | os.PathLike[str], kind: str | None = None) -> Ma
 
 
 def write_passages(folder: Path, passages: Sequence[Passage]) -> None:
-    """Write the passages as ``passages.jsonl`` in ``folder``."""
-    lines = []
-    for passage in passages:
-        try:
-            lines.append(json.dumps(passage_record(passage), ensure_ascii=False) + "\n")
-        except TypeError as exc:
-            raise DataError(
-                f"metadata of passage {passage.id!r} cannot be saved as JSON: {exc}"
-            ) from None
-    (folder / PASSAGES).write_text("".join(lines), encoding="utf-8")
+    """Write the passages as ``passages.jsonl`` in ``folder``, a line at a time."""
+    with open(folder / PASSAGES, "w", encoding="utf-8") as handle:
+        for passage in passages:
+            try:
+                line = json.dumps(passage_record(passage), ensure_ascii=False)
+            except TypeError as exc:
+                raise DataError(
+                    f"metadata of passage {passage.id!r} cannot be saved as JSON: {exc}"
+                ) from None
+            handle.write(line + "\n")
 
 
 def read_passages(folder: Path, manifest: Manifest) -> tuple[Passage, ...]:
@@ -136,7 +138,7 @@ def read_passages(folder: Path, manifest: Manifest) -> tuple[Passage, ...]:
 def read_index_passages(folder: str | os.PathLike[str]) -> tuple[Passage, ...]:
     """The passages of a saved index of any kind, without loading it (no model, no arrays): its
     ``passages.jsonl``, or for a fused index its first component's."""
-    root = Path(folder)
+    root = resolve_index(folder)
     manifest = read_manifest(root)
     if not (root / PASSAGES).is_file() and "components" in manifest.params:
         kinds = manifest.param("components")
@@ -154,32 +156,34 @@ def check_rows(path: Path, rows: int, manifest: Manifest) -> None:
         )
 
 
+def check_replaceable(folder: str | os.PathLike[str]) -> None:
+    """Refuse to write an index over anything but an index, an empty folder or nothing.
+
+    Raises:
+        DataError: ``folder`` is a file, or a folder that holds other files than an index's
+            (a typo in ``--out`` must not wipe a folder).
+    """
+    final = Path(folder)
+    if not final.exists() or (final / MANIFEST).is_file() or (final / POINTER).is_file():
+        return
+    if not final.is_dir() or any(not is_ours(entry.name) for entry in final.iterdir()):
+        raise DataError(
+            "exists and is not a covrag index; refusing to overwrite it", path=str(final)
+        )
+
+
 @contextlib.contextmanager
-def atomic_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary folder that replaces ``target`` when the block ends without error.
+def atomic_dir(target: str | os.PathLike[str], wait: float = 0.0) -> Iterator[Path]:
+    """Yield an empty folder that becomes the index ``target`` when the block ends without error
+    (:func:`~covrag.retrieve.versions.new_version`), holding the index's write lock throughout.
 
     An existing index at ``target`` is replaced; an existing non-empty folder that is not an
     index is left alone (DataError), so a typo in ``--out`` cannot wipe a folder.
+
+    Raises:
+        IndexLockedError: another process is writing ``target`` (after ``wait`` seconds).
+        IndexWriteError: the new version could not be written; ``target`` is unchanged.
     """
-    final = Path(target)
-    if final.exists() and not (final / MANIFEST).is_file():
-        if not final.is_dir() or any(final.iterdir()):
-            raise DataError(
-                "exists and is not a covrag index; refusing to overwrite it", path=str(final)
-            )
-    final.parent.mkdir(parents=True, exist_ok=True)
-    # os.mkdir honours the umask (mkdtemp would make the index private to its owner).
-    tmp = temporary_path(final, "tmp")  # fits beside a name near the 255-byte limit
-    os.mkdir(tmp)
-    try:
+    check_replaceable(target)
+    with index_lock(target, wait), new_version(target) as tmp:
         yield tmp
-        if final.exists():
-            old = temporary_path(final, "old")
-            os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)

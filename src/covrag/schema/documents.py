@@ -1,7 +1,7 @@
 """``documents.json``: which files an index built by ``covrag index --docs`` holds.
 
-It sits in the index folder beside ``manifest.json`` and ``passages.jsonl`` and is what an
-incremental update compares against::
+It sits in the index (its current version, :mod:`covrag.retrieve.versions`) beside
+``manifest.json`` and ``passages.jsonl`` and is what an incremental update compares against::
 
     {"format": "covrag-documents", "version": 1,
      "settings": {"chunker": "semchunk", "unwrap": 2, "tokens": 200, "overlap": 20,
