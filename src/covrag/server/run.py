@@ -74,10 +74,20 @@ def serve(
             (:func:`log_requests`).
         sock: A socket from :func:`listen` (the CLI binds first, to report a busy port).
 
+    With ``config.processes`` > 1, uvicorn's supervisor runs that many processes on the port
+    (:mod:`covrag.server.replicas`); ``sock`` then only proved the port free and is closed.
+
     Raises:
         ConfigError: ``host:port`` cannot be bound (:func:`listen`).
     """
     sock = sock if sock is not None else listen(host, port)
+    if config.processes > 1:
+        from covrag.server.replicas import serve_replicas
+
+        host, port = sock.getsockname()[:2]
+        sock.close()  # uvicorn binds the port again (SO_REUSEADDR) for its processes
+        serve_replicas(config, host, port, log_level)
+        return
     log_requests(log_level)
     try:
         # covrag's JSON access log (covrag.server.metrics) replaces uvicorn's text one
