@@ -38,10 +38,12 @@ import json
 import logging
 import os
 import re
+import sys
 import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from covrag.errors import MissingExtraError
 from covrag.server.guard import ASGIApp, Message, Receive, Scope, Send
@@ -261,3 +263,31 @@ class RequestObserver:
                     }
                 )
             )
+
+
+class _AccessHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The access log's stderr handler (one per process). It writes to the ``sys.stderr`` of
+    the moment, not the one it was made with: a stream replaced and closed since (a test's
+    captured stderr, a redirected log) would fail every later line."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def log_requests(log_level: str = "info") -> None:
+    """Write the access log's JSON lines (``covrag.server.access``) to stderr, one a request,
+    unless ``log_level`` is above ``info``; only the foreground server
+    (:func:`~covrag.server.run.serve`) and each replica's app (:mod:`covrag.server.replicas`) do."""
+    access = logging.getLogger(ACCESS_LOGGER)
+    quiet = log_level.lower() not in ("trace", "debug", "info")
+    access.setLevel(logging.WARNING if quiet else logging.INFO)
+    if not any(isinstance(h, _AccessHandler) for h in access.handlers):
+        handler = _AccessHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access.addHandler(handler)
+        access.propagate = False

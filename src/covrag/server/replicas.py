@@ -33,8 +33,7 @@ from typing import Any
 from covrag.errors import ConfigError
 from covrag.server.app import create_app
 from covrag.server.config import API_KEY_ENV, ServerConfig
-from covrag.server.metrics import MULTIPROC_ENV, metrics
-from covrag.server.run import log_requests
+from covrag.server.metrics import MULTIPROC_ENV, log_requests, metrics
 from covrag.server.service import Menus
 
 try:

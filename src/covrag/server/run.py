@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import errno
-import logging
 import socket
-import sys
 import threading
 import time
 import uuid
@@ -17,7 +15,7 @@ from covrag.errors import ConfigError, CovragError, MissingExtraError
 from covrag.llm.base import LLM
 from covrag.server.app import create_app
 from covrag.server.config import ServerConfig
-from covrag.server.metrics import ACCESS_LOGGER
+from covrag.server.metrics import log_requests
 
 try:
     import uvicorn
@@ -96,33 +94,6 @@ def serve(
         server.run(sockets=[sock])
     finally:
         sock.close()
-
-
-class _AccessHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """The access log's stderr handler (one per process). It writes to the ``sys.stderr`` of
-    the moment, not the one it was made with: a stream replaced and closed since (a test's
-    captured stderr, a redirected log) would fail every later line."""
-
-    @property
-    def stream(self) -> Any:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value: Any) -> None:
-        pass
-
-
-def log_requests(log_level: str = "info") -> None:
-    """Write the access log's JSON lines (``covrag.server.access``) to stderr, one a request,
-    unless ``log_level`` is above ``info``; only the foreground server (:func:`serve`) does."""
-    access = logging.getLogger(ACCESS_LOGGER)
-    quiet = log_level.lower() not in ("trace", "debug", "info")
-    access.setLevel(logging.WARNING if quiet else logging.INFO)
-    if not any(isinstance(h, _AccessHandler) for h in access.handlers):
-        handler = _AccessHandler()
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        access.addHandler(handler)
-        access.propagate = False
 
 
 @contextmanager
