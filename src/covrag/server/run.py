@@ -107,6 +107,7 @@ def serve_in_background(
     """Run the app with uvicorn on a thread; yield its base URL, stop it on exit.
 
     Port 0 picks a free port. The URL is yielded once the app has started (models preloaded).
+    One process, in this one: ``config.processes`` is for :func:`serve`.
     ``llm``: an LLM object for the LLM routes instead of ``config.llm`` (:func:`create_app`).
 
     Example:
