@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -310,6 +311,15 @@ def test_healthz_lists_what_the_server_offers(client: Any) -> None:
     data = client.get("/healthz").json()
     assert data["status"] == "ok"
     assert "greedy-coverage" in data["selectors"] and "embedding" in data["coverage_estimators"]
+
+
+def test_readyz_says_the_models_are_loaded_and_which_process_answered(client: Any) -> None:
+    # open without the key, like /healthz; the server runs in this process (preloaded)
+    assert client.get("/readyz").json() == {
+        "status": "ready",
+        "models": "loaded",
+        "pid": os.getpid(),
+    }
 
 
 def test_reports_are_served_without_escaping_the_folder(client: Any) -> None:

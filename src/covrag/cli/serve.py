@@ -1,6 +1,8 @@
 """``covrag serve``: the HTTP service (needs ``covrag[serve]``).
 
-Every :class:`~covrag.server.ServerConfig` field is an option, generated from the field.
+Every :class:`~covrag.server.ServerConfig` field is an option, generated from the field, but for
+the caps set from Python (:data:`PYTHON_ONLY`) and ``processes``, read from
+``$COVRAG_SERVE_PROCESSES``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from rich.console import Console
 
 from covrag.cli._common import Subparsers, add_config_options, config_from_args
 from covrag.errors import ConfigError
-from covrag.server.config import API_KEY_ENV, ServerConfig
+from covrag.server.config import API_KEY_ENV, PROCESSES_ENV, ServerConfig
 
 #: Caps set from Python only (``ServerConfig``): the CLI's options are capped at 180 (issue 33).
 PYTHON_ONLY = ("max_question_chars", "max_llm_passages", "max_completion_tokens", "max_llm_tokens")
 SERVER_OPTIONS = tuple(
-    f.name for f in dataclasses.fields(ServerConfig) if f.name not in PYTHON_ONLY
+    f.name for f in dataclasses.fields(ServerConfig) if f.name not in (*PYTHON_ONLY, "processes")
 )
 FLAGS = {
     "timeout_s": "--timeout",
@@ -51,6 +53,16 @@ def port_number(text: str) -> int:
     return port
 
 
+def processes() -> int:
+    """``$COVRAG_SERVE_PROCESSES``: how many server processes (1 when unset or empty)."""
+    text = os.environ.get(PROCESSES_ENV, "").strip()
+    if not text:
+        return 1
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError(f"${PROCESSES_ENV} must be a whole number >= 1, got {text!r}")
+    return int(text)
+
+
 def run_serve(args: argparse.Namespace, console: Console) -> int:
     from covrag.server.run import listen, serve
 
@@ -64,7 +76,9 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
                 f"${API_KEY_ENV} is set but empty: give a key, or unset it to serve openly"
             )
     names = [n for n in SERVER_OPTIONS if n not in ("api_key", "reports_dir")]
-    config = config_from_args(ServerConfig, args, names, api_key=api_key, reports_dir=None)
+    config = config_from_args(
+        ServerConfig, args, names, api_key=api_key, reports_dir=None, processes=processes()
+    )
     sock = listen(args.host, args.port)  # a busy port is one line and exit 2, before models load
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host
@@ -77,7 +91,8 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
     auth = "API key required" if config.api_key else "no API key (open)"
     try:
         config = dataclasses.replace(config, reports_dir=reports)
-        console.print(f"covrag serve on http://{host}:{port} ({auth}); docs at /docs")
+        replicas = f", {config.processes} processes" if config.processes > 1 else ""
+        console.print(f"covrag serve on http://{host}:{port} ({auth}{replicas}); docs at /docs")
         # the server's log: each request at info, and everything with covrag's -v
         serve(config, log_level="debug" if args.verbose else "info", sock=sock)
     except BaseException:

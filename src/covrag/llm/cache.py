@@ -11,6 +11,8 @@ endpoint never leaves replies that are replayed after it is fixed.
 The store is one SQLite file in WAL mode with a busy timeout: several processes (a bench and a
 ``covrag plan`` at the same time, or ``covrag cache clear``) can read and write it safely, and
 every write is one atomic transaction, so an interrupted run never leaves a half-written entry.
+Processes that open a new file at the same moment (the replicas of ``covrag serve``) wait for
+each other while it is switched to WAL.
 
 The same store keeps *memos*: results derived from cached replies (a decomposition's kept
 sub-questions) by key, so a rerun answered from the cache also skips the work done on the replies.
@@ -45,6 +47,14 @@ SCHEMA_VERSION = 2
 #: SQLite's codes for a file that is not a database or whose pages are damaged: such a cache is
 #: reported and left untouched, never overwritten.
 _CORRUPT = (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused because another connection holds a lock."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return int(code) & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc)
 
 
 def default_cache_dir() -> Path:
@@ -157,7 +167,7 @@ class ResponseCache:
     def _open(self, timeout: float) -> None:
         """Set the store up: WAL, the tables, and the request keys of this version."""
         self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        self._db.execute("PRAGMA journal_mode = WAL")
+        self._wal(timeout)
         self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses ("
@@ -169,6 +179,28 @@ class ResponseCache:
             " key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
         )
         self._migrate()
+
+    def _wal(self, timeout: float) -> None:
+        """Switch the file to WAL mode (once per file; later opens find it so).
+
+        The switch takes an exclusive lock that SQLite does not wait for (the busy timeout does
+        not apply), so when several processes open a new cache at the same moment (the replicas
+        of ``covrag serve``) all but one would fail with "database is locked": they retry, with
+        growing pauses, for up to ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        pause = 0.002
+        while True:
+            try:
+                (mode,) = self._db.execute("PRAGMA journal_mode = WAL").fetchone()
+                break
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc) or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(2 * pause, 0.1)
+        if str(mode).lower() != "wal":  # a file system without shared memory, e.g.
+            logger.warning("response cache %s runs in %s mode, not WAL", self.path, mode)
 
     def _migrate(self) -> None:
         """Drop replies stored under older request keys (they can never be hit, and version 1

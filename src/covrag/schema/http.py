@@ -183,5 +183,14 @@ class HealthOut(BaseModel):
     coverage_estimators: list[str]
 
 
+class ReadyOut(BaseModel):
+    status: Literal["ready"]
+    models: Literal["loaded", "on first request"] = Field(
+        description="the default models are loaded in this process, or load at the first "
+        "request that needs them (covrag serve --no-preload)"
+    )
+    pid: int = Field(description="the server process that answered (one of its replicas)")
+
+
 class ReportsOut(BaseModel):
     reports: list[str] = Field(description="names GET /reports/{name} serves")

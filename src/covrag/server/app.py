@@ -1,7 +1,8 @@
 """The FastAPI app behind ``covrag serve``.
 
 Routes: ``POST /v1/select``, ``POST /v1/plan`` and ``POST /v1/answer`` (with an LLM,
-:mod:`covrag.server.llm_routes`), ``GET /healthz``, ``GET /metrics`` (Prometheus,
+:mod:`covrag.server.llm_routes`), ``GET /healthz``, ``GET /readyz`` (:mod:`covrag.server.probes`),
+``GET /metrics`` (Prometheus,
 :mod:`covrag.server.metrics`), ``GET /reports`` and ``GET /reports/{name}``, and FastAPI's
 ``/openapi.json`` and ``/docs``. Every error is a JSON :class:`ErrorOut` naming the offending
 field. CPU-bound work runs in a thread pool under a per-request deadline (504): the model work
@@ -41,6 +42,7 @@ from covrag.server.failures import KNOWN, error_body, failure
 from covrag.server.gate import run_gated
 from covrag.server.guard import RequestGuard, is_protected
 from covrag.server.metrics import CONTENT_TYPE, RequestObserver, metrics
+from covrag.server.probes import add_readiness_route
 from covrag.server.service import Menus, build_job, run_job, warm_up
 
 try:
@@ -92,6 +94,7 @@ def create_app(config: ServerConfig | None = None, llm: LLM | None = None) -> Fa
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if config.preload:
             await asyncio.get_running_loop().run_in_executor(executor, warm_up, config)
+            readiness.models_loaded = True
         yield
         executor.shutdown(wait=False, cancel_futures=True)
 
@@ -111,6 +114,7 @@ def create_app(config: ServerConfig | None = None, llm: LLM | None = None) -> Fa
         add_llm_routes(api, config, executor, chat, _ERRORS)
 
     _add_info_routes(api, config, menus)
+    readiness = add_readiness_route(api)
     _install_error_handlers(api)
     _customise_openapi(api, config, menus)
     api.add_middleware(

@@ -11,6 +11,10 @@ from covrag.pipeline.config import DEFAULT_COVERAGE, DEFAULT_SELECTOR
 #: The environment variable ``covrag serve`` reads the API key from when none is given.
 API_KEY_ENV = "COVRAG_API_KEY"
 
+#: The environment variable ``covrag serve`` reads :attr:`ServerConfig.processes` from (it has
+#: no option: the CLI's options are capped, issue 33).
+PROCESSES_ENV = "COVRAG_SERVE_PROCESSES"
+
 #: Default cap on the pairs one request may have a cross-encoder score. The shipped int8
 #: cross-encoder scores about 300 short pairs a second on 2 CPU cores (Perspectrum dev pairs,
 #: 34 tokens on average; docs/USAGE.md, "Security and limits"), so 10,000 pairs is about the
@@ -74,6 +78,13 @@ class ServerConfig:
         metadata={"help": "seconds a request body may take to arrive in full before a 408"},
     )
     workers: int = field(default=2, metadata={"help": "threads for the CPU-bound work"})
+    processes: int = field(
+        default=1,
+        metadata={
+            "help": "server processes (replicas) on the one port, each with its own models, "
+            f"locks and threads (covrag serve: ${PROCESSES_ENV})"
+        },
+    )
     default_coverage: str = field(
         default=DEFAULT_COVERAGE,
         metadata={
@@ -170,7 +181,8 @@ class ServerConfig:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.workers < 1:
-            raise ConfigError(f"workers must be >= 1, got {self.workers}")
+        for name in ("workers", "processes"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.reports_dir is not None and not Path(self.reports_dir).is_dir():
             raise ConfigError(f"reports_dir {self.reports_dir} is not a folder")

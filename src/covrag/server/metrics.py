@@ -17,10 +17,18 @@ and an application embedding the app keeps its own. Names:
 - ``covrag_coverage_pairs_scored_total``: (passage, aspect) pairs a coverage model scored.
 - ``process_*``: CPU seconds, resident memory, open files of the process (Linux).
 
+With several processes (replicas: ``ServerConfig.processes``, :mod:`covrag.server.replicas`),
+``$PROMETHEUS_MULTIPROC_DIR`` names a folder the processes keep their values in
+(``prometheus_client``'s multiprocess mode; it must be set before ``prometheus_client`` is
+imported), and ``/metrics``, whichever process answers it, sums every process's counters and
+histograms, and the queue depth of the live ones. ``process_*`` then describe one process only,
+so they are left out; ``covrag_replica_resident_memory_bytes{pid}`` gives each live replica's
+resident memory instead (Linux).
+
 :class:`RequestObserver` gives every response an ``X-Request-ID`` (the client's when it sent a
 valid one: 1-128 letters, digits, ``.``, ``_``, ``:`` or ``-``; else a new uuid4) and logs one
 JSON line per request to the ``covrag.server.access`` logger (INFO): request id, method, route,
-path, status and seconds.
+path, status and seconds, and the pid of the process that served it.
 """
 
 from __future__ import annotations
@@ -28,10 +36,14 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import re
+import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 from covrag.errors import MissingExtraError
 from covrag.server.guard import ASGIApp, Message, Receive, Scope, Send
@@ -46,6 +58,9 @@ try:
         ProcessCollector,
         generate_latest,
     )
+    from prometheus_client.core import GaugeMetricFamily, Metric
+    from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+    from prometheus_client.registry import Collector
     from starlette.routing import BaseRoute, Match
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingExtraError(exc.name or "prometheus_client", "serve") from exc
@@ -62,11 +77,16 @@ SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
+#: prometheus_client's folder for the values of several processes (its multiprocess mode).
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
 
 class ServerMetrics:
     """The service's metrics, in a registry of their own (see the module's docstring)."""
 
     def __init__(self) -> None:
+        #: The folder of every process's values, when the server runs several processes.
+        self.multiprocess_dir = os.environ.get(MULTIPROC_ENV) or None
         self.registry = registry = CollectorRegistry()
         self.requests = Counter(
             "covrag_http_requests",
@@ -93,6 +113,7 @@ class ServerMetrics:
             "Requests waiting for a model lock now",
             ["lock"],
             registry=registry,
+            multiprocess_mode="livesum",
         )
         self.llm_tokens = Counter(
             "covrag_llm_tokens",
@@ -105,11 +126,62 @@ class ServerMetrics:
             "(passage, aspect) pairs a coverage model scored for served requests",
             registry=registry,
         )
-        ProcessCollector(registry=registry)
+        if self.multiprocess_dir is None:
+            ProcessCollector(registry=registry)
 
     def exposition(self) -> bytes:
-        """The metrics in the Prometheus text format."""
-        return bytes(generate_latest(self.registry))
+        """The metrics in the Prometheus text format (every process's, with several)."""
+        if self.multiprocess_dir is None:
+            return bytes(generate_latest(self.registry))
+        merged = CollectorRegistry()
+        MultiProcessCollector(merged, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
+        merged.register(ReplicaMemory(Path(self.multiprocess_dir)))
+        return bytes(generate_latest(merged))
+
+    def forget_process(self) -> None:
+        """Drop this process's live gauges from the shared folder (at its exit); its counts
+        stay in the sums."""
+        if self.multiprocess_dir is not None:
+            mark_process_dead(os.getpid(), self.multiprocess_dir)  # type: ignore[no-untyped-call]
+
+
+class ReplicaMemory(Collector):
+    """``covrag_replica_resident_memory_bytes{pid}``: the resident memory of each process
+    that keeps values in ``folder`` and shares this process's parent (the supervisor), read
+    from ``/proc`` (Linux; nothing elsewhere)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "covrag_replica_resident_memory_bytes",
+            "Resident memory of each server process (replica), by pid",
+            labels=["pid"],
+        )
+        pids = {path.stem.rpartition("_")[2] for path in self.folder.glob("*.db")}
+        for pid in sorted(int(p) for p in pids if p.isdigit()):
+            rss = _resident_bytes(pid) if _parent_of(pid) == os.getppid() else None
+            if rss is not None:
+                family.add_metric([str(pid)], rss)
+        yield family
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent pid of a live process (``/proc/PID/stat``), else None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat.rpartition(")")[2].split()[1])  # after the name: state, ppid
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _resident_bytes(pid: int) -> int | None:
+    try:
+        pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 @functools.cache
@@ -182,6 +254,7 @@ class RequestObserver:
                 json.dumps(
                     {
                         "request_id": rid,
+                        "pid": os.getpid(),
                         "method": scope.get("method", ""),
                         "route": route,
                         "path": str(scope.get("path", ""))[:200],
@@ -190,3 +263,31 @@ class RequestObserver:
                     }
                 )
             )
+
+
+class _AccessHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The access log's stderr handler (one per process). It writes to the ``sys.stderr`` of
+    the moment, not the one it was made with: a stream replaced and closed since (a test's
+    captured stderr, a redirected log) would fail every later line."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def log_requests(log_level: str = "info") -> None:
+    """Write the access log's JSON lines (``covrag.server.access``) to stderr, one a request,
+    unless ``log_level`` is above ``info``; only the foreground server
+    (:func:`~covrag.server.run.serve`) and each replica's app (:mod:`covrag.server.replicas`) do."""
+    access = logging.getLogger(ACCESS_LOGGER)
+    quiet = log_level.lower() not in ("trace", "debug", "info")
+    access.setLevel(logging.WARNING if quiet else logging.INFO)
+    if not any(isinstance(h, _AccessHandler) for h in access.handlers):
+        handler = _AccessHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access.addHandler(handler)
+        access.propagate = False

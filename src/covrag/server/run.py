@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import errno
-import logging
 import socket
-import sys
 import threading
 import time
 import uuid
@@ -17,7 +15,7 @@ from covrag.errors import ConfigError, CovragError, MissingExtraError
 from covrag.llm.base import LLM
 from covrag.server.app import create_app
 from covrag.server.config import ServerConfig
-from covrag.server.metrics import ACCESS_LOGGER
+from covrag.server.metrics import log_requests
 
 try:
     import uvicorn
@@ -74,10 +72,20 @@ def serve(
             (:func:`log_requests`).
         sock: A socket from :func:`listen` (the CLI binds first, to report a busy port).
 
+    With ``config.processes`` > 1, uvicorn's supervisor runs that many processes on the port
+    (:mod:`covrag.server.replicas`); ``sock`` then only proved the port free and is closed.
+
     Raises:
         ConfigError: ``host:port`` cannot be bound (:func:`listen`).
     """
     sock = sock if sock is not None else listen(host, port)
+    if config.processes > 1:
+        from covrag.server.replicas import serve_replicas
+
+        host, port = sock.getsockname()[:2]
+        sock.close()  # uvicorn binds the port again (SO_REUSEADDR) for its processes
+        serve_replicas(config, host, port, log_level)
+        return
     log_requests(log_level)
     try:
         # covrag's JSON access log (covrag.server.metrics) replaces uvicorn's text one
@@ -86,33 +94,6 @@ def serve(
         server.run(sockets=[sock])
     finally:
         sock.close()
-
-
-class _AccessHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """The access log's stderr handler (one per process). It writes to the ``sys.stderr`` of
-    the moment, not the one it was made with: a stream replaced and closed since (a test's
-    captured stderr, a redirected log) would fail every later line."""
-
-    @property
-    def stream(self) -> Any:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value: Any) -> None:
-        pass
-
-
-def log_requests(log_level: str = "info") -> None:
-    """Write the access log's JSON lines (``covrag.server.access``) to stderr, one a request,
-    unless ``log_level`` is above ``info``; only the foreground server (:func:`serve`) does."""
-    access = logging.getLogger(ACCESS_LOGGER)
-    quiet = log_level.lower() not in ("trace", "debug", "info")
-    access.setLevel(logging.WARNING if quiet else logging.INFO)
-    if not any(isinstance(h, _AccessHandler) for h in access.handlers):
-        handler = _AccessHandler()
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        access.addHandler(handler)
-        access.propagate = False
 
 
 @contextmanager
@@ -126,6 +107,7 @@ def serve_in_background(
     """Run the app with uvicorn on a thread; yield its base URL, stop it on exit.
 
     Port 0 picks a free port. The URL is yielded once the app has started (models preloaded).
+    One process, in this one: ``config.processes`` is for :func:`serve`.
     ``llm``: an LLM object for the LLM routes instead of ``config.llm`` (:func:`create_app`).
 
     Example:
