@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from covrag.deadline import check_deadline, current_deadline
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.schema.cards import CoverageModelCard
 from covrag.text import is_question
-from covrag.types import CoverageMatrix, FloatArray, Topic
+from covrag.types import CoverageMatrix, FloatArray, Passage, Topic
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,21 @@ def card_value(path: Path, key: str) -> Any:
         return None
     card = CoverageModelCard.read(path)
     return None if card is None else getattr(card, key)
+
+
+#: The passage headers a model card may ask for (``passage_header``).
+PASSAGE_HEADERS = ("title",)
+
+
+def passage_input(passage: Passage, header: str | None) -> str:
+    """What the model reads of ``passage``: with ``header="title"`` and a ``title`` in its
+    metadata (a document's passages have one), ``"{title}: {text}"``, so that the model can tell
+    which tool or module a passage documents (``curl.1: --keepalive-time ...``); else the text."""
+    if header == "title":
+        title = passage.metadata.get("title")
+        if isinstance(title, str) and title.strip():
+            return f"{title.strip()}: {passage.text}"
+    return passage.text
 
 
 def _check_model_path(model: str) -> None:
@@ -227,6 +242,15 @@ class CrossEncoderCoverage(CoverageEstimator):
         stored = card_value(Path(self.model_path()), "threshold")
         return 0.5 if stored is None else float(stored)
 
+    def header(self) -> str | None:
+        """The passage header the model was trained with (its card's ``passage_header``)."""
+        value = card_value(Path(self.model_path()), "passage_header")
+        if value is not None and value not in PASSAGE_HEADERS:
+            raise ConfigError(
+                f"{self.model_path()}: passage_header {value!r} is not one of {PASSAGE_HEADERS}"
+            )
+        return cast(str | None, value)
+
     def resolved_question_threshold(self) -> float | None:
         """The threshold of question-worded aspects (None: the same as every other's)."""
         if self.question_threshold is not None:
@@ -271,7 +295,9 @@ class CrossEncoderCoverage(CoverageEstimator):
         started = time.perf_counter()
         scorer = self.scorer()
         expanded, owners = expand_answers(topic)
-        pairs = [(p.text, a.text) for p in topic.passages for a in expanded.aspects]
+        header = self.header()
+        texts = [passage_input(p, header) for p in topic.passages]
+        pairs = [(text, a.text) for text in texts for a in expanded.aspects]
         values, scored, truncated = scorer.score(pairs)
         probs = values.reshape(len(topic.passages), len(expanded.aspects))
         if len(owners) > len(topic.aspects):

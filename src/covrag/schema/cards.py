@@ -84,6 +84,11 @@ class CoverageModelCard(_Card):
     assignment: str | None = None
     power: float | None = None
     pair_threshold: float | None = None
+    passage_header: str | None = Field(
+        default=None,
+        description='"title": the model reads a passage that has a title as "{title}: {text}" '
+        "(:func:`covrag.coverage.cross_encoder.passage_input`); None: the text alone",
+    )
     train_pairs: dict[str, int] | None = None
     notes: list[str] = []
 
