@@ -346,6 +346,56 @@ def leave_one_corpus_out(
     return out
 
 
+def _context_counts(folder: Path, corpora: Sequence[str]) -> dict[tuple[str, str], tuple[int, int]]:
+    """(question id, variant) -> (nuggets in the context, nuggets) of a ``--stage context`` run."""
+    counts: dict[tuple[str, str], tuple[int, int]] = {}
+    for corpus in corpora:
+        for q in questions_of(corpus):
+            path = folder / f"{q.id}.json"
+            if not q.nuggets or not path.is_file():
+                continue
+            record = json.loads(path.read_text("utf-8"))
+            passages = [RunPassage.model_validate(p).to_passage() for p in record["passages"]]
+            chosen = {"default": record["selected"], **record.get("variants", {})}
+            for name, selected in chosen.items():
+                check = check_answer(q, passages, selected, [])
+                found = sum(1 for v in check.verdicts if v.in_context)
+                counts[(q.id, name)] = (found, len(check.verdicts))
+    return counts
+
+
+def compare(new: Path, base: Path, corpora: Sequence[str], draws: int = 10_000) -> None:
+    """Paired difference of pooled context recall, ``new`` minus ``base``, per variant and
+    corpus, with a 95% bootstrap interval over questions (seed 0)."""
+    import numpy as np
+
+    a, b = _context_counts(new, corpora), _context_counts(base, corpora)
+    rng = np.random.default_rng(0)
+    for name in sorted({v for _, v in a} & {v for _, v in b}):
+        for corpus in [*corpora, "overall"]:
+            keys = [
+                k
+                for k in a
+                if k[1] == name
+                and k in b
+                and (corpus == "overall" or k[0].startswith(corpus + "-"))
+            ]
+            if not keys:
+                continue
+            gain = np.array([a[k][0] - b[k][0] for k in keys], dtype=float)
+            total = np.array([a[k][1] for k in keys], dtype=float)
+            picks = rng.integers(0, len(keys), size=(draws, len(keys)))
+            boot = gain[picks].sum(axis=1) / total[picks].sum(axis=1)
+            low, high = np.percentile(boot, [2.5, 97.5])
+            new_r = sum(a[k][0] for k in keys) / total.sum()
+            base_r = sum(b[k][0] for k in keys) / total.sum()
+            print(
+                f"{name:40s} {corpus:12s} {base_r:.3f} -> {new_r:.3f}  "
+                f"{gain.sum() / total.sum():+.3f} (95% CI {low:+.3f}..{high:+.3f}, "
+                f"{len(keys)} questions)"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--corpora", nargs="+", default=list(CORPORA))
@@ -358,7 +408,17 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="question ids to run")
     parser.add_argument("--out", type=Path, default=Path("bench-answer-nuggets"))
     parser.add_argument("--recheck", action="store_true", help="score the run files in --out")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        metavar="BASE",
+        help="context runs: paired context recall of --out against BASE, with bootstrap CIs",
+    )
     args = parser.parse_args()
+    if args.compare is not None:
+        compare(args.out, args.compare, args.corpora)
+        return
     if args.validate is not None:
         sys.exit(1 if validate(args.validate or CORPORA) else 0)
     from covrag.llm import parse_llm
