@@ -29,8 +29,9 @@ Perspectrum dev topic (its claim as the question, its first ``--answer-passages`
 the extractive writer, no rewrite pass. The server's response cache is a fresh file (its
 ``$COVRAG_CACHE_DIR`` is a temporary folder that links the models folder), so each reply is
 written by the model. A first request on another topic (the LLM and the support judge load)
-is timed apart. For each request: the time from sending it to the first ``event: token`` (TTFT)
-and to the ``event: answer`` that ends the stream (total), and the tokens streamed; then p50 /
+is timed apart. For each request: the time from sending it to its ``event: selected`` (the
+work before the LLM), to the first ``event: token`` (TTFT) and to the ``event: answer`` that
+ends the stream (total), and the tokens streamed; then p50 /
 p95 of both and the load average before and after. Exits non-zero when a stream failed.
 """
 
@@ -241,23 +242,26 @@ def answer_payloads(n_topics: int, n_passages: int) -> list[dict[str, Any]]:
     ]
 
 
-def streamed_answer(client: httpx.Client, body: dict[str, Any]) -> tuple[float, float, int]:
-    """Seconds from sending one streamed ``/v1/answer`` to its first ``token`` event (nan when
-    none came) and to the end of its ``answer`` event, and how many tokens it streamed."""
+def streamed_answer(client: httpx.Client, body: dict[str, Any]) -> tuple[float, float, float, int]:
+    """Seconds from sending one streamed ``/v1/answer`` to its ``selected`` event (the work
+    before the LLM), to its first ``token`` event (nan when none came) and to the end of its
+    ``answer`` event, and how many tokens it streamed."""
     started = time.perf_counter()
-    first, tokens, name = float("nan"), 0, ""
+    selected, first, tokens, name = float("nan"), float("nan"), 0, ""
     with client.stream("POST", "/v1/answer", json=body) as response:
         if response.status_code != 200:
             raise RuntimeError(f"{response.status_code}: {response.read()[:300]!r}")
         for line in response.iter_lines():
             if line.startswith("event:"):
                 name = line.removeprefix("event:").strip()
-                if name == "token":
+                if name == "selected":
+                    selected = time.perf_counter() - started
+                elif name == "token":
                     tokens += 1
                     if tokens == 1:
                         first = time.perf_counter() - started
             elif line.startswith("data:") and name == "answer":
-                return first, time.perf_counter() - started, tokens
+                return selected, first, time.perf_counter() - started, tokens
             elif line.startswith("data:") and name == "error":
                 raise RuntimeError(f"error event: {line[:300]}")
     raise RuntimeError("the stream ended without an answer event")
@@ -295,15 +299,15 @@ def run_stream(args: argparse.Namespace) -> int:
     print(
         f"\nStreamed /v1/answer, --llm {args.llm}, {args.answer_passages} passages, extractive "
         f"writer, no rewrite pass, one request at a time; server ready in {startup:.1f} s; "
-        f"cold first request: TTFT {cold[0]:.2f} s, total {cold[1]:.2f} s, {cold[2]} tokens; "
+        f"cold first request: TTFT {cold[1]:.2f} s, total {cold[2]:.2f} s, {cold[3]} tokens; "
         f"loadavg before the timed requests: {before}; after: {after}\n"
     )
-    print("| question | TTFT s | total s | tokens streamed |\n|---|---|---|---|")
-    for question, first, total, tokens in rows:
-        print(f"| {question[:60]} | {first:.2f} | {total:.2f} | {tokens} |")
+    print("| question | selected s | TTFT s | total s | tokens streamed |\n|---|---|---|---|---|")
+    for question, selected, first, total, tokens in rows:
+        print(f"| {question[:60]} | {selected:.2f} | {first:.2f} | {total:.2f} | {tokens} |")
     if rows:
-        ttft = np.array([r[1] for r in rows])
-        total = np.array([r[2] for r in rows])
+        ttft = np.array([r[2] for r in rows])
+        total = np.array([r[3] for r in rows])
         print(
             f"\n{len(rows)} requests: TTFT p50 {np.percentile(ttft, 50):.2f} s, p95 "
             f"{np.percentile(ttft, 95):.2f} s; total p50 {np.percentile(total, 50):.2f} s, "
