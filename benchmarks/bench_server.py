@@ -1,9 +1,10 @@
-"""Load test of ``covrag serve``: many ``POST /v1/select`` requests from concurrent clients.
+"""Load test of ``covrag serve``: many ``POST /v1/select`` requests from concurrent clients, then
+the time to the first token of streamed ``POST /v1/answer`` requests.
 
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_server.py [--requests 2000] [--concurrency 8] \
-        [--processes 1 2]
+        [--processes 1 2] [--stream 5] [--llm "local(model='smollm2')"]
 
 For each count of ``--processes`` (``$COVRAG_SERVE_PROCESSES``: replicas on one port), starts
 ``covrag serve`` in a child process on a free loopback port, waits until every process has
@@ -19,7 +20,19 @@ estimator's pair cache answers and the figures measure the service itself: HTTP,
 token counting, selection, JSON. Prints the load average and a markdown table per run: errors
 (must be 0), latency percentiles, requests per second, the resident memory of each serving
 process after the run and how many requests each served. Client and server share the machine.
-Exits non-zero when any request failed.
+``--requests 0`` leaves the load test out.
+
+Streamed answers (``--stream N``, 0 leaves them out): one ``covrag serve --llm SPEC`` process
+(``--llm``: the tiny SmolLM2 by default, ``local`` for the embedded default model) answers
+``N`` ``/v1/answer`` requests with ``"stream": true``, one after another, each a different
+Perspectrum dev topic (its claim as the question, its first ``--answer-passages`` passages),
+the extractive writer, no rewrite pass. The server's response cache is a fresh file (its
+``$COVRAG_CACHE_DIR`` is a temporary folder that links the models folder), so each reply is
+written by the model. A first request on another topic (the LLM and the support judge load)
+is timed apart. For each request: the time from sending it to its ``event: selected`` (the
+work before the LLM), to the first ``event: token`` (TTFT) and to the ``event: answer`` that
+ends the stream (total), and the tokens streamed; then p50 /
+p95 of both and the load average before and after. Exits non-zero when a stream failed.
 """
 
 from __future__ import annotations
@@ -31,6 +44,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -41,6 +55,7 @@ import httpx
 import numpy as np
 
 from covrag.data import load_dataset
+from covrag.llm.cache import default_cache_dir
 
 
 def payloads(n_topics: int, max_passages: int) -> list[dict[str, Any]]:
@@ -67,10 +82,19 @@ def free_port() -> int:
 class Server:
     """``covrag serve`` with ``processes`` processes; its log is read on a thread."""
 
-    def __init__(self, port: int, processes: int, workers: int, coverage: str) -> None:
+    def __init__(
+        self,
+        port: int,
+        processes: int,
+        workers: int,
+        coverage: str,
+        options: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
         command = [sys.executable, "-m", "covrag.cli", "serve", "--port", str(port)]
         command += ["--workers", str(workers), "--coverage", coverage, "--model-wait", "60"]
-        env = {**os.environ, "COVRAG_SERVE_PROCESSES": str(processes)}
+        command += options
+        env = {**os.environ, **(env or {}), "COVRAG_SERVE_PROCESSES": str(processes)}
         self.process = subprocess.Popen(
             command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
@@ -203,9 +227,99 @@ def run_once(
     return row, len(errors)
 
 
+def answer_payloads(n_topics: int, n_passages: int) -> list[dict[str, Any]]:
+    """Streamed ``/v1/answer`` bodies: a Perspectrum dev claim and its first passages each."""
+    topics = [t for t in load_dataset("perspectrum:dev") if len(t.passages) >= n_passages]
+    return [
+        {
+            "question": t.query,
+            "passages": [{"id": p.id, "text": p.text} for p in t.passages[:n_passages]],
+            "writer": "extractive",
+            "passes": 0,
+            "stream": True,
+        }
+        for t in topics[:n_topics]
+    ]
+
+
+def streamed_answer(client: httpx.Client, body: dict[str, Any]) -> tuple[float, float, float, int]:
+    """Seconds from sending one streamed ``/v1/answer`` to its ``selected`` event (the work
+    before the LLM), to its first ``token`` event (nan when none came) and to the end of its
+    ``answer`` event, and how many tokens it streamed."""
+    started = time.perf_counter()
+    selected, first, tokens, name = float("nan"), float("nan"), 0, ""
+    with client.stream("POST", "/v1/answer", json=body) as response:
+        if response.status_code != 200:
+            raise RuntimeError(f"{response.status_code}: {response.read()[:300]!r}")
+        for line in response.iter_lines():
+            if line.startswith("event:"):
+                name = line.removeprefix("event:").strip()
+                if name == "selected":
+                    selected = time.perf_counter() - started
+                elif name == "token":
+                    tokens += 1
+                    if tokens == 1:
+                        first = time.perf_counter() - started
+            elif line.startswith("data:") and name == "answer":
+                return selected, first, time.perf_counter() - started, tokens
+            elif line.startswith("data:") and name == "error":
+                raise RuntimeError(f"error event: {line[:300]}")
+    raise RuntimeError("the stream ended without an answer event")
+
+
+def run_stream(args: argparse.Namespace) -> int:
+    """``args.stream`` streamed answers, one after another, from one ``covrag serve --llm``
+    process with an empty response cache; prints each and the percentiles, returns the
+    errors."""
+    bodies = answer_payloads(args.stream + 1, args.answer_passages)
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="covrag-bench-cache-") as cache:
+        models = default_cache_dir() / "models"  # the assembled default model, if any
+        if models.is_dir():
+            (Path(cache) / "models").symlink_to(models)
+        started = time.perf_counter()
+        options = ("--llm", args.llm, "--llm-timeout", "600")
+        server = Server(port, 1, args.workers, args.coverage, options, {"COVRAG_CACHE_DIR": cache})
+        rows, errors = [], 0
+        try:
+            server.wait_started(1)
+            startup = time.perf_counter() - started
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=700) as client:
+                cold = streamed_answer(client, bodies[0])
+                before = loadavg()
+                for body in bodies[1:]:
+                    try:
+                        rows.append((body["question"], *streamed_answer(client, body)))
+                    except (RuntimeError, httpx.HTTPError) as exc:
+                        errors += 1
+                        print("error:", exc, file=sys.stderr)
+                after = loadavg()
+        finally:
+            server.stop()
+    print(
+        f"\nStreamed /v1/answer, --llm {args.llm}, {args.answer_passages} passages, extractive "
+        f"writer, no rewrite pass, one request at a time; server ready in {startup:.1f} s; "
+        f"cold first request: TTFT {cold[1]:.2f} s, total {cold[2]:.2f} s, {cold[3]} tokens; "
+        f"loadavg before the timed requests: {before}; after: {after}\n"
+    )
+    print("| question | selected s | TTFT s | total s | tokens streamed |\n|---|---|---|---|---|")
+    for question, selected, first, total, tokens in rows:
+        print(f"| {question[:60]} | {selected:.2f} | {first:.2f} | {total:.2f} | {tokens} |")
+    if rows:
+        ttft = np.array([r[2] for r in rows])
+        total = np.array([r[3] for r in rows])
+        print(
+            f"\n{len(rows)} requests: TTFT p50 {np.percentile(ttft, 50):.2f} s, p95 "
+            f"{np.percentile(ttft, 95):.2f} s; total p50 {np.percentile(total, 50):.2f} s, "
+            f"p95 {np.percentile(total, 95):.2f} s"
+        )
+        errors += int(np.isnan(ttft).sum())  # a stream without tokens measures nothing
+    return errors
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--requests", type=int, default=2000)
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("--requests", type=int, default=2000, help="0: no load test")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--topics", type=int, default=40, help="distinct payloads to rotate")
     parser.add_argument("--passages", type=int, default=30, help="passages per request, at most")
@@ -214,8 +328,27 @@ def main() -> int:
     parser.add_argument(
         "--processes", type=int, nargs="+", default=[1, 2], help="server processes, one run each"
     )
+    parser.add_argument(
+        "--stream", type=int, default=5, help="streamed /v1/answer requests to time (0: none)"
+    )
+    parser.add_argument(
+        "--llm",
+        default="local(model='smollm2')",
+        help="the server's LLM for the streamed answers (local: the embedded default model)",
+    )
+    parser.add_argument("--answer-passages", type=int, default=5, help="passages per answer")
     args = parser.parse_args()
 
+    failed = 0
+    if args.requests > 0:
+        failed += run_load(args)
+    if args.stream > 0:
+        failed += run_stream(args)
+    return 1 if failed else 0
+
+
+def run_load(args: argparse.Namespace) -> int:
+    """The ``/v1/select`` load test with each count of processes; returns the errors."""
     bodies = payloads(args.topics, args.passages)
     sizes = [len(b["passages"]) for b in bodies]
     aspects = [len(b["aspects"]) for b in bodies]
@@ -234,7 +367,7 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     for row, _ in runs:
         print(row)
-    return 1 if any(errors for _, errors in runs) else 0
+    return sum(errors for _, errors in runs)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """Live progress of LLM calls: tokens written so far and tokens per second, as they stream.
 
-A slow model (the embedded 1.5B model writes ~17 tokens/s on two cores) leaves a user looking
-at a stage that seems stuck for a minute. A caller that wants to show progress wraps its work in
+A slow model (the embedded 1.5B model writes ~17 tokens/s on two cores) leaves a user looking at a
+stage that seems stuck for a minute. A caller that wants to show progress wraps its work in
 :func:`reporting` with a callback; while it is active, backends that can stream (the embedded
-llama.cpp model, OpenAI-compatible endpoints) ask for a streamed reply and call the callback with
-a :class:`TokenProgress` (with the piece of text written) as tokens arrive and once more when
-the call ends. Without a callback nothing streams and nothing changes. Library code never
-prints: the CLI's callback draws the figures (``covrag ask``), and
+llama.cpp model, the transformers backend, OpenAI-compatible endpoints) ask for a streamed reply and
+call the callback with a :class:`TokenProgress` (with the piece of text written) as tokens arrive
+and once more when the call ends. Without a callback nothing streams and nothing changes. Library
+code never prints: the CLI's callback draws the figures (``covrag ask``), and
 :class:`covrag.pipeline.EventStream` forwards the pieces as token events; a reply served from the
 response cache streams nothing.
 

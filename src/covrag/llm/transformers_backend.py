@@ -9,6 +9,14 @@ Decoding is not constrained to the reply's JSON schema (``supports_schema`` is F
 is parsed and checked by :func:`covrag.llm.structured.chat_json` like any other backend's, and
 retried with feedback when it fails. A model trained on the planner's replies writes them as
 trained; a base model often does not.
+
+Inside a :func:`covrag.llm.progress.reporting` block the reply's text is reported as it is
+generated (transformers' ``TextStreamer``: a piece per word or so), as the embedded llama.cpp
+model reports its tokens; so a streamed ``/v1/answer`` gets token events from this backend too.
+Under a request's deadline (:mod:`covrag.deadline`, the HTTP service) generation stops at the
+first token past it (a stopping criterion looks at the deadline after every token), and the
+call raises :class:`~covrag.deadline.DeadlineExceeded`: a request that times out, or whose client
+went away (which cancels its deadline), frees the model within a token.
 """
 
 from __future__ import annotations
@@ -20,9 +28,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from covrag.deadline import Deadline, DeadlineExceeded, current_deadline
 from covrag.errors import LLMError, MissingExtraError
 from covrag.llm.base import LLM, ChatParams, ChatResult, JsonSchema, Message
 from covrag.llm.models import MODELS, resolve_model
+from covrag.llm.progress import Meter, current
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +89,35 @@ def _load(model: str, threads: int) -> _Loaded:
     return _Loaded(model, threads)
 
 
+def _stop_past(deadline: Deadline) -> Any:
+    """A ``StoppingCriteriaList`` that ends ``generate`` at the first token past ``deadline``
+    (``generate`` calls it after every token)."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class PastDeadline(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            stop = deadline.expired()
+            return torch.full(
+                (input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device
+            )
+
+    return StoppingCriteriaList([PastDeadline()])
+
+
+def _reporter(tokenizer: Any, meter: Meter) -> Any:
+    """A ``generate`` streamer that reports each piece of decoded reply text to ``meter``
+    (the pieces, joined, are the reply; the prompt is not reported)."""
+    from transformers import TextStreamer
+
+    class Pieces(TextStreamer):
+        def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
+            if text:
+                meter.piece(text)
+
+    return Pieces(tokenizer, skip_prompt=True, skip_special_tokens=True)
+
+
 class TransformersChat(LLM):
     """Chat with a causal LM through ``transformers`` (CPU, float32).
 
@@ -122,6 +161,13 @@ class TransformersChat(LLM):
         options: dict[str, Any] = {"max_new_tokens": params.max_tokens, "do_sample": sample}
         if sample:
             options["temperature"] = params.temperature
+        deadline = current_deadline()
+        if deadline is not None:
+            options["stopping_criteria"] = _stop_past(deadline)
+        callback = current()
+        meter = Meter(self.model, callback) if callback is not None else None
+        if meter is not None:
+            options["streamer"] = _reporter(tokenizer, meter)
         started = time.perf_counter()
         with loaded.lock, torch.no_grad():
             torch.manual_seed(params.seed)
@@ -134,8 +180,12 @@ class TransformersChat(LLM):
                 )
             except (RuntimeError, ValueError) as exc:
                 raise LLMError(f"the transformers model failed: {exc}") from exc
+        if deadline is not None and deadline.expired():
+            raise DeadlineExceeded(deadline)  # stopped at it, the reply cut short
         new = output[0, ids.shape[1] :]
         ended = bool(len(new)) and int(new[-1]) == tokenizer.eos_token_id
+        if meter is not None:
+            meter.done(len(new))
         return ChatResult(
             text=tokenizer.decode(new, skip_special_tokens=True),
             model=self.model,

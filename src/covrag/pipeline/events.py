@@ -10,9 +10,9 @@ been without the stream, at the point of the iteration where it happened.
 The work runs under a :class:`~covrag.deadline.Deadline`; closing the stream (leaving a ``for``
 loop early, ``close()``, the end of a ``with`` block) cancels it, so the work stops at its next
 check (an LLM token, a scoring batch) and gives its locks back. Tokens come from the streaming
-backends through :func:`covrag.llm.progress.reporting`: the embedded model and
-OpenAI-compatible endpoints stream; a backend that does not (transformers), and a reply served
-from the response cache, write their reply as no tokens, and the answer event still has it.
+backends through :func:`covrag.llm.progress.reporting`: the embedded model, the transformers
+backend and OpenAI-compatible endpoints stream; a reply served from the response cache is
+written as no tokens, and the answer event still has it.
 
 Example:
     >>> stream = EventStream(lambda sink: sink.emit(SelectedEvent(("p1",))) or "done")

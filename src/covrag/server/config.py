@@ -129,7 +129,7 @@ class ServerConfig:
         default=600.0,
         metadata={
             "help": "seconds per /v1/plan or /v1/answer request before a 504; the LLM stops "
-            "at its next token (local model) or call"
+            "at its next token (local and transformers models) or call"
         },
     )
     max_question_chars: int = field(
