@@ -103,17 +103,20 @@ def report(rows: list[dict[str, Any]], found: list[str], name: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--model", default=None, help="judge model folder (default: shipped)")
-    parser.add_argument("--threshold", type=float, nargs="+", default=[JUDGE_THRESHOLD])
+    parser.add_argument(
+        "--threshold",
+        nargs="+",
+        default=["none", str(JUDGE_THRESHOLD)],
+        help="judge thresholds to compare; none = alignment only (the check's default)",
+    )
     args = parser.parse_args()
     rows = read_jsonl(HERE / "labels.jsonl")
     context = contexts()
-    for threshold in args.threshold:
+    for raw in args.threshold:
+        threshold = None if raw == "none" else float(raw)
         checker = SupportChecker(CrossEncoderCoverage(model=args.model), threshold=threshold)
-        report(
-            rows,
-            verdicts(checker, rows, context),
-            f"{args.model or 'shipped'}, threshold {threshold}",
-        )
+        name = "alignment only" if threshold is None else f"judge at {threshold}"
+        report(rows, verdicts(checker, rows, context), f"{args.model or 'shipped'}, {name}")
 
 
 if __name__ == "__main__":

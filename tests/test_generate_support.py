@@ -23,6 +23,7 @@ from covrag.generate.answer_coverage import answer_coverage
 from covrag.generate.citations import ParsedAnswer
 from covrag.generate.quotes import quoted_answer
 from covrag.generate.records import Draft
+from covrag.generate.support import JUDGE_THRESHOLD
 from covrag.types import (
     Answer,
     Aspect,
@@ -173,9 +174,21 @@ def test_unsupported_sentences_are_dropped_or_kept_marked() -> None:
         SupportChecker(NoSupport(), fallback="guess")
 
 
+def test_by_default_only_alignment_supports_and_no_judge_is_loaded() -> None:
+    checker = SupportChecker()
+    assert checker.judge is None and checker.threshold is None
+    passages = (Passage("e1", "Curfews keep young people off the streets at night."),)
+    copied = Citation("Curfews keep young people off the streets at night.", ("e1",))
+    paraphrase = Citation("A curfew means fewer teenagers outside after dark.", ("e1",))
+    kept, dropped = checker.check_sentences([copied, paraphrase], passages)
+    assert kept.check is not None and kept.check.verified == "aligned"
+    assert dropped.check is not None and dropped.check.verified == "unsupported"
+
+
 @pytest.mark.model
 def test_the_shipped_cross_encoder_judges_a_paraphrase_and_re_points_it() -> None:
-    checker = SupportChecker()  # the shipped coverage cross-encoder as the support judge
+    # the shipped coverage cross-encoder as the support judge, when asked for
+    checker = SupportChecker(threshold=JUDGE_THRESHOLD)
     passages = (
         Passage("e1", "Curfews keep young people off the streets at night, which cuts the "
                 "number of crimes committed by teenagers."),

@@ -7,9 +7,11 @@ draft of every writer is checked before it is shown or written (:class:`SupportC
 1. **alignment** (:func:`~covrag.generate.alignment.align`): a passage that holds the sentence's
    text (a long shared run of words, or most of its content words) supports it, with the exact
    span; cheap, and repeatable by a reader;
-2. **the support judge** for paraphrase: the coverage cross-encoder shipped with covrag scores
-   (passage, sentence) pairs, the sentence in the place of an aspect, and a pair at or above
-   :data:`JUDGE_THRESHOLD` supports it;
+2. **the support judge** for paraphrase, only when asked for (``threshold``): the coverage
+   cross-encoder shipped with covrag scores (passage, sentence) pairs, the sentence in the place
+   of an aspect, and a pair at or above the threshold supports it. By default a sentence is
+   supported only by alignment: on technical documents the judge accepted paraphrases a reader
+   did not (:data:`JUDGE_THRESHOLD`);
 3. **attribution** (:mod:`covrag.generate.attribution`): a sentence that names documents of the
    context ("The MPL-2.0 grants ...") is supported only by passages of those documents, so a
    passage of one document is never shown as the source of a claim the sentence attributes to
@@ -54,14 +56,15 @@ from covrag.llm.prompts import document_of
 from covrag.text import code_names
 from covrag.types import Answer, Aspect, Citation, FloatArray, Passage, SupportCheck, Topic
 
-#: The judge's probability at or above which a passage supports a paraphrase: the lowest
-#: threshold (in steps of 0.05) with precision at least 0.8 on ArgKP 2021 dev's labelled
-#: (argument, key point) pairs, a split the shipped model never trained on
-#: (``benchmarks/bench_support.py``, docs/experiments/21-citation-check.md): precision 0.807, recall
-#: 0.486 over 3,458 pairs (F1 is flat near 0.62 from 0.45 to 0.70, so precision decided). On
-#: 20 Perspectrum-evidence dev topics, whose negatives are unlabelled pairs, it gives precision
-#: 0.658 and recall 0.229. A paraphrase the judge doubts is dropped rather than shown as
-#: supported: an answer a user can trust states less.
+#: The judge's probability at or above which a passage supports a paraphrase, when the judge is
+#: asked for (``SupportChecker(threshold=JUDGE_THRESHOLD)``): the lowest threshold (in steps of
+#: 0.05) with precision at least 0.8 on ArgKP 2021 dev's labelled (argument, key point) pairs
+#: (``benchmarks/bench_support.py``, docs/experiments/21-citation-check.md: precision 0.807,
+#: recall 0.486 over 3,458 pairs). On technical answer sentences it is no test of support: of the
+#: 88 (sentence, cited passage) pairs of the answer benchmark that it alone accepted, a reader
+#: labelled 15 supported (0.17), at every threshold from 0.75 to 0.95, and a cross-encoder
+#: trained further on documents did no better (``benchmarks/bench_support_docs.py``,
+#: docs/experiments/30-documents-coverage-model.md). So the check does not consult it unless told.
 JUDGE_THRESHOLD = 0.75
 
 UNSUPPORTED_POLICIES = ("drop", "mark")
@@ -73,8 +76,11 @@ class SupportChecker:
 
     Args:
         judge: Scores (passage, sentence) pairs for paraphrase; None = the shipped coverage
-            cross-encoder (:class:`~covrag.coverage.CrossEncoderCoverage`).
-        threshold: The judge's probability that counts as support.
+            cross-encoder (:class:`~covrag.coverage.CrossEncoderCoverage`), loaded only when a
+            threshold asks for it.
+        threshold: The judge's probability that counts as support; None (the default): the
+            judge is not consulted, and only alignment supports a sentence
+            (:data:`JUDGE_THRESHOLD` is the value measured on debate pairs).
         unsupported: ``drop`` (leave unsupported sentences out of the answer, recorded as
             dropped) or ``mark`` (keep them, marked ``unsupported``).
         fallback: What replaces a reply with no supported sentence: ``quote`` (quotations of
@@ -91,7 +97,7 @@ class SupportChecker:
         self,
         judge: CoverageEstimator | None = None,
         *,
-        threshold: float = JUDGE_THRESHOLD,
+        threshold: float | None = None,
         unsupported: str = "drop",
         fallback: str = "quote",
     ) -> None:
@@ -101,9 +107,9 @@ class SupportChecker:
             )
         if fallback not in FALLBACKS:
             raise ConfigError(f"fallback must be one of {FALLBACKS}, got {fallback!r}")
-        if not 0.0 <= threshold <= 1.0:
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ConfigError(f"threshold must lie in [0, 1], got {threshold}")
-        if judge is None:
+        if judge is None and threshold is not None:
             from covrag.coverage import CrossEncoderCoverage
 
             # every (passage, sentence) pair on its own (sentences carry no answer sketches)
@@ -132,7 +138,12 @@ class SupportChecker:
             checked.append(sentence if sentence.framing else found)
             if not sentence.framing and found is None:
                 unaligned.append(i)
-        if unaligned:
+        threshold = self.threshold
+        if threshold is None:  # alignment only: what did not align is unsupported
+            for i in unaligned:
+                check = SupportCheck(sentences[i].passage_ids, "unsupported", 0.0)
+                checked[i] = dataclasses.replace(sentences[i], check=check)
+        elif unaligned:
             probs = self._scores([sentences[i].text for i in unaligned], passages)
             for row, i in enumerate(unaligned):
                 # a sentence that names documents is judged against their passages only, and
@@ -140,7 +151,7 @@ class SupportChecker:
                 fits = _writing_names(sentences[i].text, allowed[i])
                 mine = np.array([p in fits for p in passages], dtype=bool)
                 masked = np.where(mine, probs[row], 0.0)
-                checked[i] = self._judged(sentences[i], passages, masked, by_id)
+                checked[i] = self._judged(sentences[i], passages, masked, by_id, threshold)
         return [
             held_names(c, allowed[i], by_id) if c is not None else sentences[i]
             for i, c in enumerate(checked)
@@ -150,6 +161,8 @@ class SupportChecker:
         """The judge's probabilities, sentences (rows) x passages (columns)."""
         aspects = tuple(Aspect(f"s{i}", text or "-") for i, text in enumerate(texts))
         topic = Topic("support", "", tuple(passages), aspects)
+        if self.judge is None:
+            raise ConfigError("the support judge is not loaded: give SupportChecker a threshold")
         return np.asarray(self.judge.estimate(topic).probs, dtype=np.float64).T
 
     def _judged(
@@ -158,13 +171,14 @@ class SupportChecker:
         passages: Sequence[Passage],
         probs: FloatArray,
         by_id: dict[str, Passage],
+        threshold: float,
     ) -> Citation:
         written = sentence.passage_ids
         column = {p.id: j for j, p in enumerate(passages)}
-        keep = [p for p in written if p in column and probs[column[p]] >= self.threshold]
+        keep = [p for p in written if p in column and probs[column[p]] >= threshold]
         if not keep:
             best = int(np.argmax(probs)) if len(passages) else -1
-            if best < 0 or probs[best] < self.threshold:
+            if best < 0 or probs[best] < threshold:
                 score = float(probs[best]) if best >= 0 else 0.0
                 check = SupportCheck(written, "unsupported", round(score, 6))
                 return dataclasses.replace(sentence, check=check)
