@@ -110,8 +110,9 @@ def build_generator(
     support_judge: CoverageEstimator | None = None,
 ) -> CritiqueRewriteGenerator:
     """The writer and critic ``config`` asks for: ``judge`` tells the critic which aspects the
-    answer covers (``pointers`` feedback); ``support_judge`` judges paraphrase for the citation
-    check (None: the shipped cross-encoder, every pair on its own)."""
+    answer covers (``pointers`` feedback); ``support_judge`` is the citation check's judge of
+    paraphrase, which the check consults only under a threshold (by default it does not:
+    alignment alone supports a sentence, :mod:`covrag.generate.support`)."""
     writer: Writer
     if config.writer == "synthesis":
         writer = SynthesisWriter(
@@ -133,8 +134,8 @@ def build_generator(
         max_words=config.max_words,
         system_prompt=writer.system_prompt,
     )
-    # Every draft's citations are checked against the passages (the shipped cross-encoder
-    # judges paraphrase), so nothing unsupported is shown or written.
+    # Every draft's citations are checked against the passages (by alignment; the judge only
+    # when a threshold asks for it), so nothing unsupported is shown or written.
     checker = SupportChecker(
         support_judge, unsupported=config.unsupported, fallback=config.fallback
     )

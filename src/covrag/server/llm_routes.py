@@ -271,7 +271,8 @@ def run_answer(
     sink.stage("generate")
     judge = chosen.estimator if request.feedback == "pointers" else None
     exclude = [a.text for a in topic.aspects if a.polarity == "exclude"]
-    # the citation check's judge runs under the model lock too (it shares the scorer's cache)
+    # the citation check's judge (consulted only under a threshold) would run under the model
+    # lock too (it shares the scorer's cache)
     support = _Locked(CrossEncoderCoverage())
     result = build_generator(llm, _settings(request), judge, exclude, support).generate(
         request.question,
