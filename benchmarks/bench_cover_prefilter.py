@@ -25,7 +25,7 @@ from covrag.coverage.cross_encoder import clear_scorers
 from covrag.data import load_dataset
 from covrag.embed import Encoder, default_encoder
 from covrag.evaluation import Judgments, evaluate
-from covrag.pipeline import prepare
+from covrag.pipeline import prepare, with_inputs
 from covrag.pipeline.config import PrepareConfig
 from covrag.selectors import parse_selector
 from covrag.types import Budget, CoverageMatrix, Topic
@@ -75,7 +75,8 @@ def main() -> None:
             matrix = estimator.estimate(topic)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             prepared = prepare(topic, _Fixed(matrix), PrepareConfig(relevance="dense"))
-            selection = selector.select(prepared.candidates, Budget(max_passages=args.k))
+            candidates = with_inputs(prepared.candidates, [selector])
+            selection = selector.select(candidates, Budget(max_passages=args.k))
             runs[spec][topic.query_id] = list(selection.passage_ids)
             for key, value in (("pairs", matrix.pairs_scored), ("wall", wall), ("cpu", cpu)):
                 rows[spec].setdefault(key, []).append(float(value))

@@ -185,10 +185,10 @@ def test_a_passage_that_answers_the_question_itself_clears_the_floor() -> None:
 
 @pytest.mark.model
 def test_the_gate_drops_a_passage_from_another_subject_that_answers_a_broad_sub_question() -> None:
-    from covrag.pipeline import prepare
+    from covrag.pipeline import prepare, question_similarity
     from covrag.pipeline.ask import select_context
     from covrag.pipeline.config import PrepareConfig
-    from covrag.selectors import parse_selector, question_similarity
+    from covrag.selectors import parse_selector
     from covrag.types import Topic
 
     passages = (

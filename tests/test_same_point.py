@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from covrag.errors import ConfigError
+from covrag.pipeline import with_inputs
 from covrag.selectors import parse_selector
-from covrag.selectors.base import Candidates
+from covrag.selectors.base import Candidates, Input
 from covrag.train.same_point import (
     SamePointConfig,
     contrastive_loss,
@@ -183,8 +184,13 @@ def test_selectors_use_the_same_point_similarity(tiny_model: Path, name: str) ->
     # MMR's relevance is the query cosine of the pool's embeddings; the others need none
     embeddings = vectors if name == "mmr" else None
     candidates = Candidates("q", topic.query, topic.passages, embeddings=embeddings)
-    assert selector.uses_embeddings == (name == "mmr")
-    picked = selector.select(candidates, Budget(max_passages=2)).passage_ids
+    assert selector.needs("embeddings") == (name == "mmr")
+    assert Input("same-point", model) in selector.reads
+    with pytest.raises(ConfigError, match="computed before selecting"):
+        selector.select(candidates, Budget(max_passages=2))  # selecting never loads a model
+    prepared = with_inputs(candidates, [selector])  # the estimate step's model work
+    assert np.array_equal(prepared.same_point[model], vectors)
+    picked = selector.select(prepared, Budget(max_passages=2)).passage_ids
     assert len(picked) == 2 and len(set(picked)) == 2
 
 
@@ -196,7 +202,7 @@ def test_a_similarity_model_needs_the_same_point_similarity() -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         selector = parse_selector("cluster(similarity='same-point', similarity_model='/nope')")
         topic = uniform_topic()
-        selector.select(Candidates("q", topic.query, topic.passages), Budget(max_passages=2))
+        with_inputs(Candidates("q", topic.query, topic.passages), [selector])
 
 
 @pytest.mark.model

@@ -11,6 +11,7 @@ from covrag.selectors import (
     Candidates,
     ExpectedCoverageSelector,
     GreedyCoverageSelector,
+    Input,
     parse_selector,
 )
 from covrag.selectors.expected import uncovered_share
@@ -231,13 +232,15 @@ def test_a_penalised_passage_does_not_win_back_its_penalty_through_the_term() ->
     assert penalised.steps[0].score == pytest.approx(0.2 + 2 * 1 / 4)
 
 
-def test_represent_settings_and_model_work() -> None:
-    assert not ExpectedCoverageSelector().runs_model  # coverage alone embeds nothing
-    assert ExpectedCoverageSelector(represent=1.0).runs_model  # the same-point bi-encoder
+def test_represent_settings_and_what_they_read() -> None:
+    assert ExpectedCoverageSelector().reads == (Input("coverage"),)  # coverage alone
+    same_point = ExpectedCoverageSelector(represent=1.0, similarity_model="same-point-minilm")
+    assert same_point.reads == (Input("coverage"), Input("same-point", "same-point-minilm"))
     embedding = ExpectedCoverageSelector(represent=1.0, similarity="embedding")
-    assert embedding.uses_embeddings and not embedding.runs_model
-    assert parse_selector("facility-location(similarity='same-point')").runs_model
-    assert not parse_selector("facility-location").runs_model
+    assert embedding.needs("embeddings") and not embedding.needs("same-point")
+    assert parse_selector("facility-location(similarity='same-point')").needs("same-point")
+    assert parse_selector("facility-location").reads == (Input("embeddings"),)
+    assert parse_selector("facility-location(similarity='coverage')").reads == (Input("coverage"),)
     with pytest.raises(ConfigError, match="represent"):
         ExpectedCoverageSelector(represent=-1.0)
     with pytest.raises(ConfigError, match="similarity"):

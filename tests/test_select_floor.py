@@ -13,7 +13,6 @@ from covrag.selectors import (
     filter_pool,
     parse_selector,
     passage_support,
-    question_similarity,
     select_above_floor,
 )
 from covrag.selectors.base import Candidates
@@ -91,14 +90,6 @@ def test_a_relative_gate_keeps_the_passages_near_a_weak_best() -> None:
     strong = np.array([0.7, 0.2, 0.9, 0.8, 0.6])
     kept, report = filter_pool(pool(), 0.0, gate=0.65, similarity=strong, gate_margin=0.1)
     assert [p.id for p in kept.passages] == ["p0", "p2", "p3"] and report.gate == 0.65
-
-
-def test_question_similarity_reuses_the_embeddings_made_for_the_query() -> None:
-    candidates = pool()
-    assert candidates.embeddings is not None and candidates.query_embedding is not None
-    expected = candidates.embeddings @ candidates.query_embedding
-    assert np.allclose(question_similarity(candidates), expected)
-    assert question_similarity(candidates)[0] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("name", sorted(SELECTORS.names()))

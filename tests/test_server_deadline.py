@@ -63,8 +63,9 @@ def test_a_timed_out_request_frees_the_model_for_the_next(
 def test_the_label_free_default_embeds_under_the_deadline_and_the_model_lock(
     short_deadline: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # No aspects, no selector, no coverage: the same-point model embeds the pool while
-    # selecting. 2,000 fresh passages take far longer than the 1 s timeout on any CPU here.
+    # No aspects, no selector, no coverage: the same-point model embeds the pool in the estimate
+    # step (selection itself runs unlocked and only computes). 2,000 fresh passages take far
+    # longer than the 1 s timeout on any CPU here.
     monkeypatch.setattr(gate_module, "BACKSTOP_S", 600.0)
     held: list[bool] = []
     body = request(2000, 0)

@@ -2,7 +2,7 @@
 
 from covrag.data.bundled import BUNDLED, load_dataset, resolve_dataset
 from covrag.data.jsonl import iter_topics, read_topics, write_topics
-from covrag.data.trec import Run, read_run, run_from_selections, write_run
+from covrag.data.trec import Run, read_run, write_run
 
 __all__ = [
     "BUNDLED",
@@ -12,7 +12,6 @@ __all__ = [
     "read_run",
     "read_topics",
     "resolve_dataset",
-    "run_from_selections",
     "write_run",
     "write_topics",
 ]

@@ -5,14 +5,14 @@ from __future__ import annotations
 import gc
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from covrag.data._columns import Columns, factorize, parse_floats, parse_ints, read_columns
 from covrag.errors import DataError
 from covrag.files import atomic_write_text, iter_lines
-from covrag.types import FloatArray, IntArray, Selection
+from covrag.types import FloatArray, IntArray
 
 Run = dict[str, tuple[str, ...]]
 """A run: query id -> passage ids in rank order."""
@@ -161,7 +161,3 @@ def write_run(
 ) -> None:
     """Write a run atomically (no partial file on error)."""
     atomic_write_text(path, format_run(run, tag))
-
-
-def run_from_selections(selections: Iterable[Selection]) -> Run:
-    return {s.query_id: s.passage_ids for s in selections}

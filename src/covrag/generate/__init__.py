@@ -23,7 +23,6 @@ from covrag.generate.records import (
     GenerationResult,
     LLMCost,
     WritingContext,
-    answer_record,
     support_warnings,
 )
 from covrag.generate.support import JUDGE_THRESHOLD, SupportChecker
@@ -59,7 +58,6 @@ __all__ = [
     "InvalidCitation",
     "LLMCost",
     "ParsedAnswer",
-    "answer_record",
     "answer_support",
     "aspects_in_answer",
     "parse_citations",

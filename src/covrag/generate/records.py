@@ -224,12 +224,6 @@ class GenerationResult:
         return dump(self.to_record())
 
 
-def answer_record(answer: Answer) -> dict[str, Any]:
-    """The run-file ``answer`` object (what ``covrag report`` reads); the dropped sentences
-    only when there are some."""
-    return dump(RunAnswer.of(answer))
-
-
 def draft_record(draft: Draft) -> DraftOut:
     """The record of one draft (``schema.generation.DraftOut``): its answer as a run file
     writes it, then what the writer reported; ``dropped`` only when the check dropped some."""

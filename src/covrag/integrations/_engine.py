@@ -237,13 +237,14 @@ class CoverageChoice:
             Passage(id=f"d{i}", text=text, score=score)
             for i, (text, score) in enumerate(zip(texts, scores, strict=True))
         )
-        if source == "pool" and not selector.uses_coverage:
+        reads_coverage = selector.needs("coverage")
+        if source == "pool" and not reads_coverage:
             source = "query"  # a selector that reads no coverage has no use for them
         named, given = _aspect_input(source, query, passages)
         policy = dataclasses.replace(
             INTEGRATIONS,
             selector=selector,
-            coverage=self.coverage if selector.uses_coverage else None,
+            coverage=self.coverage if reads_coverage else None,
             aspects=named,
             k=self.k,
             max_tokens=self.max_tokens,
@@ -256,7 +257,7 @@ class CoverageChoice:
 
 @functools.cache
 def _default_selector(spec: str) -> Selector:
-    """A default selector, built once per process (the same-point model loads on first use)."""
+    """A default selector, built once per process."""
     return parse_selector(spec)
 
 

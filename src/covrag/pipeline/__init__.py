@@ -6,7 +6,8 @@ The CLI, the HTTP server and the framework integrations all call these functions
 - :func:`choose`: a topic -> a context, under a :class:`ContextPolicy` (one preset per entry
   point: :data:`SELECT`, :data:`SERVER_SELECT`, :data:`INTEGRATIONS`, :data:`ASK`,
   :data:`ANSWER`, :data:`BENCH`), the one path every entry point takes.
-- :func:`prepare`: a topic -> the selector's input (token costs, coverage, relevance, embeddings).
+- :func:`prepare`: a topic -> the selector's input (token costs, coverage, relevance, embeddings);
+  :func:`with_inputs` adds what selectors read from a model beside them (same-point vectors).
 - :func:`ask`: question -> plan -> pool -> coverage -> selection -> cited, critiqued answer;
   :func:`ask_stream` the same as events (stages, the writer's tokens, the result), by
   :class:`EventStream`, which the HTTP service's streamed ``/v1/answer`` runs too.
@@ -62,6 +63,7 @@ from covrag.pipeline.events import (
     SelectedEvent,
     TokenEvent,
 )
+from covrag.pipeline.inputs import question_similarity, with_inputs
 from covrag.pipeline.policy import (
     ANSWER,
     ASK,
@@ -135,8 +137,10 @@ __all__ = [
     "plan_aspects",
     "prepare",
     "prepare_for",
+    "question_similarity",
     "retrieve_pool",
     "run_bench",
     "select_topic",
     "uses_coverage",
+    "with_inputs",
 ]

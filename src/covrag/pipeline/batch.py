@@ -19,6 +19,7 @@ from covrag.embed import Encoder, default_encoder
 from covrag.pipeline.config import PrepareConfig
 from covrag.pipeline.context import estimate_matrix, prepare_pool, select_step, source_aspects
 from covrag.pipeline.executor import Executor, SerialExecutor, identity, preloaded
+from covrag.pipeline.inputs import with_inputs
 from covrag.pipeline.prepare import attach_coverage
 from covrag.plan.sources import AspectSource
 from covrag.retrieve.base import IndexRetriever
@@ -31,17 +32,19 @@ from covrag.types import Budget, FloatArray, Passage, Selection, Topic
 
 @dataclass(frozen=True)
 class _Prepare:
-    """The model step of ``select``: the chosen aspects, coverage against them, embeddings."""
+    """The model step of ``select``: the chosen aspects, coverage against them, embeddings and
+    the vectors the selector reads."""
 
     estimator: CoverageEstimator | None
     config: PrepareConfig
     source: AspectSource | None
+    selector: Selector
 
     def __call__(self, topic: Topic) -> Candidates:
         # Coverage is estimated against the chosen aspects; the run is judged on the gold labels.
         # The steps of covrag.pipeline.choose, a topic at a time.
         estimated = source_aspects(topic, self.source).topic
-        candidates = prepare_pool(estimated, self.config)
+        candidates = with_inputs(prepare_pool(estimated, self.config), [self.selector])
         if self.estimator is None:
             return candidates
         matrix = estimate_matrix(candidates, estimated, self.estimator)
@@ -83,7 +86,7 @@ def select_topics(
         executor: Where the work runs (default: this process).
         progress: Called with each topic id once it is selected.
     """
-    model_step = _Prepare(estimator, config or PrepareConfig(), source)
+    model_step = _Prepare(estimator, config or PrepareConfig(), source, selector)
     return (executor or SerialExecutor()).map(
         topics,
         [t.query_id for t in topics],

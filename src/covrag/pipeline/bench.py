@@ -29,9 +29,10 @@ from covrag.evaluation.stats import bootstrap_ci, holm, paired_randomization_tes
 from covrag.pipeline.config import BenchConfig, PrepareConfig
 from covrag.pipeline.context import estimate_matrix, prepare_pool, select_step, source_aspects
 from covrag.pipeline.executor import Executor, SerialExecutor, preloaded
+from covrag.pipeline.inputs import with_inputs
 from covrag.pipeline.prepare import attach_coverage, config_for
 from covrag.plan.sources import AspectSource, GoldAspects
-from covrag.selectors.base import Candidates, Selector, parse_selector
+from covrag.selectors.base import COVERAGE, Candidates, Selector, parse_selector
 from covrag.selectors.exact import ExactSelector
 from covrag.tokens import with_token_costs
 from covrag.types import Budget, Selection, Topic
@@ -82,7 +83,8 @@ def headroom_measure(budget: Budget) -> str:
 
 
 def uses_coverage(selector: Selector) -> bool:
-    return bool(getattr(selector, "uses_coverage", False))
+    """Whether ``selector`` reads a coverage matrix (a bench runs it per coverage source)."""
+    return selector.needs(COVERAGE)
 
 
 def build_methods(
@@ -249,7 +251,8 @@ def _select_all(
         for _, m in named
         if m.coverage is not None and m.coverage_key is not None
     }
-    model_step = _TopicModels(config, dict(sources), estimators)
+    selectors = tuple(m.selector for _, m in named)
+    model_step = _TopicModels(config, dict(sources), estimators, selectors)
     task_step = _TopicSelections(tuple(named), tuple(budgets))
     done = (executor or SerialExecutor()).map(
         topics, [t.query_id for t in topics], preloaded(model_step), task_step, progress
@@ -287,15 +290,17 @@ class _TopicRuns:
 
 @dataclass(frozen=True)
 class _TopicModels:
-    """The model step of a bench topic: aspect sources, embeddings and coverage matrices (the
-    steps of :func:`covrag.pipeline.choose`, each run once per topic, source and estimator)."""
+    """The model step of a bench topic: aspect sources, embeddings, the vectors the selectors
+    read and coverage matrices (the steps of :func:`covrag.pipeline.choose`, each run once per
+    topic, source and estimator)."""
 
     config: PrepareConfig
     sources: dict[str, AspectSource]
     estimators: dict[tuple[str, str], CoverageEstimator]
+    selectors: tuple[Selector, ...] = ()
 
     def __call__(self, topic: Topic) -> _TopicInputs:
-        base = prepare_pool(topic, self.config)
+        base = with_inputs(prepare_pool(topic, self.config), self.selectors)
         prepared: dict[tuple[str, str] | None, Candidates] = {None: base}
         names = sorted({k[0] for k in self.estimators})
         found = {s: source_aspects(topic, self.sources[s]) for s in names}

@@ -5,8 +5,9 @@ and returns every intermediate result (:class:`Chosen`). It is two halves, so th
 put something between the model work and the selection (the server's model lock, ``ask``'s stage
 clock): :func:`estimate_context` does all the model work (the aspect source, token costs,
 relevance, embeddings, every coverage column a selection reads, the gate's similarities, the
-pool aspects' columns) and the filters, which are pure functions of what it computed;
-:func:`pick_context` selects, and its seconds are the selection's only.
+pool aspects' columns, the vectors the selector reads) and the filters, which are pure functions
+of what it computed; :func:`pick_context` selects, computing only, and its seconds are the
+selection's only.
 
 The steps are functions of their own (:func:`source_aspects`, :func:`prepare_pool`,
 :func:`estimate_matrix`, :func:`question_column`, :func:`pool_columns`, :func:`select_step`):
@@ -26,12 +27,13 @@ import numpy as np
 from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.llm.base import LLM
 from covrag.pipeline.config import PrepareConfig
+from covrag.pipeline.inputs import question_similarity, with_inputs
 from covrag.pipeline.policy import DEFAULT_COVERAGE, ContextPolicy
 from covrag.pipeline.prepare import attach_coverage, config_for, prepare
 from covrag.plan.pool import PoolAspectFinder
 from covrag.plan.sources import AspectSource, SourcedTopic, source_class
-from covrag.selectors.base import Candidates, Selector, parse_selector
-from covrag.selectors.floor import FilterReport, filter_pool, question_similarity
+from covrag.selectors.base import COVERAGE, Candidates, Selector, parse_selector
+from covrag.selectors.floor import FilterReport, filter_pool
 from covrag.types import Aspect, Budget, CoverageMatrix, FloatArray, Selection, Topic
 
 
@@ -123,7 +125,7 @@ def estimator_of(policy: ContextPolicy, selector: Selector) -> CoverageEstimator
     coverage, else none."""
     spec = policy.coverage
     if spec is None:
-        if not selector.uses_coverage:
+        if not selector.needs(COVERAGE):
             return None
         spec = DEFAULT_COVERAGE
     return spec if isinstance(spec, CoverageEstimator) else parse_estimator(spec)
@@ -260,8 +262,10 @@ def refine(
     seconds: dict[str, float] | None = None,
 ) -> Estimated:
     """The columns the filters read (the candidates' probability of answering ``question``, for
-    the floor; their similarity to the query, for the gate), the filters, and the columns of the
-    pool aspects among what clears them: :func:`estimate_context` after the pool's coverage."""
+    the floor; their similarity to the query, for the gate), the filters, the columns of the
+    pool aspects among what clears them, and the vectors the selector reads of those
+    (:func:`~covrag.pipeline.inputs.with_inputs`): :func:`estimate_context` after the pool's
+    coverage."""
     seconds = dict(seconds or {})
     started = time.perf_counter()
     answers = similarity = None
@@ -288,6 +292,9 @@ def refine(
         wanted = kept.coverage.aspect_ids
         kept = pool_columns(kept, estimator, policy.pool_aspects)
         seconds["pool_aspects"] = time.perf_counter() - started
+    started = time.perf_counter()
+    kept = with_inputs(kept, [selector])
+    seconds["estimate"] += time.perf_counter() - started
     topic = dataclasses.replace(topic, passages=candidates.passages)
     return Estimated(topic, selector, estimator, candidates, kept, report, wanted, seconds)
 

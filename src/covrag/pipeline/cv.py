@@ -39,9 +39,10 @@ from covrag.pipeline.cv_records import FoldResult as FoldResult  # re-exported
 from covrag.pipeline.cv_records import HoldOut as HoldOut  # re-exported
 from covrag.pipeline.cv_records import SettingResult as SettingResult  # re-exported
 from covrag.pipeline.cv_records import Values as Values  # re-exported
+from covrag.pipeline.inputs import with_inputs
 from covrag.pipeline.prepare import attach_coverage, config_for
 from covrag.plan.sources import AspectSource, GoldAspects
-from covrag.selectors.base import Candidates
+from covrag.selectors.base import Candidates, Selector
 from covrag.tokens import with_token_costs
 from covrag.types import Budget, CoverageMatrix, Topic
 
@@ -120,15 +121,18 @@ class TopicScores:
                 self._values[(method.name, query_id)] = self._score(method, query_id)
         return {m: {q: self._values[(method.name, q)][m] for q in query_ids} for m in self.measures}
 
-    def base(self, query_id: str) -> Candidates:
-        """The topic's pool as the selectors read it, without coverage."""
+    def base(self, query_id: str, selector: Selector | None = None) -> Candidates:
+        """The topic's pool as the selectors read it, without coverage; with what ``selector``
+        reads besides (:func:`~covrag.pipeline.inputs.with_inputs`, kept for the next)."""
         if query_id not in self._base:
             self._base[query_id] = prepare_pool(self.topics[query_id], self.config)
+        if selector is not None:
+            self._base[query_id] = with_inputs(self._base[query_id], [selector])
         return self._base[query_id]
 
     def _score(self, method: Method, query_id: str) -> dict[str, float]:
         topic = self.topics[query_id]
-        candidates = self.base(query_id)
+        candidates = self.base(query_id, method.selector)
         if method.coverage is not None:
             matrix = self.matrix(query_id, method.coverage, method.aspects)
             candidates = attach_coverage(candidates, matrix, self.sourced(query_id, method.aspects))

@@ -14,7 +14,8 @@ from covrag.coverage.base import CoverageEstimator
 from covrag.embed import Encoder
 from covrag.errors import ConfigError
 from covrag.pipeline.config import PrepareConfig, RelevanceSource
-from covrag.selectors.base import Candidates, Selector
+from covrag.pipeline.inputs import with_inputs
+from covrag.selectors.base import EMBEDDINGS, PIECES, Candidates, Selector
 from covrag.text import split_sentences
 from covrag.tokens import TokenCounter, with_token_costs
 from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Selection, Topic
@@ -122,12 +123,12 @@ def config_for(
     relevance: RelevanceSource = "dense",
     counter: TokenCounter | None = None,
 ) -> PrepareConfig:
-    """The preparation these selectors need: embeddings and pieces only when one uses them."""
+    """The preparation these selectors need: embeddings and pieces only when one reads them."""
     chosen = list(selectors)
     return PrepareConfig(
         relevance=relevance,
-        embeddings=any(s.uses_embeddings for s in chosen),
-        pieces=any(s.uses_pieces for s in chosen),
+        embeddings=any(s.needs(EMBEDDINGS) for s in chosen),
+        pieces=any(s.needs(PIECES) for s in chosen),
         counter=counter,
     )
 
@@ -140,9 +141,12 @@ def prepare_for(
     relevance: RelevanceSource = "dense",
     counter: TokenCounter | None = None,
 ) -> Prepared:
-    """Prepare a topic as ``selector`` needs it (:func:`config_for`), with ``estimator``'s
-    coverage when one is given."""
-    return prepare(topic, estimator, config_for([selector], relevance, counter))
+    """Prepare a topic as ``selector`` needs it (:func:`config_for` and
+    :func:`~covrag.pipeline.inputs.with_inputs`), with ``estimator``'s coverage when one is
+    given."""
+    prepared = prepare(topic, estimator, config_for([selector], relevance, counter))
+    candidates = with_inputs(prepared.candidates, [selector])
+    return dataclasses.replace(prepared, candidates=candidates)
 
 
 def select_topic(
@@ -152,5 +156,6 @@ def select_topic(
     estimator: CoverageEstimator | None = None,
     config: PrepareConfig | None = None,
 ) -> Selection:
-    """Prepare one topic and run one selector on it."""
-    return selector.select(prepare(topic, estimator, config).candidates, budget)
+    """Prepare one topic (with what the selector reads) and run one selector on it."""
+    candidates = with_inputs(prepare(topic, estimator, config).candidates, [selector])
+    return selector.select(candidates, budget)

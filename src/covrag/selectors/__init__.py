@@ -1,6 +1,13 @@
 """Selectors: choose an ordered, budgeted subset of a candidate pool."""
 
-from covrag.selectors.base import SELECTORS, BudgetTracker, Candidates, Selector, parse_selector
+from covrag.selectors.base import (
+    SELECTORS,
+    BudgetTracker,
+    Candidates,
+    Input,
+    Selector,
+    parse_selector,
+)
 from covrag.selectors.cluster import ClusterSelector
 from covrag.selectors.exact import (
     ExactSelector,
@@ -16,7 +23,6 @@ from covrag.selectors.floor import (
     above_floor,
     filter_pool,
     passage_support,
-    question_similarity,
     select_above_floor,
 )
 from covrag.selectors.greedy import GreedyCoverageSelector
@@ -43,12 +49,12 @@ __all__ = [
     "Selector",
     "TopKSelector",
     "FilterReport",
+    "Input",
     "above_floor",
     "filter_pool",
     "optimum_coverage",
     "parse_selector",
     "passage_support",
-    "question_similarity",
     "select_above_floor",
     "solve_exact",
 ]

@@ -1,19 +1,24 @@
 """What every selector shares: its input record, its protocol, budgets and the trace.
 
 A selector sees a :class:`Candidates` record (the pool with whatever signals are available:
-relevance, token costs, a coverage matrix, embeddings) and a :class:`~covrag.types.Budget`, and
-returns a :class:`~covrag.types.Selection`. Budgets are enforced in one place,
-:class:`BudgetTracker`; the trace of newly covered aspects is built in one place,
-:func:`make_selection`.
+relevance, token costs, a coverage matrix, embeddings, same-point vectors) and a
+:class:`~covrag.types.Budget`, and returns a :class:`~covrag.types.Selection`. Budgets are
+enforced in one place, :class:`BudgetTracker`; the trace of newly covered aspects is built in one
+place, :func:`make_selection`.
+
+Selecting only computes: every matrix and vector a selector reads is computed before, in the
+estimate step (under a request's deadline and the server's model lock), and each selector
+declares what it reads as data, :attr:`Selector.reads` (a tuple of :class:`Input`), so that the
+estimate step computes exactly those. No module of ``covrag.selectors`` imports model code.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -29,6 +34,34 @@ from covrag.types import (
     Selection,
     SelectionStep,
 )
+
+InputKind = Literal["coverage", "embeddings", "pieces", "same-point"]
+COVERAGE: InputKind = "coverage"
+EMBEDDINGS: InputKind = "embeddings"
+PIECES: InputKind = "pieces"
+SAME_POINT: InputKind = "same-point"
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input a selector reads, which the estimate step computes before it selects.
+
+    Attributes:
+        kind: ``coverage`` (:attr:`Candidates.coverage`), ``embeddings`` (the pool's and the
+            query's MiniLM embeddings), ``pieces`` (the passages' sentence embeddings) or
+            ``same-point`` (the pool's vectors from a same-point bi-encoder,
+            :attr:`Candidates.same_point`).
+        model: For ``same-point``, the bi-encoder: a shipped model's name or an export's
+            folder (None: the default shipped model).
+
+    Example:
+        >>> from covrag.selectors import parse_selector
+        >>> parse_selector("mmr(similarity='same-point')").reads
+        (Input(kind='embeddings', model=None), Input(kind='same-point', model=None))
+    """
+
+    kind: InputKind
+    model: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,6 +83,8 @@ class Candidates:
         piece_embeddings: Optional (p, d) unit embeddings of the passages' atomic pieces
             (sentences), for selectors that reason below the passage level (LMVU).
         piece_owner: Optional (p,) passage index of each piece, sorted.
+        same_point: (n, d) unit vectors of the passages from a same-point bi-encoder, by the
+            model's name as :attr:`Input.model` gives it (None: the default shipped model).
     """
 
     query_id: str
@@ -64,6 +99,7 @@ class Candidates:
     excluded: BoolArray | None = None
     piece_embeddings: FloatArray | None = None
     piece_owner: IntArray | None = None
+    same_point: Mapping[str | None, FloatArray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = len(self.passages)
@@ -89,6 +125,11 @@ class Candidates:
             )
         if self.embeddings is not None and self.embeddings.shape[0] != n:
             raise ConfigError(f"embeddings have {self.embeddings.shape[0]} rows, expected {n}")
+        for model, vectors in self.same_point.items():
+            if vectors.shape[0] != n:
+                raise ConfigError(
+                    f"same-point vectors of {model!r} have {vectors.shape[0]} rows, expected {n}"
+                )
         m = 0 if self.coverage is None else len(self.coverage.aspect_ids)
         for name in ("aspect_weights", "excluded"):
             value = getattr(self, name)
@@ -116,6 +157,17 @@ class Candidates:
                 "dense relevance or embedding coverage)"
             )
         return self.embeddings, self.query_embedding
+
+    def point_vectors(self, model: str | None) -> FloatArray:
+        """The pool's same-point vectors from ``model``; raises when they were not computed."""
+        if model not in self.same_point:
+            raise ConfigError(
+                f"this selector reads the pool's same-point vectors ({model or 'shipped model'}), "
+                "which are computed before selecting: prepare the candidates with "
+                "covrag.pipeline.with_inputs(candidates, [selector]), or select through "
+                "covrag.select / covrag.pipeline.choose"
+            )
+        return self.same_point[model]
 
     def weights(self) -> FloatArray:
         m = 0 if self.coverage is None else len(self.coverage.aspect_ids)
@@ -212,25 +264,14 @@ class Selector(ABC):
     name: ClassVar[str]
 
     @property
-    def uses_coverage(self) -> bool:
-        """Whether this selector reads the coverage matrix (a bench runs it per coverage source)."""
-        return False
+    def reads(self) -> tuple[Input, ...]:
+        """What this selector reads besides relevance and token costs: the estimate step
+        computes exactly these (a bench runs a selector reading coverage per coverage source)."""
+        return ()
 
-    @property
-    def uses_embeddings(self) -> bool:
-        """Whether this selector needs passage embeddings in its candidates."""
-        return False
-
-    @property
-    def uses_pieces(self) -> bool:
-        """Whether this selector needs piece (sentence) embeddings in its candidates."""
-        return False
-
-    @property
-    def runs_model(self) -> bool:
-        """Whether selecting runs a model itself (embeds the pool with the same-point
-        bi-encoder): model work, which the server does under its model lock and deadline."""
-        return False
+    def needs(self, kind: InputKind) -> bool:
+        """Whether this selector reads an input of ``kind``."""
+        return any(i.kind == kind for i in self.reads)
 
     def select(self, candidates: Candidates, budget: Budget) -> Selection:
         """Choose an ordered subset of ``candidates`` within ``budget``."""

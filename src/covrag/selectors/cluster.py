@@ -13,13 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from covrag.errors import ConfigError
-from covrag.selectors.base import SELECTORS, Candidates, Selector
+from covrag.selectors.base import SELECTORS, Candidates, Input, Selector
 from covrag.selectors.optimize import greedy
 from covrag.selectors.similarity import (
-    SAME_POINT,
     VECTOR_SIMILARITIES,
     check_similarity,
     passage_vectors,
+    vector_input,
 )
 from covrag.types import Budget, FloatArray, IntArray
 
@@ -181,12 +181,8 @@ class ClusterSelector(Selector):
     similarity_model: str | None = None
 
     @property
-    def runs_model(self) -> bool:
-        return self.similarity == SAME_POINT
-
-    @property
-    def uses_embeddings(self) -> bool:
-        return self.similarity == "embedding"
+    def reads(self) -> tuple[Input, ...]:
+        return (vector_input(self.similarity, self.similarity_model),)
 
     def __post_init__(self) -> None:
         check_clusters(self.name, self.n_clusters)

@@ -26,7 +26,7 @@ import numpy as np
 
 from covrag.errors import ConfigError, CovragError
 from covrag.selectors._common import min_max
-from covrag.selectors.base import SELECTORS, Candidates, Selector
+from covrag.selectors.base import COVERAGE, SELECTORS, Candidates, Input, Selector
 from covrag.selectors.exclusion import apply_exclusion, check_exclusion
 from covrag.selectors.greedy import CoverageGain
 from covrag.selectors.optimize import GreedyRun
@@ -278,8 +278,8 @@ class ExactSelector(Selector):
     strict: bool = True
 
     @property
-    def uses_coverage(self) -> bool:
-        return True
+    def reads(self) -> tuple[Input, ...]:
+        return (Input(COVERAGE),)
 
     def __post_init__(self) -> None:
         check_exclusion(self.exclude, self.penalty)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from covrag.errors import ConfigError
-from covrag.selectors.base import SELECTORS, Candidates, Selector
+from covrag.selectors.base import COVERAGE, SAME_POINT, SELECTORS, Candidates, Input, Selector
 from covrag.selectors.exclusion import apply_exclusion, check_exclusion
 from covrag.selectors.facility import (
     MAX_POOL,
@@ -37,7 +37,7 @@ from covrag.selectors.facility import (
     vector_similarity,
 )
 from covrag.selectors.optimize import OPTIMIZERS, SATURATED, greedy
-from covrag.selectors.similarity import SAME_POINT, VECTOR_SIMILARITIES, check_similarity
+from covrag.selectors.similarity import VECTOR_SIMILARITIES, check_similarity, vector_input
 from covrag.types import Budget, FloatArray, IntArray
 
 
@@ -180,16 +180,10 @@ class ExpectedCoverageSelector(Selector):
     optimizer: str = "naive"
 
     @property
-    def uses_coverage(self) -> bool:
-        return True
-
-    @property
-    def uses_embeddings(self) -> bool:
-        return self.represent > 0 and self.similarity == "embedding"
-
-    @property
-    def runs_model(self) -> bool:
-        return self.represent > 0 and self.similarity == SAME_POINT
+    def reads(self) -> tuple[Input, ...]:
+        if self.represent > 0:
+            return (Input(COVERAGE), vector_input(self.similarity, self.similarity_model))
+        return (Input(COVERAGE),)
 
     def __post_init__(self) -> None:
         if not self.power > 0:

@@ -21,9 +21,9 @@ import numpy.typing as npt
 
 from covrag.errors import ConfigError
 from covrag.selectors._common import unit_rows
-from covrag.selectors.base import SELECTORS, Candidates, Selector
+from covrag.selectors.base import COVERAGE, SAME_POINT, SELECTORS, Candidates, Input, Selector
 from covrag.selectors.optimize import OPTIMIZERS, SATURATED, greedy
-from covrag.selectors.similarity import SAME_POINT, check_similarity, passage_vectors
+from covrag.selectors.similarity import check_similarity, passage_vectors, vector_input
 from covrag.types import Budget, FloatArray, IntArray
 
 MAX_POOL = 10_000
@@ -115,7 +115,7 @@ class FacilityLocationSelector(Selector):
         cost_aware: Rank by gain per token (cost 0 counts as 1), for token budgets.
         similarity: ``embedding`` (cosine of ``candidates.embeddings``), ``coverage``
             (weighted Jaccard overlap of the coverage matrix's rows) or ``same-point`` (cosine
-            of the shipped same-point bi-encoder's embeddings, :mod:`covrag.selectors.similarity`).
+            of the same-point bi-encoder's vectors, :mod:`covrag.selectors.similarity`).
         similarity_model: For ``same-point``, another ONNX bi-encoder folder (None: shipped).
         contrast: For ``embedding`` and ``same-point``: count a similarity only by how many
             standard deviations it lies above the pool's mean pair similarity, past
@@ -136,16 +136,10 @@ class FacilityLocationSelector(Selector):
     optimizer: str = "lazy"
 
     @property
-    def runs_model(self) -> bool:
-        return self.similarity == SAME_POINT
-
-    @property
-    def uses_embeddings(self) -> bool:
-        return self.similarity == "embedding"
-
-    @property
-    def uses_coverage(self) -> bool:
-        return self.similarity == "coverage"
+    def reads(self) -> tuple[Input, ...]:
+        if self.similarity == "coverage":
+            return (Input(COVERAGE),)
+        return (vector_input(self.similarity, self.similarity_model),)
 
     def __post_init__(self) -> None:
         check_similarity(self.name, self.similarity, self.similarity_model, SIMILARITIES)

@@ -10,7 +10,8 @@ reaches ``floor``:
 
 A second, optional test reads the question rather than the sub-questions: the **topic gate**
 keeps a passage only when its dense similarity to the question (cosine of the packaged MiniLM
-embeddings) reaches ``gate``. Sub-questions are often generic ("What is the impact on morale?"),
+embeddings, computed in the estimate step: :func:`covrag.pipeline.question_similarity`) reaches
+``gate``. Sub-questions are often generic ("What is the impact on morale?"),
 so a passage from another subject can answer one with a high probability; the gate asks that
 the passage is about the question's subject at all:
 
@@ -73,6 +74,7 @@ def subset(candidates: Candidates, keep: IntArray) -> Candidates:
         owner = np.array([position[int(owner[r])] for r in rows], dtype=np.int64)
         order = np.argsort(owner, kind="stable")
         pieces, owner = pieces[order], owner[order]
+    same_point = {model: vectors[keep] for model, vectors in candidates.same_point.items()}
     return Candidates(
         query_id=candidates.query_id,
         query=candidates.query,
@@ -86,6 +88,7 @@ def subset(candidates: Candidates, keep: IntArray) -> Candidates:
         excluded=candidates.excluded,
         piece_embeddings=pieces,
         piece_owner=owner,
+        same_point=same_point,
     )
 
 
@@ -190,11 +193,11 @@ def filter_pool(
     ``also`` gives each candidate a second chance at the floor: its probability of answering
     the question itself (one value per candidate, in pool order); a passage then clears the
     floor when either reaches it. ``similarity`` holds one value per candidate, in pool order
-    (:func:`question_similarity`). With a ``gate_margin`` above 0 the gate is relative where the
-    best passage is weak: it is ``min(gate, best similarity - gate_margin)``, so a question whose
-    best passages all sit just under the gate (a cross-document question worded unlike any one
-    passage) keeps the passages close to its best instead of none; the report names the gate
-    that applied.
+    (:func:`covrag.pipeline.question_similarity`). With a ``gate_margin`` above 0 the gate is
+    relative where the best passage is weak: it is ``min(gate, best similarity - gate_margin)``,
+    so a question whose best passages all sit just under the gate (a cross-document question
+    worded unlike any one passage) keeps the passages close to its best instead of none; the
+    report names the gate that applied.
     """
     if not 0.0 <= floor <= 1.0:
         raise ConfigError(f"the coverage floor must lie in [0, 1], got {floor}")
@@ -255,25 +258,6 @@ def above_floor(
 ) -> Candidates:
     """The candidates :func:`filter_pool` keeps (without its report)."""
     return filter_pool(candidates, floor, also, gate=gate, similarity=similarity)[0]
-
-
-def question_similarity(candidates: Candidates, question: str | None = None) -> FloatArray:
-    """Each candidate's cosine similarity to ``question`` (default: the candidates' query).
-
-    Uses the candidates' embeddings when they were computed for that query
-    (``PrepareConfig(embeddings=True)``), and the packaged MiniLM otherwise.
-    """
-    from covrag.embed import default_encoder
-
-    question = candidates.query if question is None else question
-    if not candidates.passages:
-        return np.zeros(0)
-    if candidates.embeddings is not None and candidates.query_embedding is not None:
-        if question == candidates.query:
-            return np.asarray(candidates.embeddings @ candidates.query_embedding, np.float64)
-    encoder = default_encoder()
-    passages = encoder.encode([p.text for p in candidates.passages])
-    return np.asarray(passages @ encoder.encode([question])[0], dtype=np.float64)
 
 
 def select_above_floor(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from covrag.selectors.base import SELECTORS, Candidates, Selector
+from covrag.selectors.base import COVERAGE, SELECTORS, Candidates, Input, Selector
 from covrag.selectors.exclusion import apply_exclusion, check_exclusion
 from covrag.selectors.optimize import greedy
 from covrag.types import BoolArray, Budget, FloatArray, IntArray
@@ -82,8 +82,8 @@ class GreedyCoverageSelector(Selector):
     penalty: float = 1.0
 
     @property
-    def uses_coverage(self) -> bool:
-        return True
+    def reads(self) -> tuple[Input, ...]:
+        return (Input(COVERAGE),)
 
     def __post_init__(self) -> None:
         check_exclusion(self.exclude, self.penalty)

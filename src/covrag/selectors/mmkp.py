@@ -16,7 +16,7 @@ import numpy as np
 
 from covrag.errors import ConfigError
 from covrag.selectors._common import min_max, ratio_costs
-from covrag.selectors.base import SELECTORS, Candidates, Selector
+from covrag.selectors.base import EMBEDDINGS, SELECTORS, Candidates, Input, Selector
 from covrag.selectors.cluster import check_clusters, cluster_labels
 from covrag.selectors.optimize import GreedyRun
 from covrag.types import Budget, IntArray
@@ -53,8 +53,8 @@ class MMKPSelector(Selector):
     random_state: int = 0
 
     @property
-    def uses_embeddings(self) -> bool:
-        return True
+    def reads(self) -> tuple[Input, ...]:
+        return (Input(EMBEDDINGS),)
 
     def __post_init__(self) -> None:
         if self.cap < 1:

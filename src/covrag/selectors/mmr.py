@@ -8,13 +8,13 @@ import numpy as np
 
 from covrag.errors import ConfigError
 from covrag.selectors._common import min_max, unit_rows
-from covrag.selectors.base import SELECTORS, Candidates, Selector
+from covrag.selectors.base import EMBEDDINGS, SELECTORS, Candidates, Input, Selector
 from covrag.selectors.optimize import greedy
 from covrag.selectors.similarity import (
-    SAME_POINT,
     VECTOR_SIMILARITIES,
     check_similarity,
     passage_vectors,
+    vector_input,
 )
 from covrag.types import Budget, FloatArray, IntArray
 
@@ -88,12 +88,10 @@ class MMRSelector(Selector):
     similarity_model: str | None = None
 
     @property
-    def runs_model(self) -> bool:
-        return self.similarity == SAME_POINT
-
-    @property
-    def uses_embeddings(self) -> bool:
-        return True
+    def reads(self) -> tuple[Input, ...]:
+        # Relevance is always the embeddings' query cosine; ``sim`` may read other vectors.
+        compared = vector_input(self.similarity, self.similarity_model)
+        return tuple(dict.fromkeys((Input(EMBEDDINGS), compared)))
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.lam <= 1.0:

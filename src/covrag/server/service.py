@@ -1,9 +1,11 @@
 """The work behind ``POST /v1/select``: request -> Topic -> coverage -> selection -> response.
 
 Everything here is synchronous and CPU-bound; the app runs it in a thread pool. Model-backed steps
-(embeddings, coverage estimation) share process-wide models and caches that are not thread-safe,
-so they run under one lock (:class:`~covrag.server.gate.ModelGate`), waited for briefly and held
-under the request's deadline; selection itself runs unlocked. The LLM routes take a second gate
+(embeddings, coverage estimation, every vector a selector reads) share process-wide models and
+caches that are not thread-safe, so they run under one lock
+(:class:`~covrag.server.gate.ModelGate`), waited for briefly and held under the request's
+deadline: the estimate step (:func:`~covrag.pipeline.estimate_context`). Selection only computes
+and runs unlocked, under the deadline. The LLM routes take a second gate
 (:data:`LLM_GATE`) for their whole run, and this one for each scoring step.
 """
 
@@ -45,7 +47,7 @@ from covrag.schema.http import (
     TimingsOut,
 )
 from covrag.server.config import ServerConfig
-from covrag.server.gate import ModelBusy, ModelGate
+from covrag.server.gate import ModelGate
 from covrag.server.metrics import metrics
 from covrag.server.specs import (
     ESTIMATOR_TUNABLES,
@@ -139,7 +141,7 @@ def build_job(request: SelectRequest, config: ServerConfig, menus: Menus) -> Sel
         default = label_free(config)[0]
     selector = _parse("selector", request.selector or default, menus.selectors.resolve)
     estimator: CoverageEstimator | None = None
-    pool_aspects = selector.uses_coverage and not request.aspects
+    pool_aspects = selector.needs("coverage") and not request.aspects
     if request.aspects or pool_aspects:
         estimator = _parse(
             "coverage", request.coverage or config.default_coverage, menus.coverages.resolve
@@ -250,13 +252,10 @@ def run_job(job: SelectJob, deadline: Deadline, wait_s: float) -> SelectResponse
     if estimated.coverage is not None:
         metrics().pairs_scored.inc(estimated.coverage.pairs_scored)
     prepared = time.perf_counter()
-    # A same-point similarity embeds the pool while selecting: model work, so it holds the model
-    # lock and stops at the deadline like the estimate; other selectors only compute.
-    model_work = job.selector.runs_model
     try:
-        with MODEL_GATE.hold(deadline, wait_s) if model_work else deadline_scope(deadline):
+        with deadline_scope(deadline):
             selection = pick_context(estimated, policy).selection
-    except (DeadlineExceeded, ModelBusy):
+    except DeadlineExceeded:
         raise
     except CovragError as exc:  # a bad setting, or exact's optimum not proven in time
         raise RequestFieldError("selector", str(exc)) from exc

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from covrag.errors import ConfigError
-from covrag.selectors.base import SELECTORS, Candidates, Selector
+from covrag.selectors.base import EMBEDDINGS, PIECES, SELECTORS, Candidates, Input, Selector
 from covrag.selectors.lmvu.features import FeatureState
 from covrag.selectors.lmvu.model import LMVUModel, load_model
 from covrag.selectors.optimize import greedy
@@ -75,12 +75,8 @@ class LMVUSelector(Selector):
     model: str | None = None
 
     @property
-    def uses_embeddings(self) -> bool:
-        return True
-
-    @property
-    def uses_pieces(self) -> bool:
-        return True
+    def reads(self) -> tuple[Input, ...]:
+        return (Input(EMBEDDINGS), Input(PIECES))
 
     def _select(self, candidates: Candidates, budget: Budget) -> tuple[list[int], list[float]]:
         objective = LearnedUtility(
