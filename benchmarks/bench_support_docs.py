@@ -38,18 +38,18 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
+def _passage(pid: str, text: str, title: str | None, doc: str) -> Passage:
+    """A passage with the metadata the attribution rule reads (its document and title)."""
+    return Passage(pid, text, metadata={"title": title, "doc_id": doc, "source": doc})
+
+
 def contexts(path: Path = HERE / "contexts.jsonl") -> dict[str, list[Passage]]:
-    out = {}
-    for record in read_jsonl(path):
-        out[record["context"]] = [
-            Passage(
-                p["id"],
-                p["text"],
-                metadata={"title": p["title"], "doc_id": p["doc_id"], "source": p["doc_id"]},
-            )
-            for p in record["passages"]
+    return {
+        record["context"]: [
+            _passage(p["id"], p["text"], p["title"], p["doc_id"]) for p in record["passages"]
         ]
-    return out
+        for record in read_jsonl(path)
+    }
 
 
 def verdicts(
@@ -62,8 +62,7 @@ def verdicts(
         passages = context[row["context"]]
         if row["passage_id"] not in {p.id for p in passages}:
             doc = row["passage_id"].rsplit("#", 1)[0]
-            meta = {"title": row["title"], "doc_id": doc, "source": doc}
-            passages = [*passages, Passage(row["passage_id"], row["passage"], metadata=meta)]
+            passages = [*passages, _passage(row["passage_id"], row["passage"], row["title"], doc)]
         sentence = Citation(row["sentence"], (row["passage_id"],))
         checked = checker.check_sentences([sentence], passages)[0]
         if checked.check is None or not checked.supported:
