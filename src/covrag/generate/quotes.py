@@ -2,8 +2,11 @@
 
 :func:`quoted_answer` quotes the selected passages, grouped by sub-question (the parts of
 :func:`~covrag.generate.synthesis.plan_parts`: each wanted aspect with the passages that cover
-it), one quotation per passage: the passage sentence that shares the most content words with the
-sub-question (the first sentence on ties, or when there is no sub-question). Each quotation is an
+it), one quotation per passage: the passage sentence (a blank line ends one too) that holds most
+of the sub-question's content words, each weighted by its rarity among the passages
+(:func:`~covrag.generate.requote.word_weights`: a word every passage writes, the module's name in
+its own manual, tells nothing), of at least a few words (not a heading); the first such sentence on
+ties, or when there is no sub-question. Each quotation is an
 exact span of its passage, cited, with that span in its check (``aligned``, score 1): a reader
 finds it word for word; a span two sub-questions would quote is quoted once, under the first.
 :func:`refusal` is the one framing sentence that says no answer is given and why.
@@ -11,30 +14,40 @@ finds it word for word; a span two sub-questions would quote is quoted once, und
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from covrag.generate.alignment import sentence_spans
 from covrag.generate.records import WritingContext
+from covrag.generate.requote import MIN_QUOTE_WORDS, quote_spans, stems, word_weights
 from covrag.generate.synthesis import missing_sentence, plan_parts
-from covrag.text import content_words
+from covrag.text import words
 from covrag.types import Aspect, Citation, Passage, SupportCheck
 
 
-def quote_span(passage: Passage, aspect: Aspect | None) -> tuple[int, int]:
-    """The ``[start, end)`` of the passage sentence to quote for ``aspect``."""
-    spans = [(s, e) for s, e in sentence_spans(passage.text) if e > s]
+def quote_span(
+    passage: Passage, aspect: Aspect | None, weights: Mapping[str, float] | None = None
+) -> tuple[int, int]:
+    """The ``[start, end)`` of the passage sentence to quote for ``aspect``, its words weighted
+    by ``weights`` (each 1 when None)."""
+    spans = [(s, e) for s, e in quote_spans(passage.text) if e > s]
     if not spans:
         return (0, len(passage.text))
+    long_enough = [sp for sp in spans if len(words(passage.text[sp[0] : sp[1]])) >= MIN_QUOTE_WORDS]
+    spans = long_enough or spans
     if aspect is None:
         return spans[0]
-    wanted = content_words(" ".join((aspect.text, *aspect.answers)))
-    shared = [len(wanted & content_words(passage.text[s:e])) for s, e in spans]
+    wanted = stems(" ".join((aspect.text, *aspect.answers)))
+    shared = [
+        sum((weights or {}).get(w, 1.0) for w in wanted & stems(passage.text[s:e]))
+        for s, e in spans
+    ]
     return spans[max(range(len(spans)), key=lambda i: (shared[i], -i))]
 
 
-def quote(passage: Passage, aspect: Aspect | None) -> Citation:
+def quote(
+    passage: Passage, aspect: Aspect | None, weights: Mapping[str, float] | None = None
+) -> Citation:
     """One quotation of ``passage``: an exact sentence of it, in quotation marks, cited."""
-    start, end = quote_span(passage, aspect)
+    start, end = quote_span(passage, aspect, weights)
     check = SupportCheck((), "aligned", 1.0, passage.id, (start, end))
     text = f"\u201c{passage.text[start:end]}\u201d"
     return Citation(text, (passage.id,), None if aspect is None else aspect.id, check=check)
@@ -48,13 +61,14 @@ def quoted_answer(
     per passage in context order."""
     parts, missing = plan_parts(passages, context or WritingContext())
     by_id = {p.id: p for p in passages}
+    weights = word_weights(passages)
     if not parts:
         return tuple(quote(p, None) for p in passages)
     quotes: list[Citation] = []
     seen: set[tuple[str, tuple[int, int] | None]] = set()  # a span quoted once, under its first
     for part in parts:
         for pid in part.passage_ids:
-            quoted = quote(by_id[pid], part.aspect)
+            quoted = quote(by_id[pid], part.aspect, weights)
             key = (pid, quoted.check.span if quoted.check is not None else None)
             if key not in seen:
                 seen.add(key)

@@ -18,9 +18,12 @@ draft of every writer is checked before it is shown or written (:class:`SupportC
    another;
 4. **repair**: a sentence keeps the cited passages that support it; one whose cited passages do
    not is re-pointed to the passage that does (the aligned one first, else the judge's best); a
-   sentence no passage supports is ``unsupported``, and the policy (``unsupported``) drops it
-   from the answer, recorded in :attr:`~covrag.types.Answer.dropped` (``drop``, the default) or
-   keeps it marked (``mark``);
+   sentence no passage supports is ``unsupported``, and the policy (``unsupported``) puts in
+   its place the passage sentence that holds most of its words, quoted and cited
+   (:mod:`covrag.generate.requote`; ``quote``, the default), where one holds enough of it, and
+   drops the rest from the answer, recorded in :attr:`~covrag.types.Answer.dropped` (the
+   written sentences a quotation replaced too), or drops every one (``drop``), or keeps them
+   marked (``mark``);
 5. **tidy** (:mod:`covrag.generate.tidy`): a lead-in about a passage ("Passage 2 explains that
    ...") is removed before the check; after it, sentences still about the passages, sentences
    leaning on a dropped one ("This option ..."), a colon whose sequel was dropped and repeats
@@ -51,6 +54,7 @@ from covrag.generate.attribution import bare_name, candidates, document_names
 from covrag.generate.citations import InvalidCitation, ParsedAnswer
 from covrag.generate.quotes import quoted_answer, refusal
 from covrag.generate.records import Draft, WritingContext
+from covrag.generate.requote import requote
 from covrag.generate.tidy import reword, tidy
 from covrag.llm.prompts import document_of
 from covrag.text import code_names
@@ -67,7 +71,7 @@ from covrag.types import Answer, Aspect, Citation, FloatArray, Passage, SupportC
 #: docs/experiments/30-documents-coverage-model.md). So the check does not consult it unless told.
 JUDGE_THRESHOLD = 0.75
 
-UNSUPPORTED_POLICIES = ("drop", "mark")
+UNSUPPORTED_POLICIES = ("quote", "drop", "mark")
 FALLBACKS = ("quote", "refuse")
 
 
@@ -81,8 +85,11 @@ class SupportChecker:
         threshold: The judge's probability that counts as support; None (the default): the
             judge is not consulted, and only alignment supports a sentence
             (:data:`JUDGE_THRESHOLD` is the value measured on debate pairs).
-        unsupported: ``drop`` (leave unsupported sentences out of the answer, recorded as
-            dropped) or ``mark`` (keep them, marked ``unsupported``).
+        unsupported: ``quote`` (the default: put the passage sentence that holds most of an
+            unsupported sentence's words in its place, quoted and cited, where one holds
+            enough of it (:mod:`covrag.generate.requote`), and drop the rest), ``drop`` (leave
+            unsupported sentences out of the answer, recorded as dropped) or ``mark`` (keep
+            them, marked ``unsupported``).
         fallback: What replaces a reply with no supported sentence: ``quote`` (quotations of
             the passages, by sub-question) or ``refuse`` (no answer, with the reason).
 
@@ -98,7 +105,7 @@ class SupportChecker:
         judge: CoverageEstimator | None = None,
         *,
         threshold: float | None = None,
-        unsupported: str = "drop",
+        unsupported: str = "quote",
         fallback: str = "quote",
     ) -> None:
         if unsupported not in UNSUPPORTED_POLICIES:
@@ -205,15 +212,24 @@ class SupportChecker:
             s if s.framing else dataclasses.replace(s, text=reword(s.text)) for s in written
         ]
         sentences = self.check_sentences(reworded, passages)
-        drop = self.unsupported == "drop"
+        replaced: list[Citation] = []
+        if self.unsupported == "quote":
+            sentences, replaced = requote(sentences, passages)
+        drop = self.unsupported != "mark"
         unsupported_out = [not s.framing and not s.supported and drop for s in sentences]
         tidied = tidy(sentences, unsupported_out, {p.id: document_of(p) for p in passages})
         removed = {id(c) for c, _ in tidied.removed}
         kept = list(tidied.kept)
-        dropped = tuple(
-            s for s, out in zip(sentences, unsupported_out, strict=True) if out or id(s) in removed
-        )
+        left_out = zip(sentences, unsupported_out, strict=True)
+        dropped = (*replaced, *(s for s, out in left_out if out or id(s) in removed))
         notes = tidied.notes()
+        if replaced:
+            notes = (
+                f"{len(replaced)} sentence(s) no passage holds were replaced by the passage "
+                "sentence that holds most of their words, quoted: "
+                + "; ".join(repr(s.text) for s in replaced),
+                *notes,
+            )
         changed = sum(1 for a, b in zip(written, reworded, strict=True) if a.text != b.text)
         if changed:
             notes = (f"{changed} sentence(s) lost a lead-in about a passage", *notes)

@@ -26,7 +26,7 @@ RelevanceSource = Literal["dense", "score", "order"]
 FeedbackMode = Literal["self", "pointers"]
 WriterName = Literal["synthesis", "extractive"]
 DecomposeStyle = Literal["factors", "points"]  # covrag.plan.decompose.STYLES
-UnsupportedPolicy = Literal["drop", "mark"]  # covrag.generate.support.UNSUPPORTED_POLICIES
+UnsupportedPolicy = Literal["quote", "drop", "mark"]  # covrag.generate.support.UNSUPPORTED_POLICIES
 Fallback = Literal["quote", "refuse"]  # covrag.generate.support.FALLBACKS
 RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "score", "order")
 
@@ -212,9 +212,11 @@ class AskConfig:
         default=400, metadata=_help("most tokens per first answer (rewrites: 1.5x)")
     )
     unsupported: UnsupportedPolicy = field(
-        default="drop",
+        default="quote",
         metadata=_help(
             "answer sentences no passage supports (by text alignment or the support judge): "
+            "quote = put in its place the passage sentence holding most of its words, quoted "
+            "and cited, where one holds enough of it, else leave it out; "
             "drop = leave them out of the answer (the run file records them as dropped); "
             "mark = show them, marked unsupported"
         ),

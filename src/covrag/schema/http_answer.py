@@ -32,7 +32,7 @@ from covrag.schema.http import MAX_ASPECTS, MAX_CONTEXT, MAX_TEXT, AspectIn, Pas
 
 WriterName = Literal["synthesis", "extractive"]
 FeedbackMode = Literal["self", "pointers"]
-UnsupportedPolicy = Literal["drop", "mark"]
+UnsupportedPolicy = Literal["quote", "drop", "mark"]
 Fallback = Literal["quote", "refuse"]
 
 
@@ -51,7 +51,7 @@ class AskDefaults:
     sentences: int = 6
     rewrite_sentences: int = 9
     max_tokens: int = 400
-    unsupported: UnsupportedPolicy = "drop"
+    unsupported: UnsupportedPolicy = "quote"
     fallback: Fallback = "quote"
     subquestions: int = 4
     answers: int = 0
@@ -126,8 +126,10 @@ class AnswerRequest(Strict):
     unsupported: UnsupportedPolicy = Field(
         default=ASK_DEFAULTS.unsupported,
         description="answer sentences no passage supports (by text alignment or the support "
-        "judge): drop = leave them out (listed in the response's dropped); mark = keep them, "
-        "their check verified unsupported",
+        "judge): quote = put in its place the passage sentence holding most of its words, "
+        "quoted and cited, where one holds enough of it, else leave it out; drop = leave them "
+        "out (listed in the response's dropped); mark = keep them, their check verified "
+        "unsupported",
     )
     fallback: Fallback = Field(
         default=ASK_DEFAULTS.fallback,
@@ -195,7 +197,9 @@ class AnswerResponse(BaseModel):
         "passage_id and [start, end) span of its text that supports it)"
     )
     dropped: list[RunSentence] = Field(
-        default=[], description="sentences of the final draft that no passage supports, left out"
+        default=[],
+        description="sentences of the final draft that no passage supports, left out "
+        "(or replaced by a quotation of the passage sentence holding most of their words)",
     )
     fallback: FallbackOut = Field(
         default=None,

@@ -1,0 +1,124 @@
+"""An unsupported sentence replaced by the passage sentence that says what it meant
+(:mod:`covrag.generate.requote`), under the default ``unsupported="quote"`` policy."""
+
+from __future__ import annotations
+
+from covrag.generate import SupportChecker, support_warnings
+from covrag.generate.citations import ParsedAnswer
+from covrag.generate.quotes import quote_span
+from covrag.generate.records import Draft
+from covrag.generate.requote import best_quote, quote_spans, requote, word_weights
+from covrag.types import Answer, Aspect, Citation, Passage
+
+SHUTIL = {"title": "shutil"}
+CURL = {"title": "curl"}
+SSH = {"title": "ssh_config"}
+
+PASSAGES = (
+    Passage(
+        "shutil#1",
+        "Help on module shutil:\n\nNAME shutil - Utility functions for copying and archiving "
+        "files and directory trees.",
+        metadata=SHUTIL,
+    ),
+    Passage(
+        "shutil#28",
+        "If source and destination are the same file, a SameFileError will be raised.\n\n"
+        "copy2(src, dst, *, follow_symlinks=True) Copy data and metadata. Return the file's "
+        "destination.",
+        metadata=SHUTIL,
+    ),
+    Passage(
+        "shutil#27",
+        "copy(src, dst, *, follow_symlinks=True) Copy data and mode bits (\"cp src dst\"). "
+        "Return the file's destination.",
+        metadata=SHUTIL,
+    ),
+    Passage(
+        "curl#137",
+        "--keepalive-time <seconds> This option sets the time a connection needs to remain "
+        "idle before sending keepalive probes and the time between individual keepalive probes.",
+        metadata=CURL,
+    ),
+    Passage(
+        "ssh#97",
+        "ServerAliveInterval Sets a timeout interval in seconds after which if no data has been "
+        "received from the server, ssh will send a message through the encrypted channel.",
+        metadata=SSH,
+    ),
+)
+
+
+def test_spans_end_at_a_blank_line_too() -> None:
+    text = PASSAGES[1].text
+    pieces = [text[s:e] for s, e in quote_spans(text)]
+    assert pieces[0] == "If source and destination are the same file, a SameFileError will be raised."
+    assert pieces[1].startswith("copy2(src, dst, *, follow_symlinks=True) Copy data and metadata.")
+
+
+def test_a_paraphrase_is_replaced_by_the_sentence_holding_its_rare_words() -> None:
+    weights = word_weights(PASSAGES)
+    assert weights["copy"] < weights["metadata"]  # written by three passages, not one
+    found = best_quote("shutil.copy2 copies the data and the metadata too.", PASSAGES, weights)
+    assert found is not None
+    passage, (start, end), share = found
+    assert passage.id == "shutil#28" and share > 0.5
+    assert passage.text[start:end].startswith("copy2(src, dst")
+
+
+def test_no_quotation_for_another_tools_option_or_for_words_alone() -> None:
+    weights = word_weights(PASSAGES)
+    # the sentence's code name (ServerAliveInterval) must be in the quotation: curl's
+    # keepalive passage shares "keepalive", "idle", "connection" but is not what was meant
+    sentence = "Set ServerAliveInterval so an idle connection sends keepalive probes."
+    found = best_quote(sentence, PASSAGES, weights)
+    assert found is None or found[0].id == "ssh#97"
+    # a sentence sharing only common words with every passage keeps no quotation
+    assert best_quote("The weather in Paris is mild in spring.", PASSAGES, weights) is None
+    # a heading is never a quotation ("Help on module shutil:" has three words)
+    spans = [PASSAGES[0].text[s:e] for s, e in quote_spans(PASSAGES[0].text)]
+    assert spans[0] == "Help on module shutil:"
+    aspect = Aspect("sq1", "What does the shutil module do?")
+    start, end = quote_span(PASSAGES[0], aspect, word_weights(PASSAGES))
+    assert PASSAGES[0].text[start:end].startswith("NAME shutil - Utility functions")
+
+
+def test_the_checker_quotes_in_place_keeps_the_written_sentence_and_says_so() -> None:
+    written = (
+        Citation("shutil.copy copies data and the mode bits of the file.", ()),
+        Citation("copy2 also copies the metadata of the file.", ("shutil#1",)),
+        Citation("The weather in Paris is mild in spring.", ("shutil#1",)),
+    )
+    draft = Draft(ParsedAnswer(Answer(written)), "raw", 3)
+    checked = SupportChecker().check(draft, PASSAGES)
+    texts = [s.text for s in checked.answer.sentences]
+    assert texts[0].startswith("\u201ccopy(src, dst")
+    assert texts[1].startswith("\u201ccopy2(src, dst")
+    assert len(texts) == 2 and checked.fallback is None
+    for s in checked.answer.sentences:
+        assert s.check is not None and s.check.verified == "aligned" and s.check.span is not None
+        passage = next(p for p in PASSAGES if p.id == s.passage_ids[0])
+        assert f"\u201c{passage.text[s.check.span[0] : s.check.span[1]]}\u201d" == s.text
+    # the check records what the writer wrote, and where it came from
+    assert checked.answer.sentences[1].check.written == ("shutil#1",)  # type: ignore[union-attr]
+    assert {s.text for s in checked.answer.dropped} == {w.text for w in written}
+    assert any("replaced by the passage sentence" in w for w in support_warnings(checked))
+    # the old policy drops them all: nothing is left, so the answer is the fallback
+    dropped = SupportChecker(unsupported="drop").check(draft, PASSAGES)
+    assert dropped.fallback == "quote"
+
+
+def test_a_span_is_quoted_once() -> None:
+    sentences = [
+        Citation("copy2 copies data and metadata.", ()),
+        Citation("copy2 keeps the metadata of the file.", ()),
+    ]
+    from covrag.types import SupportCheck
+
+    unsupported = [
+        Citation(s.text, s.passage_ids, check=SupportCheck((), "unsupported", 0.0))
+        for s in sentences
+    ]
+    out, replaced = requote(unsupported, PASSAGES)
+    quoted = [s for s in out if s.supported]
+    assert len(quoted) == 1 and len(replaced) == 1
