@@ -128,3 +128,29 @@ def test_the_planner_is_an_aspect_source() -> None:
     assert planned.aspects == ASPECTS and llm.requests == []
     with pytest.raises(ConfigError, match="no aspects"):
         planner.plan(C2Query.explicit(QUESTION))
+
+
+def test_ask_refuses_a_question_naming_what_no_passage_writes() -> None:
+    """The name filter is on for ``ask`` and ``/v1/answer``, off for ``select``."""
+    assert ASK.names and ANSWER.names and not SELECT.names and not INTEGRATIONS.names
+    policy = dataclasses.replace(ASK, aspects=None, coverage=None, floor=0.0, gate=0.0)
+    named = dataclasses.replace(
+        TOPIC, query="Should schools require uniforms under the ISO9001 rules?"
+    )
+    chosen = choose(
+        named, dataclasses.replace(policy, selector="greedy-coverage"), estimator=KeywordCoverage()
+    )
+    assert chosen.selection.passage_ids == () and chosen.filters.absent == ("ISO9001",)
+    assert "ISO9001" in (chosen.filters.reason() or "")
+    # without the filter, or when a passage writes the name, the context is chosen as before
+    off = dataclasses.replace(policy, selector="greedy-coverage", names=False)
+    assert choose(named, off, estimator=KeywordCoverage()).selection.passage_ids
+    written = dataclasses.replace(
+        named, passages=(Passage("p0", "ISO9001 asks for uniforms", score=4.0), *PASSAGES)
+    )
+    kept = choose(
+        written,
+        dataclasses.replace(policy, selector="greedy-coverage"),
+        estimator=KeywordCoverage(),
+    )
+    assert kept.selection.passage_ids and kept.filters.absent == ()

@@ -114,3 +114,31 @@ def code_names(text: str) -> list[str]:
     names = options(text) + [d for d in dotted_names(text) if d not in files]
     names += [n for n in _CODE_NAME.findall(text) if not any(n.lower() in d for d in names)]
     return list(dict.fromkeys(names))
+
+
+# A name as a question writes it: an acronym or a word with a digit or an inner capital ("TOML",
+# "LZMA2", "PyPI", "CC0"), beside the code names of :func:`code_names`.
+_NAME = re.compile(
+    r"(?<![\w.-])(?:[A-Z][A-Za-z0-9]*[A-Z0-9][A-Za-z0-9]*|[a-z]+[0-9][a-z0-9]*)(?![\w-])"
+)
+# What makes a name a value the question passes on rather than a thing it asks about: a number
+# before it ("10 MB"), or words that introduce a literal ("the word TODO", "the string ERROR").
+_LITERAL = re.compile(r"(?:\d\s*|\b(?:word|words|string|text|pattern|line|value|named|called)\s+)$")
+
+
+def subject_names(question: str) -> list[str]:
+    """The names a question asks about, which a document that answers it must write: its code
+    names (:func:`code_names`) and acronyms or words with a digit or an inner capital, without
+    quoted text, quantities ("10 MB") and literals ("the word TODO").
+
+    Example:
+        >>> subject_names('How do I read TOML with tomllib, or grep the word TODO in "a.txt"?')
+        ['TOML']
+    """
+    bare = re.sub(r"\"[^\"]*\"|'[^']*'|`[^`]*`|\u201c[^\u201d]*\u201d", " ", question)
+    found = code_names(bare)
+    for m in _NAME.finditer(bare):
+        if not _LITERAL.search(bare[: m.start()]):
+            found.append(m.group(0))
+    out = [n for n in found if not _LITERAL.search(bare[: max(bare.find(n), 0)])]
+    return list(dict.fromkeys(out))

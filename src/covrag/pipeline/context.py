@@ -34,6 +34,7 @@ from covrag.plan.pool import PoolAspectFinder
 from covrag.plan.sources import AspectSource, SourcedTopic, source_class
 from covrag.selectors.base import COVERAGE, Candidates, Selector, parse_selector
 from covrag.selectors.floor import FilterReport, filter_pool
+from covrag.text import subject_names
 from covrag.types import Aspect, Budget, CoverageMatrix, FloatArray, Selection, Topic
 
 
@@ -283,6 +284,7 @@ def refine(
         gate=policy.gate,
         similarity=similarity,
         gate_margin=policy.gate_margin,
+        names=subject_names(question or topic.query) if policy.names else (),
     )
     seconds["filter"] = time.perf_counter() - started
     wanted = None

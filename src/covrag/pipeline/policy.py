@@ -97,6 +97,9 @@ class ContextPolicy:
         gate_margin: A relative gate where the best passage is weak: the gate applied is
             ``min(gate, best cosine - gate_margin)`` (0: the gate as given).
         pool_aspects: Also cover this many representatives of what clears the filters.
+        names: The name filter: when the question names something (an acronym, a code name:
+            :func:`covrag.text.subject_names`) that no retrieved passage writes, keep none, and
+            say so (:mod:`covrag.selectors.floor`).
         label_free: The selector spec used when the caller names no selector and gives no
             aspects (None: ``selector`` then too).
         counter: Token counter for the budget (None: MiniLM WordPiece).
@@ -114,6 +117,7 @@ class ContextPolicy:
     gate: float = 0.0
     gate_margin: float = 0.0
     pool_aspects: int = 0
+    names: bool = False
     label_free: str | None = None
     counter: TokenCounter | None = field(default=None, compare=False)
 
@@ -146,8 +150,8 @@ SERVER_SELECT = ContextPolicy(label_free=LABEL_FREE_SELECTOR)
 INTEGRATIONS = ContextPolicy(aspects="pool", k=5, relevance="auto", label_free=LABEL_FREE_SELECTOR)
 #: ``covrag ask`` (the defaults of :class:`covrag.pipeline.AskConfig`): the planner's aspects
 #: (at most 4 sub-questions, grounded in a first search, no sketches), 8 passages of the
-#: retrieved pool by its scores, behind the coverage floor (the question counts) and the topic
-#: gate.
+#: retrieved pool by its scores, behind the coverage floor (the question counts), the topic
+#: gate and the name filter.
 ASK = ContextPolicy(
     coverage=DEFAULT_COVERAGE,
     aspects="planner",
@@ -158,6 +162,7 @@ ASK = ContextPolicy(
     floor_question=True,
     gate=DEFAULT_GATE,
     gate_margin=DEFAULT_GATE_MARGIN,
+    names=True,
 )
 #: ``POST /v1/answer`` with ``k``: the request's aspects and passages in their order, floor and
 #: gate as ``ask`` (the request's fields default to them); ``gold`` coverage, which needs

@@ -47,7 +47,8 @@ class RetrievalOut(BaseModel):
 
 
 class FiltersOut(BaseModel):
-    """What the coverage floor and the topic gate let through (``FilterReport.as_dict``)."""
+    """What the coverage floor, the topic gate and the name filter let through
+    (``FilterReport.as_dict``)."""
 
     pool: int = Field(description="candidates before the filters")
     floor: float
@@ -57,6 +58,11 @@ class FiltersOut(BaseModel):
     kept: int = Field(description="candidates that clear both")
     best_support: float
     best_similarity: float | None = Field(description="None without a gate")
+    absent: list[str] = Field(
+        default=[],
+        description="the question's names no retrieved passage writes (the name filter then "
+        "keeps nothing)",
+    )
 
 
 class AspectCoverageOut(BaseModel):

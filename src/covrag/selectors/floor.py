@@ -17,6 +17,12 @@ the passage is about the question's subject at all:
 
     keep p  iff  support(p) >= floor  and  cos(p, question) >= gate
 
+A third test reads the question's names (:func:`covrag.text.subject_names`: "TOML", "LZMA2",
+``shutil.copy2``, ``-mtime``): when no passage of the pool writes one of them, the corpus does not
+document what the question asks about, and every passage goes (:func:`absent_names`); the
+refusal names the missing name. Without it, a question about TOML is answered from the nearest
+passages about other formats.
+
 The selector then chooses among what is left and returns fewer than ``k`` passages (possibly
 none) when fewer clear the floor. The coverage probability is the relevance signal here: a
 passage's retriever score says how well it matches the words of the question, the estimator how
@@ -26,13 +32,15 @@ cross-validation (docs/experiments/13-coverage-floor.md); 0 disables the floor.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from covrag.errors import ConfigError
 from covrag.selectors.base import Candidates, Selector
-from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Selection
+from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Passage, Selection
 
 
 def passage_support(candidates: Candidates) -> FloatArray:
@@ -106,6 +114,7 @@ class FilterReport:
         kept: Candidates that clear both.
         best_support: The highest support of any candidate (0 without coverage).
         best_similarity: The highest similarity to the question (None without a gate).
+        absent: The question's names no passage of the pool writes (all passages go then).
     """
 
     pool: int
@@ -116,6 +125,7 @@ class FilterReport:
     kept: int
     best_support: float = 0.0
     best_similarity: float | None = None
+    absent: tuple[str, ...] = ()
 
     def reason(self) -> str | None:
         """Why nothing was kept, naming the filter, the best score and the option that would
@@ -124,6 +134,13 @@ class FilterReport:
             return None
         if not self.pool:
             return "nothing was retrieved: the index returned no passage for the question"
+        if self.absent:
+            names = ", ".join(repr(n) for n in self.absent)
+            return (
+                f"the name filter removed all {self.pool} retrieved passages: the question asks "
+                f"about {names}, which none of them writes, so the documents do not cover it "
+                "(names=False in the policy turns the filter off)"
+            )
         support = (
             f"the best estimated probability of answering a sub-question (or the question) is "
             f"{self.best_support:.3f} < floor {self.floor:.2f} "
@@ -157,7 +174,7 @@ class FilterReport:
             f"({self.gate:.2f}), none both (a lower --floor or --gate lets them in)"
         )
 
-    def as_dict(self) -> dict[str, float | int | None]:
+    def as_dict(self) -> dict[str, float | int | list[str] | None]:
         return {
             "pool": self.pool,
             "floor": self.floor,
@@ -169,12 +186,27 @@ class FilterReport:
             "best_similarity": None
             if self.best_similarity is None
             else round(self.best_similarity, 6),
+            "absent": list(self.absent),
         }
 
 
 def _below(score: float) -> str:
     """A setting just under ``score`` (two decimals, rounded down), for a refusal's advice."""
     return f"{max(0.0, np.floor(score * 100.0) / 100.0):.2f}"
+
+
+def _writes(text: str, name: str) -> bool:
+    """Whether ``text`` writes ``name``: an option as written, a dotted name by its last part
+    (pydoc writes ``copy2(src, dst)`` under ``shutil``), another name in any case."""
+    if name.startswith("-"):
+        return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
+    last = name.rsplit(".", 1)[-1] if "." in name.strip(".") else name
+    return re.search(rf"(?<![\w-]){re.escape(last)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def absent_names(names: Sequence[str], passages: Sequence[Passage]) -> tuple[str, ...]:
+    """The ``names`` no passage of ``passages`` writes (see :func:`_writes`)."""
+    return tuple(n for n in names if not any(_writes(p.text, n) for p in passages))
 
 
 def filter_pool(
@@ -185,6 +217,7 @@ def filter_pool(
     gate: float = 0.0,
     similarity: FloatArray | None = None,
     gate_margin: float = 0.0,
+    names: Sequence[str] = (),
 ) -> tuple[Candidates, FilterReport]:
     """The candidates whose :func:`passage_support` reaches ``floor`` (all of them at 0) and,
     with a ``gate`` above 0, whose ``similarity`` to the question reaches ``gate``; and a
@@ -197,7 +230,9 @@ def filter_pool(
     relative where the best passage is weak: it is ``min(gate, best similarity - gate_margin)``,
     so a question whose best passages all sit just under the gate (a cross-document question
     worded unlike any one passage) keeps the passages close to its best instead of none; the
-    report names the gate that applied.
+    report names the gate that applied. ``names`` (the question's:
+    :func:`covrag.text.subject_names`) must each be written by a candidate, else none is kept
+    (:func:`absent_names`).
     """
     if not 0.0 <= floor <= 1.0:
         raise ConfigError(f"the coverage floor must lie in [0, 1], got {floor}")
@@ -233,6 +268,9 @@ def filter_pool(
             gate = max(min(gate, best_similarity - gate_margin), 0.0)
         by_gate = values >= gate
     keep = by_floor & by_gate
+    absent = absent_names(names, candidates.passages) if n else ()
+    if absent:
+        keep = np.zeros(n, dtype=bool)
     report = FilterReport(
         pool=n,
         floor=floor,
@@ -242,6 +280,7 @@ def filter_pool(
         kept=int(keep.sum()),
         best_support=float(support.max()) if n else 0.0,
         best_similarity=best_similarity,
+        absent=absent,
     )
     if keep.all():
         return candidates, report
