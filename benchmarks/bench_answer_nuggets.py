@@ -132,9 +132,9 @@ def ask_one(
     import covrag
     from covrag.pipeline.ask import retrieve_pool
     from covrag.pipeline.context import estimate_context, pick_context, refine, selector_of
-    from covrag.pipeline.stages import load_index
     from covrag.plan import C2Query
     from covrag.plan.planned import PlannerAspects
+    from covrag.retrieve import load_index
 
     given = [Aspect("q", question.question)] if aspects == "question" else None
     if stage == "answer":

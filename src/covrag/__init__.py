@@ -14,16 +14,15 @@ callable, and their attributes are the subpackages' (``covrag.selectors.GreedyCo
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, SelectionStep, Topic
 from covrag.version import __version__
 
 if TYPE_CHECKING:
     from covrag.pipeline import AskConfig, AskResult, EventStream, RelevanceSource
-    from covrag.pipeline.stages import LLM, CoverageEstimator, Retriever, Selector
+    from covrag.pipeline.usecases import Corpus, EstimatorSpec, LLMSpec, SelectorSpec
 
 __all__ = [
     "Aspect",
@@ -43,11 +42,11 @@ __all__ = [
 
 def select(
     topic: Topic,
-    selector: str | Selector | None = None,
+    selector: SelectorSpec | None = None,
     *,
     k: int | None = None,
     max_tokens: int | None = None,
-    coverage: str | CoverageEstimator | None = None,
+    coverage: EstimatorSpec | None = None,
     relevance: RelevanceSource = "dense",
 ) -> Selection:
     """Select an ordered, budgeted subset of a topic's passages that covers its aspects.
@@ -86,7 +85,8 @@ def select(
     """
     import dataclasses
 
-    from covrag.pipeline import SELECT, choose
+    from covrag.pipeline import SELECT
+    from covrag.pipeline.usecases import select as choose
 
     policy = dataclasses.replace(
         SELECT.budgeted(k, max_tokens),
@@ -94,7 +94,6 @@ def select(
         coverage=coverage,
         relevance=relevance,
     )
-    policy.budget()  # a budget that limits nothing is an error before any model work
     return choose(topic, policy).selection
 
 
@@ -126,23 +125,20 @@ def evaluate(
         >>> covrag.evaluate([topic], {"q1": ["p1"]}, ["StRecall@1"])
         {'StRecall@1': 0.5}
     """
-    from covrag.pipeline.stages import Judgments, aggregate
-    from covrag.tokens import with_token_costs
+    from covrag.pipeline.usecases import evaluate as score
 
     if not isinstance(run, Mapping):
         run = {s.query_id: s.passage_ids for s in run}
     specs = [measures] if isinstance(measures, str) else list(measures)
-    if any(spec.upper().startswith("RVC") for spec in specs):
-        topics = [with_token_costs(t) for t in topics]
-    means = aggregate(Judgments.from_topics(topics), run, specs)
+    means = score(run, specs, topics=topics).means()
     return {repr(measure): value for measure, value in means.items()}
 
 
 def ask(
     question: str,
-    corpus: str | Sequence[Passage] | Retriever = "bundled",
+    corpus: Corpus = "bundled",
     *,
-    llm: str | LLM = "local",
+    llm: LLMSpec = "local",
     config: AskConfig | None = None,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
@@ -152,9 +148,10 @@ def ask(
 
     Args:
         question: The question.
-        corpus: A retriever, passages (indexed with BM25), or a corpus spec: a saved index
-            folder (``covrag index --docs`` / ``--corpus``), a passage JSONL path, a bundled
-            ``name[:split]``, or ``"bundled"`` (the pools of all bundled data).
+        corpus: A retriever, passages (indexed with BM25), a folder of documents (.txt, .md,
+            .html, .pdf: indexed on the fly and cached, as ``covrag ask --docs``), or a corpus
+            spec: a saved index folder (``covrag index --docs`` / ``--corpus``), a passage JSONL
+            path, a bundled ``name[:split]``, or ``"bundled"`` (the pools of all bundled data).
         llm: An LLM or its spec (``"local"``, ``"openai(model='gpt-4o-mini')"``); it plans,
             writes and critiques.
         config: Stage settings (:class:`covrag.pipeline.AskConfig`; its defaults otherwise).
@@ -172,19 +169,18 @@ def ask(
         >>> [s.text for s in result.generation.answer.sentences][:1]  # doctest: +SKIP
         ['School uniforms reduce bullying [1].']
     """
-    from covrag.pipeline import ask as run_ask
+    from covrag.pipeline.usecases import ask as run_ask
 
-    model, retriever = _resolve(llm, corpus)
     return run_ask(
-        question, model, retriever, config, include=include, exclude=exclude, aspects=aspects
+        question, corpus, llm=llm, config=config, include=include, exclude=exclude, aspects=aspects
     )
 
 
 def ask_stream(
     question: str,
-    corpus: str | Sequence[Passage] | Retriever = "bundled",
+    corpus: Corpus = "bundled",
     *,
-    llm: str | LLM = "local",
+    llm: LLMSpec = "local",
     config: AskConfig | None = None,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
@@ -207,26 +203,20 @@ def ask_stream(
         ...     elif isinstance(event, AnswerEvent):
         ...         answer = event.result.generation.answer
     """
-    from covrag.pipeline import ask_stream as run_ask_stream
+    from covrag.pipeline.events import EventSink, EventStream
+    from covrag.pipeline.usecases import ask as run_ask
 
-    model, retriever = _resolve(llm, corpus)
-    return run_ask_stream(
-        question, model, retriever, config, include=include, exclude=exclude, aspects=aspects
-    )
+    def run(sink: EventSink) -> AskResult:
+        return run_ask(
+            question,
+            corpus,
+            llm=llm,
+            config=config,
+            include=include,
+            exclude=exclude,
+            aspects=aspects,
+            on_stage=sink.stage,
+            on_event=sink.emit,
+        )
 
-
-def _resolve(llm: str | LLM, corpus: str | Sequence[Passage] | Retriever) -> tuple[LLM, Retriever]:
-    """The LLM and the retriever of :func:`ask`'s ``llm`` and ``corpus``."""
-    from covrag.llm import parse_llm
-    from covrag.pipeline.stages import BM25Retriever, load_corpus, load_index
-
-    retriever: Retriever
-    if isinstance(corpus, str) and os.path.isdir(corpus):
-        retriever = load_index(corpus)
-    elif isinstance(corpus, str):
-        retriever = BM25Retriever().index(load_corpus(corpus))
-    elif isinstance(corpus, Sequence):
-        retriever = BM25Retriever().index(list(cast("Sequence[Passage]", corpus)))
-    else:
-        retriever = corpus
-    return (parse_llm(llm) if isinstance(llm, str) else llm), retriever
+    return EventStream(run)

@@ -33,7 +33,8 @@ from covrag.types import Budget, Topic
 
 if typing.TYPE_CHECKING:
     from covrag.llm.base import LLM
-    from covrag.pipeline.stages import AspectSource
+    from covrag.pipeline.policy import ContextPolicy
+    from covrag.plan.sources import AspectOptions, AspectSource
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -202,7 +203,7 @@ def parse_budget(spec: str) -> Budget:
 def check_measures(specs: Iterable[str]) -> None:
     """Refuse measures whose cutoff or token budget is above :data:`MAX_PASSAGES` or
     :data:`MAX_TOKENS` (before any work: a cutoff sizes the arrays the measures fill)."""
-    from covrag.pipeline.stages import parse_measures
+    from covrag.evaluation.measures import parse_measures
 
     for measure in parse_measures(list(specs)):
         at = getattr(measure, measure.at, None)
@@ -274,7 +275,7 @@ def add_prepare_args(
     """``--aspects`` and its sources' options, ``--exclude-aspects`` (with ``exclusion``) and
     ``--relevance``."""
     from covrag.pipeline.config import PrepareConfig
-    from covrag.pipeline.stages import ASPECT_SOURCES, AspectOptions
+    from covrag.plan.sources import ASPECT_SOURCES, AspectOptions
 
     parser.add_argument(
         "--aspects",
@@ -303,10 +304,25 @@ def add_prepare_args(
 def aspect_sources(args: argparse.Namespace, names: Iterable[str]) -> dict[str, AspectSource]:
     """The aspect sources ``names`` asks for (registered in ``covrag.plan.ASPECT_SOURCES``),
     built from the command's options; the LLM is built once, only when a source needs it."""
-    from covrag.pipeline.stages import AspectOptions, build_aspect_sources
+    from covrag.plan.sources import build_aspect_sources
 
-    options = AspectOptions(subquestions=args.subquestions)
-    return build_aspect_sources(names, options, lambda: build_llm(args.llm))
+    return build_aspect_sources(names, aspect_options(args), lambda: build_llm(args.llm))
+
+
+def aspect_options(args: argparse.Namespace) -> AspectOptions:
+    """What the aspect sources are built from: ``--subquestions``."""
+    from covrag.plan.sources import AspectOptions
+
+    return AspectOptions(subquestions=args.subquestions)
+
+
+def needs_llm(policy: ContextPolicy) -> bool:
+    """Whether the policy's aspect source writes with the ``--llm``."""
+    from covrag.plan.sources import source_class
+
+    return policy.aspects is not None and source_class(policy.aspects).needs_llm(
+        policy.aspect_options
+    )
 
 
 def write_files(files: Mapping[Path, str]) -> None:

@@ -1,16 +1,13 @@
-"""What ``covrag index --docs`` and ``covrag ask --docs`` share: chunk options, the indexing run
-with its progress bar and report, and the cache of indexes built on the fly."""
+"""What ``covrag index --docs`` and ``covrag ask --docs`` share: chunk options, and the indexing
+run with its progress bar and report."""
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -18,7 +15,7 @@ from covrag.cli._common import progress_bar
 from covrag.errors import ConfigError
 
 if TYPE_CHECKING:
-    from covrag.pipeline.stages import Chunker, IngestReport
+    from covrag.pipeline.corpus import DocumentOptions
 
 #: Skipped files listed one by one (the rest are counted).
 _SHOWN_SKIPS = 20
@@ -27,26 +24,26 @@ _MAX_FILE_MB = 100_000
 
 
 def add_chunk_args(parser: argparse.ArgumentParser) -> None:
-    """``--chunk-tokens`` and ``--chunk-overlap`` (defaults from :class:`covrag.ingest.Chunker`)."""
-    from covrag.pipeline.stages import DEFAULT_OVERLAP, DEFAULT_TOKENS
+    """``--chunk-tokens`` and ``--chunk-overlap`` (defaults: :class:`DocumentOptions`'s)."""
+    from covrag.pipeline.corpus import DocumentOptions
 
     parser.add_argument(
         "--chunk-tokens",
         type=int,
-        default=DEFAULT_TOKENS,
+        default=DocumentOptions.chunk_tokens,
         help="most tokens (MiniLM WordPiece) per passage cut from --docs (default: %(default)s)",
     )
     parser.add_argument(
         "--chunk-overlap",
         type=int,
-        default=DEFAULT_OVERLAP,
+        default=DocumentOptions.chunk_overlap,
         help="tokens shared by consecutive passages of a document (default: %(default)s)",
     )
 
 
 def add_read_args(parser: argparse.ArgumentParser) -> None:
     """``--follow-symlinks`` and ``--max-file-mb``: what ``--docs`` may read."""
-    from covrag.pipeline.stages import DEFAULT_MAX_BYTES
+    from covrag.pipeline.corpus import DocumentOptions
 
     parser.add_argument(
         "--follow-symlinks",
@@ -57,61 +54,56 @@ def add_read_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-file-mb",
         type=float,
-        default=DEFAULT_MAX_BYTES / 1e6,
+        default=DocumentOptions.max_bytes / 1e6,
         help="skip a --docs file larger than this many megabytes (10^6 bytes); no more is "
         "ever read of it (default: %(default)g)",
     )
 
 
-def read_limits(args: argparse.Namespace) -> dict[str, Any]:
-    """``update_index``'s keyword arguments for ``--follow-symlinks`` and ``--max-file-mb``.
+def document_options(args: argparse.Namespace) -> DocumentOptions:
+    """The documents' chunk sizes and read limits of ``--chunk-tokens``, ``--chunk-overlap``,
+    ``--follow-symlinks`` and ``--max-file-mb``.
 
     Raises:
         ConfigError: a size that is not a positive number.
     """
+    from covrag.pipeline.corpus import DocumentOptions
+
     mb = args.max_file_mb
     if not math.isfinite(mb) or mb <= 0 or mb > _MAX_FILE_MB:
         raise ConfigError(f"--max-file-mb {mb:g}: must be above 0 and at most {_MAX_FILE_MB:,}")
-    return {"follow_symlinks": args.follow_symlinks, "max_bytes": max(1, int(mb * 1e6))}
-
-
-def chunker_from_args(args: argparse.Namespace) -> Chunker:
-    from covrag.pipeline.stages import Chunker
-
-    return Chunker(tokens=args.chunk_tokens, overlap=args.chunk_overlap)
+    return DocumentOptions(
+        chunk_tokens=args.chunk_tokens,
+        chunk_overlap=args.chunk_overlap,
+        max_bytes=max(1, int(mb * 1e6)),
+        follow_symlinks=args.follow_symlinks,
+    )
 
 
 def index_documents(
     paths: Sequence[str],
     out: Path,
     kind: str,
-    chunker: Chunker,
+    options: DocumentOptions,
     console: Console,
-    limits: dict[str, Any] | None = None,
     wait: float = 0.0,
-) -> IngestReport:
+) -> list[str]:
     """Index ``paths`` into ``out`` (incrementally) with a progress bar, and print what it did
-    (``limits``: :func:`read_limits`; ``wait``: seconds to wait for another process updating
-    ``out``, 0 to refuse at once)."""
-    from covrag.pipeline.stages import update_index
+    (``wait``: seconds to wait for another process updating ``out``, 0 to refuse at once); a
+    warning per file it skipped."""
+    from covrag.pipeline.corpus import index_documents as index
 
     with progress_bar(console) as progress:
         task = progress.add_task("read documents", total=None)
-        report = update_index(
+        report = index(
             paths,
             out,
             kind=kind,
-            chunker=chunker,
+            options=options,
             on_files=lambda n: progress.update(task, total=n),
             on_file=lambda path: progress.update(task, advance=1, description=path.name),
             wait=wait,
-            **(limits or {}),
         )
-    _print_report(report, out, kind, console)
-    return report
-
-
-def _print_report(report: IngestReport, out: Path, kind: str, console: Console) -> None:
     for skip in report.skipped[:_SHOWN_SKIPS]:
         console.print(f"[yellow]skipped[/] {skip.source}: {skip.reason}", highlight=False)
     if len(report.skipped) > _SHOWN_SKIPS:
@@ -126,15 +118,4 @@ def _print_report(report: IngestReport, out: Path, kind: str, console: Console) 
         f"{kind}) in {report.seconds:.2f} s -> {out}{state}",
         highlight=False,
     )
-
-
-def cached_index(paths: Sequence[str], kind: str, chunker: Chunker) -> Path:
-    """The cache folder of an index built on the fly for ``covrag ask --docs``: one per set of
-    named paths, kind and chunk settings, updated incrementally (files by content hash), so
-    asking again about the same documents reads none of them again."""
-    from covrag.llm.cache import default_cache_dir
-
-    named = sorted(os.path.abspath(p) for p in paths)
-    key = json.dumps({"paths": named, "kind": kind, "chunks": chunker.settings}, sort_keys=True)
-    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
-    return default_cache_dir() / "docs-indexes" / digest
+    return [f"skipped {s.source}: {s.reason}" for s in report.skipped]

@@ -22,7 +22,7 @@ from covrag.cli._common import (
     err_console,
     progress_bar,
 )
-from covrag.cli._docs import cached_index, index_documents
+from covrag.cli._docs import index_documents
 from covrag.cli.ask_display import print_ask
 from covrag.pipeline.config import AskConfig
 from covrag.types import Aspect
@@ -31,11 +31,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from covrag.llm.progress import ProgressCallback, TokenProgress
-    from covrag.pipeline.stages import Retriever
 
 DEFAULT_ASK_OUT = Path("ask-run.json")
-#: Seconds ``ask --docs`` waits while another process updates the same cached index.
-_CACHE_WAIT = 300.0
 
 
 #: The AskConfig fields that are ``covrag ask`` options. The others keep their defaults here
@@ -141,32 +138,10 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(run_command=run_eval_answers)
 
 
-def _index_docs(args: argparse.Namespace, console: Console) -> tuple[Path, list[str]]:
-    """The cached index of ``--docs``, updated; and a warning per file it skipped."""
-    from covrag.ingest import Chunker
-
-    chunker = Chunker()  # chunk sizes and read limits are `covrag index --docs` options
-    folder = cached_index(args.docs, "bm25", chunker)
-    # Two asks about the same files share the cached index: the second waits for the first.
-    report = index_documents(args.docs, folder, "bm25", chunker, console, wait=_CACHE_WAIT)
-    return folder, [f"skipped {s.source}: {s.reason}" for s in report.skipped]
-
-
-def _retriever(index: Path | None, corpus: str) -> Retriever:
-    from covrag.pipeline.stages import BM25Retriever, load_corpus, load_index
-
-    if index is not None:
-        return load_index(index)
-    return BM25Retriever().index(load_corpus(corpus))
-
-
 def _given_aspects(args: argparse.Namespace) -> tuple[Aspect, ...] | None:
-    from covrag.pipeline.stages import C2Query
+    from covrag.pipeline.usecases import given_aspects
 
-    if not args.aspects:
-        return None
-    given = tuple(Aspect(f"sq{i}", text) for i, text in enumerate(args.aspects, start=1))
-    return given + C2Query.explicit(args.question, args.include, args.exclude).aspects()
+    return given_aspects(args.question, args.aspects, args.include, args.exclude)
 
 
 def run_ask(args: argparse.Namespace, console: Console) -> int:
@@ -174,6 +149,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
     from covrag.llm import parse_llm
     from covrag.llm.progress import reporting
     from covrag.pipeline import STAGES, StageCost, ask
+    from covrag.pipeline.corpus import CACHE_WAIT, DocumentOptions, cached_index, open_corpus
 
     out = args.out if args.out is not None or args.json else DEFAULT_ASK_OUT
     inputs = [("--corpus", args.corpus), ("--index", args.index)]
@@ -186,10 +162,16 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
     llm = parse_llm(args.llm, cache=not args.no_llm_cache)
     steps = len(STAGES) + 1 + 2 * args.passes
     started, cpu_started = time.perf_counter(), time.process_time()
-    index, skipped = (args.index, []) if args.docs is None else _index_docs(args, console)
+    skipped: list[str] = []
+    if args.docs is not None:
+        # Two asks about the same files share the cached index: the second waits for the first.
+        # Chunk sizes and read limits are `covrag index --docs` options.
+        options = DocumentOptions()
+        folder = cached_index(args.docs, "bm25", options)
+        skipped = index_documents(args.docs, folder, "bm25", options, console, wait=CACHE_WAIT)
     with progress_bar(console) as progress:
         task = progress.add_task("load the corpus", total=steps)
-        retriever = _retriever(index, args.corpus)
+        retriever = open_corpus(folder if args.docs is not None else args.index or args.corpus)
         # Indexing the documents and loading the corpus: part of what the command cost.
         load = StageCost(
             time.perf_counter() - started, cpu_seconds=time.process_time() - cpu_started
@@ -260,31 +242,22 @@ def _llm_progress(progress: Progress, console: Console) -> ProgressCallback:
 def run_eval_answers(args: argparse.Namespace, console: Console) -> int:
     from covrag.files import atomic_write_text
     from covrag.llm import parse_llm
-    from covrag.pipeline.stages import (
-        ANSWER_MEASURES,
-        LLMAnswerJudge,
-        agreement,
-        compare_variants,
-        evaluate_variants,
-        evaluation_record,
-        load_variants,
-    )
+    from covrag.pipeline.usecases import judge_answers
 
     inputs = [("--dataset", args.dataset), *(("runs", path) for path in args.runs)]
     check_outputs(inputs, [("--out", args.out)])
-    variants = load_variants(args.runs, all_passes=args.all_passes, dataset=args.dataset)
-    judge = None
-    if not args.no_llm:
-        judge = LLMAnswerJudge(parse_llm(args.llm))
-    total = sum(len(v) for v in variants.values())
     with progress_bar(console) as progress:
-        task = progress.add_task("judge answers", total=total)
-        evaluations = evaluate_variants(variants, judge, on_answer=lambda: progress.advance(task))
-    # Without the LLM judge only the cross-encoder's measures (and the cited share) are defined.
-    string_measures = ("cited_share", "copy_rate")  # no judge needed
-    measures = [m for m in ANSWER_MEASURES if not args.no_llm or "~" in m or m in string_measures]
-    summaries = compare_variants(evaluations, measures=measures)
-    table = Table(title=f"Answers: {total} judged")
+        task = progress.add_task("judge answers", total=None)
+        judged = judge_answers(
+            args.runs,
+            None if args.no_llm else parse_llm(args.llm),
+            dataset=args.dataset,
+            all_passes=args.all_passes,
+            on_variants=lambda total: progress.update(task, total=total),
+            on_answer=lambda: progress.advance(task),
+        )
+    measures, summaries, pooled = judged.measures, judged.summaries, judged.agreement
+    table = Table(title=f"Answers: {judged.total} judged")
     table.add_column("variant")
     table.add_column("topics", justify="right")
     for m in measures:
@@ -304,23 +277,13 @@ def run_eval_answers(args: argparse.Namespace, console: Console) -> int:
         "test against the first variant, Holm-corrected per measure; * = p < 0.05"
     )
     console.print(table)
-    pooled = agreement([e for group in evaluations.values() for e in group])
     if pooled["nuggets"]:
         console.print(
             f"LLM judge vs cross-encoder on nugget support: agreement {pooled['agreement']:.2f}, "
             f"Cohen's kappa {pooled['kappa']:.2f} over {pooled['nuggets']} nuggets"
         )
     if args.out:
-        payload = {
-            "variants": {
-                name: [evaluation_record(e) for e in group] for name, group in evaluations.items()
-            },
-            "summary": [
-                {"name": s.name, "means": s.means, "p_values": s.p_values} for s in summaries
-            ],
-            "agreement": pooled,
-        }
-        atomic_write_text(args.out, json.dumps(payload, indent=2) + "\n")
+        atomic_write_text(args.out, json.dumps(judged.as_dict(), indent=2) + "\n")
         console.print(f"wrote {args.out}")
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -129,8 +130,6 @@ def bench_folder(out: Path | None) -> contextlib.AbstractContextManager[Path | N
 
 def bench_table(result: BenchResult, budget: Budget) -> Table:
     """One budget's rows of a bench: means with CIs and tests, headroom, costs."""
-    from covrag.pipeline import ORACLE
-
     rows = result.for_budget(budget)
     specs = result.measures[str(budget)]
     table = Table(title=f"{result.dataset}: {result.topics} topics, budget {budget}")
@@ -157,8 +156,8 @@ def bench_table(result: BenchResult, budget: Budget) -> Table:
         if has_headroom:
             ((spec, room),) = row.headroom.items() if row.headroom else (("", float("nan")),)
             closed = row.gap_closed.get(spec, float("nan"))
-            cells.append("-" if row.method == ORACLE else f"{room:.3f}")
-            skip = row.method in (ORACLE, result.baseline) or math.isnan(closed)
+            cells.append("-" if row.method == result.oracle else f"{room:.3f}")
+            skip = row.method in (result.oracle, result.baseline) or math.isnan(closed)
             cells.append("-" if skip else f"{closed:.0%}")  # nan: the baseline has no gap
         cells.append(f"{1000 * row.select_seconds:.2f}")
         if has_cost:
@@ -236,12 +235,11 @@ def _demo_tour(topics: Sequence[Topic], console: Console) -> BenchResult:
 
 def _demo_trace(topic: Topic, console: Console) -> None:
     """DES's greedy coverage on one topic's gold labels, pick by pick."""
-    from covrag.pipeline import PrepareConfig, select_topic
-    from covrag.pipeline.stages import parse_estimator, parse_selector
+    from covrag.pipeline.policy import SELECT
+    from covrag.pipeline.usecases import select
 
-    selector = parse_selector("greedy-coverage")
-    gold = parse_estimator("gold")
-    selection = select_topic(topic, selector, Budget(max_passages=5), gold, PrepareConfig())
+    policy = dataclasses.replace(SELECT, selector="greedy-coverage", coverage="gold", k=5)
+    selection = select(topic, policy).selection
     texts = {p.id: p.text for p in topic.passages}
     aspect_text = {a.id: a.text for a in topic.aspects}
     table = Table(

@@ -109,10 +109,10 @@ def _add_train_options(p: argparse.ArgumentParser) -> None:
 
 def trained_settings(args: argparse.Namespace) -> list[Setting]:
     """The settings of ``--train-coverage``: each forms value x each coverage-reading selector."""
+    from covrag.coverage.cross_encoder import CrossEncoderCoverage
     from covrag.data import BUNDLED, load_dataset
     from covrag.data.question_forms import FORMS
     from covrag.pipeline import build_methods
-    from covrag.pipeline.stages import CrossEncoderCoverage
     from covrag.train.coverage import TrainConfig
     from covrag.train.cv_coverage import TrainedCoverage
 

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from covrag.cli._common import Subparsers, add_exclude_args, check_measures, load_topics
 from covrag.errors import ConfigError
-
-if TYPE_CHECKING:
-    from covrag.pipeline.stages import Judgments
 
 
 def register(sub: Subparsers) -> None:
@@ -43,12 +40,12 @@ def register(sub: Subparsers) -> None:
 
 def run_eval(args: argparse.Namespace, console: Console) -> int:
     from covrag.data import read_run
-    from covrag.pipeline.stages import evaluate
+    from covrag.pipeline.usecases import evaluate
 
     check_measures(args.measures)
-    judgments, measures = _judgments(args)
+    labels, measures = _labels(args)
     run = read_run(args.run)
-    results = evaluate(judgments, run, measures)
+    results = evaluate(run, measures, **labels)
     source = args.dataset if args.qrels is None else str(args.qrels)
     if args.json:
         payload: dict[str, object] = {
@@ -72,20 +69,15 @@ def run_eval(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _judgments(args: argparse.Namespace) -> tuple[Judgments, list[str]]:
-    """The judgments ``--dataset`` or ``--qrels`` names, and the measures to compute."""
-    from covrag.pipeline.stages import Judgments, read_judgments
-    from covrag.tokens import with_token_costs
-
+def _labels(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    """What the run is judged on (``--dataset``'s topics or ``--qrels``), and the measures."""
     measures = list(args.measures)
     if args.qrels is not None:
         if args.exclude_aspects:
             raise ConfigError("--exclude-aspects needs --dataset (qrels name no gold aspects)")
-        return read_judgments(args.qrels), measures
+        return {"qrels": args.qrels}, measures
     topics = load_topics(args)
     if args.exclude_aspects and not any(m.lower().startswith("excl") for m in measures):
         ranked = [m for m in measures if not m.upper().startswith("RVC") and "@" in m]
         measures.append("Excl@" + (ranked[0].rsplit("@", 1)[1] if ranked else "10"))
-    if any(m.upper().startswith("RVC") for m in measures):
-        topics = [with_token_costs(t) for t in topics]
-    return Judgments.from_topics(topics), measures
+    return {"topics": topics}, measures

@@ -87,46 +87,43 @@ def _split(query: Any, subquestions: Any) -> PlanSplit:
 
 
 def run_plan(args: argparse.Namespace, console: Console) -> int:
-    from covrag.pipeline.stages import QPlanner
+    from covrag.pipeline.usecases import plan
 
     llm = build_llm(args.llm)
     if args.from_pool:
         if args.tree:
             raise ConfigError("--from-pool does not plan a QTree (--tree); use one or the other")
         return _plan_from_pool(args, llm, console)
-    planner = QPlanner(
-        llm,
-        subquestions=args.subquestions,
-        depth=args.depth,
-        branching=args.branching,
-    )
-    with console.status(f"splitting and decomposing with {llm.describe()} ...", spinner="dots"):
-        query = planner.query(args.request, include=args.include, exclude=args.exclude)
-        subquestions = planner.decompose(query)
-    if not args.json:
-        # Printed before the tree is planned: sub-questions are useful even if the tree fails.
-        _print_split(query, subquestions, llm.describe(), console)
-    if not args.tree:
-        usage = llm.usage.as_dict()
-        if args.json:
-            record = plan_split_record(_split(query, subquestions), usage)
-            console.print_json(json.dumps(record))
-        else:
-            print_usage(usage, console)
-        return 0
-    with console.status("planning the QTree and outlines ...", spinner="dots"):
+    doing = "planning the QTree and outlines" if args.tree else "splitting and decomposing"
+    with console.status(f"{doing} with {llm.describe()} ...", spinner="dots"):
         try:
-            plan = planner.plan_tree(query, subquestions)
+            planned = plan(
+                args.request,
+                llm,
+                include=args.include,
+                exclude=args.exclude,
+                subquestions=args.subquestions,
+                outline=args.tree,
+                split=True,
+                depth=args.depth,
+                branching=args.branching,
+            )
         except StructuredOutputError as exc:
-            if args.json:
+            if args.json or not args.tree:
                 raise
             console.print(f"\n[bold red]QTree / outlines could not be planned[/]: {exc}")
             return 1
     usage = llm.usage.as_dict()
     if args.json:
-        console.print_json(json.dumps(plan_record(plan, usage)))
+        if planned.plan is None:
+            record = plan_split_record(_split(planned.query, planned.subquestions), usage)
+        else:
+            record = plan_record(planned.plan, usage)
+        console.print_json(json.dumps(record))
         return 0
-    _print_plan(plan, console)
+    _print_split(planned.query, planned.subquestions, llm.describe(), console)
+    if planned.plan is not None:
+        _print_plan(planned.plan, console)
     print_usage(usage, console)
     return 0
 
@@ -134,17 +131,21 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
 def _plan_from_pool(args: argparse.Namespace, llm: Any, console: Console) -> int:
     """``--from-pool``: the key points of the question's pool, their questions and what was
     dropped."""
-    from covrag.cli.ask import _retriever
-    from covrag.pipeline.stages import C2Query, pool_keypoints
+    from covrag.pipeline.usecases import plan
 
-    query = C2Query.explicit(args.request, args.include, args.exclude)
     with console.status(
         f"retrieving and reading the pool with {llm.describe()} ...", spinner="dots"
     ):
-        retriever = _retriever(args.index, args.corpus)
-        found = pool_keypoints(
-            query.base, llm, retriever, pool=args.pool, n=max(args.subquestions, 1)
+        planned = plan(
+            args.request,
+            llm,
+            include=args.include,
+            exclude=args.exclude,
+            subquestions=args.subquestions,
+            pool=args.index or args.corpus,
+            pool_k=args.pool,
         )
+    query, found = planned.query, planned.subquestions
     usage = llm.usage.as_dict()
     if args.json:
         split = _split(query, found)

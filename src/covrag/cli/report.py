@@ -29,14 +29,13 @@ def register(sub: Subparsers) -> None:
 
 
 def run_report(args: argparse.Namespace, console: Console) -> int:
-    from covrag.pipeline.stages import load_report_input, render_report, write_report
+    from covrag.pipeline.usecases import report
 
     if str(args.out) == "-":  # not a file: a pipe or terminal takes the page as it is
-        data, where = load_report_input(args.source)
-        sys.stdout.write(render_report(data, where))
+        sys.stdout.write(report(args.source))
         return 0
     inputs = [("source", args.source), ("source", args.source / "summary.json")]
     check_outputs(inputs, [("--out", args.out)])
-    path = write_report(args.source, args.out)
+    path = report(args.source, args.out)
     console.print(f"wrote {path}")
     return 0

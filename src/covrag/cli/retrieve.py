@@ -13,9 +13,8 @@ from covrag.cli._common import Subparsers, check_outputs
 from covrag.cli._docs import (
     add_chunk_args,
     add_read_args,
-    chunker_from_args,
+    document_options,
     index_documents,
-    read_limits,
 )
 from covrag.cli._executor import add_ray_option, executor_from_args
 from covrag.errors import ConfigError
@@ -72,51 +71,35 @@ def register(sub: Subparsers) -> None:
 
 
 def run_index(args: argparse.Namespace, console: Console) -> int:
-    from covrag.pipeline.batch import build_index
-    from covrag.pipeline.stages import INDEX_KINDS, load_corpus
+    from covrag.pipeline.corpus import index_corpus
 
     if args.model is not None and args.kind not in ("dense", "cover"):
         raise ConfigError(f"--model applies to dense and cover indexes, not {args.kind}")
     if args.docs is not None:
         if getattr(args, "ray", None) is not None:
             raise ConfigError("--ray spreads --corpus indexing; --docs indexes in this process")
-        limits = read_limits(args)
+        options = document_options(args)
         check_outputs([("--docs", p) for p in args.docs], [], [("--out", args.out)])
-        chunker = chunker_from_args(args)
-        index_documents(args.docs, args.out, args.kind, chunker, console, limits)
+        index_documents(args.docs, args.out, args.kind, options, console)
         return 0
     corpus = args.corpus or "bundled"
     check_outputs([("--corpus", corpus), ("--model", args.model)], [], [("--out", args.out)])
-    started = time.perf_counter()
-    passages = load_corpus(corpus)
-    read_seconds = time.perf_counter() - started
     with executor_from_args(args) as executor:
-        started = time.perf_counter()
-        if args.model is not None or args.kind == "cover":
-            retriever = INDEX_KINDS.get(args.kind)(model=args.model).index(passages)
-        else:
-            retriever = build_index(passages, args.kind, executor=executor)
-        index_seconds = time.perf_counter() - started
-    retriever.save(args.out)
+        built = index_corpus(corpus, args.kind, model=args.model, executor=executor)
+    built.retriever.save(args.out)
     console.print(
-        f"indexed {len(passages)} passages from {corpus} ({args.kind}) in "
-        f"{index_seconds:.2f} s (corpus read in {read_seconds:.2f} s) -> {args.out}",
+        f"indexed {built.passages} passages from {corpus} ({args.kind}) in "
+        f"{built.index_seconds:.2f} s (corpus read in {built.read_seconds:.2f} s) -> {args.out}",
         highlight=False,
     )
     return 0
 
 
 def run_search(args: argparse.Namespace, console: Console) -> int:
-    from covrag.pipeline.stages import CoverRetriever, load_index
+    from covrag.pipeline.corpus import search
 
-    retriever = load_index(args.index)
     started = time.perf_counter()
-    if args.covered and not isinstance(retriever, CoverRetriever):
-        raise ConfigError(f"--covered needs a cover index; {args.index} is {retriever.kind}")
-    if isinstance(retriever, CoverRetriever):
-        results = retriever.search_covered(args.query, args.covered, args.k)
-    else:
-        results = retriever.search(args.query, args.k)
+    results = search(args.index, args.query, args.k, args.covered)
     seconds = time.perf_counter() - started
     table = Table(title=f"{args.query} ({len(results)} results, {seconds:.3f} s)")
     table.add_column("rank", justify="right")

@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -15,10 +14,12 @@ from covrag.cli._common import (
     Subparsers,
     add_budget_args,
     add_prepare_args,
-    aspect_sources,
+    aspect_options,
     budget_from_args,
+    build_llm,
     check_outputs,
     load_topics,
+    needs_llm,
     progress_bar,
     write_files,
 )
@@ -47,55 +48,43 @@ def register(sub: Subparsers) -> None:
 
 def run_select(args: argparse.Namespace, console: Console) -> int:
     from covrag.data.trec import format_run
-    from covrag.pipeline import config_for
-    from covrag.pipeline.batch import select_topics
-    from covrag.pipeline.stages import (
-        parse_estimator,
-        parse_selector,
-        run_file_record,
-        topic_run_record,
-    )
+    from covrag.pipeline.policy import SELECT_BATCH
+    from covrag.pipeline.usecases import built, run_file, select_topics
 
     check_outputs(
         [("--dataset", args.dataset)],
         [("--out", args.out), ("--run-json", args.run_json)],
     )
     topics = load_topics(args)
-    selector = parse_selector(args.selector)
-    estimator = parse_estimator(args.coverage) if args.coverage else None
     budget = budget_from_args(args.k, args.budget_tokens)
-    config = config_for([selector], args.relevance)
-    source = aspect_sources(args, [args.aspects])[args.aspects] if args.aspects != "gold" else None
+    policy = built(
+        dataclasses.replace(
+            SELECT_BATCH,
+            selector=args.selector,
+            coverage=args.coverage or None,
+            aspects=args.aspects if args.aspects != "gold" else None,
+            aspect_options=aspect_options(args),
+            k=budget.max_passages,
+            max_tokens=budget.max_tokens,
+            relevance=args.relevance,
+        )
+    )
+    selector, estimator = policy.selector, policy.coverage
     with executor_from_args(args) as executor, progress_bar(console) as progress:
         task = progress.add_task(f"select {selector!r}", total=len(topics))
         done = select_topics(
             topics,
-            selector,
-            budget,
-            estimator,
-            config,
-            source=source,
+            policy,
+            llm=build_llm(args.llm) if needs_llm(policy) else None,
             executor=executor,
             progress=lambda _: progress.advance(task),
         )
     selections = [selection for selection, _ in done]
-    records: list[dict[str, Any]] = []
-    if args.run_json:
-        for topic, (selection, candidates) in zip(topics, done, strict=True):
-            costed = dataclasses.replace(topic, passages=candidates.passages)
-            records.append(topic_run_record(costed, selection, candidates.coverage))
     # Outputs are written only once every topic succeeded: no partial files.
     run = {s.query_id: s.passage_ids for s in selections}
     files = {args.out: format_run(run, tag=repr(selector))}
     if args.run_json:
-        run_file = run_file_record(
-            records,
-            dataset=args.dataset,
-            selector=repr(selector),
-            coverage=repr(estimator) if estimator else "",
-            budget=str(budget),
-        )
-        files[args.run_json] = json.dumps(run_file) + "\n"
+        files[args.run_json] = json.dumps(run_file(topics, done, policy, args.dataset)) + "\n"
     write_files(files)
     console.print(_summary(selections, f"{selector!r} on {args.dataset} ({budget})", estimator))
     console.print(f"wrote {args.out}" + (f" and {args.run_json}" if args.run_json else ""))

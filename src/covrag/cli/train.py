@@ -219,7 +219,8 @@ def parse_dataset_weights(items: list[str]) -> dict[str, float]:
 
 def run_fit_lmvu(args: argparse.Namespace, console: Console) -> int:
     from covrag.data import load_dataset
-    from covrag.pipeline.stages import FEATURES, LMVUModel
+    from covrag.selectors.lmvu.features import FEATURES
+    from covrag.selectors.lmvu.model import LMVUModel
     from covrag.train.lmvu import StateConfig
     from covrag.train.lmvu_run import check_weights, fit_lmvu_datasets
 
@@ -257,8 +258,9 @@ def run_fit_lmvu(args: argparse.Namespace, console: Console) -> int:
 
 
 def run_qrels(args: argparse.Namespace, console: Console) -> int:
+    from covrag.coverage import parse_estimator
     from covrag.data import load_dataset
-    from covrag.pipeline.stages import coverage_qrels, parse_estimator, topic_qrels, write_qrels
+    from covrag.evaluation.qrels import coverage_qrels, topic_qrels, write_qrels
 
     check_outputs([("--dataset", args.dataset)], [("--out", args.out)])
     topics = load_dataset(args.dataset)

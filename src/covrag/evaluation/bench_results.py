@@ -46,6 +46,11 @@ class BenchResult:
     def for_budget(self, budget: Budget) -> list[MethodResult]:
         return [r for r in self.results if r.budget == budget]
 
+    @property
+    def oracle(self) -> str:
+        """The name of the exact optimum's row (:data:`~covrag.evaluation.headroom.ORACLE`)."""
+        return ORACLE
+
     def to_json(self) -> dict[str, Any]:
         """The bench summary (:class:`covrag.schema.bench.BenchSummary`)."""
         rows = [

@@ -14,18 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.errors import ConfigError
-from covrag.pipeline import DEFAULT_COVERAGE as DEFAULT_COVERAGE
-from covrag.pipeline import DEFAULT_SELECTOR as DEFAULT_SELECTOR
-from covrag.pipeline import INTEGRATIONS, LABEL_FREE_SELECTOR, choose
 from covrag.pipeline.context import build_source, source_aspects
-from covrag.pipeline.stages import (
-    CoverageEstimator,
-    Selector,
-    TokenCounter,
-    parse_estimator,
-    parse_selector,
-)
+from covrag.pipeline.policy import DEFAULT_COVERAGE as DEFAULT_COVERAGE
+from covrag.pipeline.policy import DEFAULT_SELECTOR as DEFAULT_SELECTOR
+from covrag.pipeline.policy import INTEGRATIONS
+from covrag.pipeline.usecases import select, topic_record
+from covrag.selectors.base import Selector, parse_selector
+from covrag.tokens import TokenCounter
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
 
 AspectLike = str | Aspect
@@ -132,9 +129,7 @@ class Choice:
         """This choice as a run-file topic record, for ``covrag report`` (see
         :func:`covrag.report.run_file_record`). Passage ids are ``d0``, ``d1``, ... in input order.
         """
-        from covrag.pipeline.stages import topic_run_record
-
-        return topic_run_record(self.topic, self.selection, self.coverage)
+        return topic_record(self.topic, self.selection, self.coverage)
 
     def metadata(self, pick: Pick) -> dict[str, Any]:
         """The JSON-serialisable record an adapter stores under :data:`METADATA_KEY`."""
@@ -209,8 +204,10 @@ class CoverageChoice:
         if self.selector is not None:
             assert isinstance(self.selector, Selector)
             return self.selector
-        label_free = source is None or isinstance(source, str)
-        return _default_selector(LABEL_FREE_SELECTOR if label_free else DEFAULT_SELECTOR)
+        given = not (source is None or isinstance(source, str))
+        policy = INTEGRATIONS.resolve(aspects_given=given, selector_named=False)
+        assert isinstance(policy.selector, str)
+        return _default_selector(policy.selector)
 
     def choose(
         self,
@@ -251,7 +248,7 @@ class CoverageChoice:
             relevance=self.relevance,
             counter=self.counter,
         )
-        chosen = choose(Topic("query", query, passages, given), policy)
+        chosen = select(Topic("query", query, passages, given), policy)
         return _choice(chosen.selection, chosen.coverage, chosen.topic)
 
 

@@ -30,6 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from pydantic import ConfigDict, PrivateAttr
 
+from covrag.coverage.base import CoverageEstimator
 from covrag.integrations._engine import (
     DEFAULT_ASPECTS,
     DEFAULT_COVERAGE,
@@ -39,7 +40,7 @@ from covrag.integrations._engine import (
     LabelFree,
     Relevance,
 )
-from covrag.pipeline.stages import CoverageEstimator, Selector
+from covrag.selectors.base import Selector
 from covrag.types import Aspect
 
 

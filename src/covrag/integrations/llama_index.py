@@ -24,6 +24,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtraError("llama-index-core", "integrations") from exc
 
+from covrag.coverage.base import CoverageEstimator
 from covrag.integrations._engine import (
     DEFAULT_ASPECTS,
     DEFAULT_COVERAGE,
@@ -33,7 +34,7 @@ from covrag.integrations._engine import (
     LabelFree,
     Relevance,
 )
-from covrag.pipeline.stages import CoverageEstimator, Selector
+from covrag.selectors.base import Selector
 from covrag.types import Aspect
 
 

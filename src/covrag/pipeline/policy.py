@@ -9,18 +9,19 @@ is written here or nowhere:
 | preset | entry point | aspects | k | relevance | floor / gate |
 |---|---|---|---|---|---|
 | :data:`SELECT` | ``covrag.select`` | the topic's own | 10 | dense | none |
+| :data:`SELECT_BATCH` | ``covrag select`` | ``--aspects`` | 10 | ``--relevance`` | none |
 | :data:`SERVER_SELECT` | ``/v1/select`` | the request's, else label-free | 10 | as asked | none |
-| :data:`INTEGRATIONS` | LangChain, LlamaIndex, Haystack | given, else label-free | 5 | auto | - |
-
-Without aspects and without a named selector, ``/v1/select`` and the integrations choose by
-:data:`LABEL_FREE_SELECTOR` (``label_free``): facility location over the learned same-point
-similarity (the shipped mpnet model), each similarity counted from the pool's typical pair
-(``contrast=1``): the best label-free row under leave-topics-out CV on ArgKP, and above plain
-facility location on Perspectrum with a model that never saw it
-(docs/experiments/24-same-point-mpnet-and-contrast.md).
+| :data:`INTEGRATIONS` | the integrations | given, else label-free | 5 | auto | none |
 | :data:`ASK` | ``covrag ask`` (:class:`AskConfig`) | ``planner`` | 8 | score | 0.5 / 0.5 |
 | :data:`ANSWER` | ``/v1/answer`` (with ``k``) | the request's | the request's | order | as ask |
 | :data:`BENCH` | ``covrag bench`` / ``cv`` | ``--aspects`` | ``--budgets`` | dense | none |
+
+Without aspects and without a named selector, ``/v1/select`` and the integrations choose by
+:data:`LABEL_FREE_SELECTOR` (``label_free``, read by :meth:`ContextPolicy.resolve` alone): facility
+location over the learned same-point similarity (the shipped mpnet model), each similarity counted
+from the pool's typical pair (``contrast=1``): the best label-free row under leave-topics-out CV on
+ArgKP, and above plain facility location on Perspectrum with a model that never saw it
+(docs/experiments/24-same-point-mpnet-and-contrast.md).
 """
 
 from __future__ import annotations
@@ -128,6 +129,14 @@ class ContextPolicy:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 
+    def resolve(self, *, aspects_given: bool, selector_named: bool) -> ContextPolicy:
+        """The policy an entry point runs, its defaults applied once, for every entry point:
+        without aspects and without a named selector, the label-free selector (where the
+        preset has one, ``label_free``). The one place ``label_free`` is read."""
+        if self.label_free is not None and not aspects_given and not selector_named:
+            return replace(self, selector=self.label_free)
+        return self
+
     def budgeted(self, k: int | None, max_tokens: int | None) -> ContextPolicy:
         """This policy under ``k`` and ``max_tokens``; with neither, under the preset's own."""
         if k is None and max_tokens is None:
@@ -137,6 +146,10 @@ class ContextPolicy:
 
 #: ``covrag.select``: the topic's own aspects, at most 10 passages, MiniLM relevance.
 SELECT = ContextPolicy()
+#: ``covrag select``: as ``covrag.select``, over a dataset's topics on an executor; the aspects
+#: ``--aspects`` names (``gold``: the topics' own), no coverage estimator unless ``--coverage``
+#: names one, and no floor or gate (a batch selection applies neither).
+SELECT_BATCH = ContextPolicy()
 #: ``POST /v1/select``: as ``covrag.select``; a request without aspects and without a selector
 #: gets :data:`LABEL_FREE_SELECTOR`; one without aspects that names a selector reading coverage
 #: gets the ``pool`` source (``covrag.server.service.build_job``).

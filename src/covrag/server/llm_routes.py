@@ -26,43 +26,18 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
 
 from covrag.deadline import Deadline
 from covrag.embed import Encoder, default_encoder
-from covrag.errors import ConfigError
 from covrag.llm.base import LLM
-from covrag.pipeline import (
-    ANSWER,
-    AskConfig,
-    EventSink,
-    EventStream,
-    PlannedEvent,
-    RetrievedEvent,
-    SelectedEvent,
-    build_generator,
-    choose,
-    estimate_context,
-)
-from covrag.pipeline.stages import (
-    AnswerSketcher,
-    C2Query,
-    CoverageEstimator,
-    CritiqueContext,
-    CrossEncoderCoverage,
-    Draft,
-    FilterReport,
-    LLMCost,
-    LLMDecomposer,
-    QPlanner,
-    answer_coverage,
-    draft_record,
-    parse_estimator,
-    support_warnings,
-)
+from covrag.pipeline.answer import answer_estimator as pipeline_estimator
+from covrag.pipeline.config import AskConfig
+from covrag.pipeline.events import EventSink, EventStream
+from covrag.pipeline.policy import ANSWER
+from covrag.pipeline.usecases import FieldError, GatedEstimator, answer, plan
 from covrag.schema.ask import AspectCoverageOut, FiltersOut
 from covrag.schema.generation import LLMCostOut
 from covrag.schema.http_answer import AnswerDraftOut, AnswerRequest, AnswerResponse, CritiqueOut
@@ -80,28 +55,19 @@ from covrag.server.service import (
     unique_ids,
 )
 from covrag.server.streaming import MEDIA_TYPE, streamed
-from covrag.types import CoverageMatrix, FloatArray, Passage, Topic
+from covrag.types import FloatArray, Topic
+
+if TYPE_CHECKING:
+    from covrag.pipeline.policy import ContextPolicy
+    from covrag.pipeline.usecases import EstimatorSpec
 
 T = TypeVar("T")
 
 
-class _Locked(CoverageEstimator):
+def _locked(inner: EstimatorSpec) -> GatedEstimator:
     """An estimator whose models run under the server's model gate (shared with /v1/select),
     one estimate at a time, counted in the pairs-scored metric."""
-
-    name = "locked"
-
-    def __init__(self, inner: CoverageEstimator) -> None:
-        self.inner = inner
-
-    def estimate(self, topic: Topic) -> CoverageMatrix:
-        with MODEL_GATE.step():
-            matrix = self.inner.estimate(topic)
-        metrics().pairs_scored.inc(matrix.pairs_scored)
-        return matrix
-
-    def __repr__(self) -> str:
-        return repr(self.inner)
+    return GatedEstimator(pipeline_estimator(inner), MODEL_GATE.step, metrics().pairs_scored.inc)
 
 
 class _LockedEncoder(Encoder):
@@ -122,37 +88,32 @@ class _LockedEncoder(Encoder):
         return self.inner.dimension
 
 
-def _cost(cost: LLMCost) -> LLMCostOut:
-    return LLMCostOut.of(cost)
-
-
 def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
     """Decompose (and outline) a question; blocking, call from a thread."""
     started = time.perf_counter()
     before = llm.usage.as_dict()
     try:
-        query = C2Query.explicit(request.question, request.include, request.exclude)
-    except ConfigError as exc:
-        raise RequestFieldError("exclude", str(exc)) from exc
-    outline = None
-    if request.outline:
-        planner = QPlanner(llm, subquestions=request.subquestions, encoder=_LockedEncoder())
-        plan = planner.plan(request.question, request.include, request.exclude)
-        subquestions = plan.subquestions
-        outline = OutlineOut(
-            texts=list(plan.best.texts),
-            score=plan.best.score,
-            rationale=plan.best.rationale,
-            baseline_score=plan.baseline.score,
+        planned = plan(
+            request.question,
+            llm,
+            include=request.include,
+            exclude=request.exclude,
+            subquestions=request.subquestions,
+            outline=request.outline,
+            answers=request.answers,
+            encoder=_LockedEncoder(),
         )
-    else:
-        decomposer = LLMDecomposer(llm, n=request.subquestions, encoder=_LockedEncoder())
-        subquestions = decomposer.decompose(query.base)
-    aspects = (*(subquestions.aspects if subquestions else ()), *query.aspects())
-    warnings: list[str] = []  # an aspect the LLM gives no usable sketch keeps none
-    if request.answers:
-        sketcher = AnswerSketcher(llm, n=request.answers)
-        aspects = sketcher.sketch_aspects(aspects, query.base, warnings)
+    except FieldError as exc:
+        raise RequestFieldError(exc.field, exc.message) from exc
+    query, subquestions, tree = planned.query, planned.subquestions, planned.plan
+    outline = None
+    if tree is not None:
+        outline = OutlineOut(
+            texts=list(tree.best.texts),
+            score=tree.best.score,
+            rationale=tree.best.rationale,
+            baseline_score=tree.baseline.score,
+        )
     after = llm.usage.as_dict()
     spent = {k: after[k] - before[k] for k in ("calls", "cached_calls", "prompt_tokens")}
     return PlanResponse(
@@ -160,7 +121,7 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
         base=query.base,
         aspects=[
             PlanAspectOut(id=a.id, text=a.text, polarity=a.polarity, answers=list(a.answers))
-            for a in aspects
+            for a in planned.aspects
         ],
         dropped=list(subquestions.dropped) if subquestions else [],
         outline=outline,
@@ -175,7 +136,7 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
             ),
         ),
         seconds=time.perf_counter() - started,
-        warnings=warnings,
+        warnings=list(planned.warnings),
     )
 
 
@@ -192,53 +153,25 @@ def _topic(request: AnswerRequest) -> Topic:
     )
 
 
-def _draft_out(draft: Draft) -> AnswerDraftOut:
-    return AnswerDraftOut.of_record(draft_record(draft))
-
-
-@dataclass(frozen=True)
-class _Context:
-    """What reaches the writer: the context passages, the coverage of the request's passages x
-    aspects (None without aspects), the estimator that computed it, and with ``k`` the filters'
-    report."""
-
-    passages: list[Passage]
-    coverage: CoverageMatrix | None = None
-    estimator: CoverageEstimator | None = None
-    filters: FilterReport | None = None
-
-
-def answer_estimator(config: ServerConfig) -> CoverageEstimator:
+def answer_estimator(config: ServerConfig) -> EstimatorSpec:
     """The coverage estimator of ``/v1/answer``: the server's default, the cross-encoder in
     place of ``gold`` (a request carries no labels)."""
-    base = parse_estimator(config.default_coverage)
-    return base if base.name != "gold" else CrossEncoderCoverage()
+    return pipeline_estimator(config.default_coverage)
 
 
-def _context(request: AnswerRequest, topic: Topic, config: ServerConfig) -> _Context:
-    """Estimate coverage when there are aspects and, with ``k``, select among the passages that
-    clear the coverage floor and the topic gate (as ``covrag ask`` does)."""
-    if not topic.aspects:
-        return _Context(list(topic.passages))
-    estimator = _Locked(answer_estimator(config))
-    policy = dataclasses.replace(
+def _policy(request: AnswerRequest, config: ServerConfig) -> ContextPolicy:
+    """The :data:`~covrag.pipeline.policy.ANSWER` preset under the request's fields; coverage
+    (under the model gate) only where there are aspects."""
+    return dataclasses.replace(
         ANSWER,
         selector=config.default_selector,
-        coverage=estimator,
+        coverage=_locked(config.default_coverage) if request.aspects else None,
         k=request.k,
         floor=request.floor,
         floor_question=request.floor_question,
         gate=request.gate,
         gate_margin=request.gate_margin,
     )
-    if request.k is None:  # no selection: the coverage of every passage, for the critique
-        unfiltered = dataclasses.replace(policy, floor=0.0, gate=0.0)
-        estimated = estimate_context(topic, unfiltered, estimator=estimator)
-        return _Context(list(topic.passages), estimated.coverage, estimator)
-    chosen = choose(topic, policy, estimator=estimator)
-    by_id = {p.id: p for p in chosen.candidates.passages}
-    context = [by_id[p] for p in chosen.selection.passage_ids]
-    return _Context(context, chosen.coverage, estimator, chosen.filters)
 
 
 def _settings(request: AnswerRequest) -> AskConfig:
@@ -261,48 +194,32 @@ def run_answer(
     """Select (when ``k`` is set) and write the answer; blocking, call from a thread. ``sink``
     hears the aspects, the passages, the context and the generation steps (a stream's)."""
     started = time.perf_counter()
-    sink = sink or EventSink(lambda _: None)
-    topic = _topic(request)
-    sink.emit(PlannedEvent(topic.aspects))
-    sink.emit(RetrievedEvent(tuple(p.id for p in topic.passages)))
-    chosen = _context(request, topic, config)
-    refusal = (chosen.filters.reason() if chosen.filters is not None else None) or ""
-    sink.emit(SelectedEvent(tuple(p.id for p in chosen.passages), refusal))
-    sink.stage("generate")
-    judge = chosen.estimator if request.feedback == "pointers" else None
-    exclude = [a.text for a in topic.aspects if a.polarity == "exclude"]
     # the citation check's judge (consulted only under a threshold) would run under the model
     # lock too (it shares the scorer's cache)
-    support = _Locked(CrossEncoderCoverage())
-    result = build_generator(llm, _settings(request), judge, exclude, support).generate(
-        request.question,
-        chosen.passages,
-        context=CritiqueContext(topic.aspects, chosen.coverage, refusal=refusal),
-        on_step=sink.stage,
+    done = answer(
+        _topic(request),
+        llm,
+        _policy(request, config),
+        _settings(request),
+        support_judge=_locked("cross-encoder"),
+        sink=sink,
     )
-    final = result.drafts[-1]
-    shown = _draft_out(final)
-    context_ids = [p.id for p in result.passages]
-    covered = (
-        answer_coverage(final.answer, chosen.coverage, topic.aspects, context_ids)
-        if chosen.coverage is not None
-        else ()
-    )
+    result = done.generation
+    drafts = [AnswerDraftOut.of_record(record) for record in done.draft_records()]
+    shown = drafts[-1]
     return AnswerResponse(
-        passage_ids=context_ids,
+        passage_ids=[p.id for p in done.passages],
         sentences=shown.sentences,
         dropped=shown.dropped,
         fallback=shown.fallback,
         problems=shown.problems,
-        warnings=[*([f"no answer: {refusal}"] if refusal else []), *support_warnings(final)],
-        filters=None
-        if chosen.filters is None
-        else FiltersOut.model_validate(chosen.filters.as_dict()),
+        warnings=list(done.warnings),
+        filters=None if done.filters is None else FiltersOut.model_validate(done.filters.as_dict()),
         aspect_coverage=[
             AspectCoverageOut.of(row.aspect_id, row.context_passages, row.answer_sentences)
-            for row in covered
+            for row in done.aspect_coverage
         ],
-        drafts=[*(_draft_out(d) for d in result.drafts[:-1]), shown],
+        drafts=drafts,
         critiques=[
             CritiqueOut(
                 llm_underused=list(c.llm_underused),
@@ -311,11 +228,11 @@ def run_answer(
                 missing_aspects=list(c.missing_aspects),
                 feedback=c.feedback,
                 verdict=c.verdict,
-                llm=_cost(c.cost),
+                llm=LLMCostOut.of(c.cost),
             )
             for c in result.critiques
         ],
-        llm=_cost(result.cost),
+        llm=LLMCostOut.of(result.cost),
         seconds=time.perf_counter() - started,
     )
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from covrag.coverage.base import ESTIMATORS, CoverageEstimator, parse_estimator
 from covrag.deadline import Deadline, DeadlineExceeded, deadline_scope
 from covrag.errors import ConfigError, CovragError, DataError
 from covrag.pipeline import (
@@ -27,14 +28,6 @@ from covrag.pipeline import (
     choose,
     estimate_context,
     pick_context,
-)
-from covrag.pipeline.stages import (
-    ESTIMATORS,
-    SELECTORS,
-    CoverageEstimator,
-    Selector,
-    parse_estimator,
-    parse_selector,
 )
 from covrag.schema.http import (
     AspectIn,
@@ -46,6 +39,7 @@ from covrag.schema.http import (
     StepOut,
     TimingsOut,
 )
+from covrag.selectors.base import SELECTORS, Selector, parse_selector
 from covrag.server.config import ServerConfig
 from covrag.server.gate import ModelGate
 from covrag.server.metrics import metrics
@@ -136,9 +130,14 @@ def label_free(config: ServerConfig) -> tuple[str, ...]:
 
 def build_job(request: SelectRequest, config: ServerConfig, menus: Menus) -> SelectJob:
     """Check what the schema cannot (ids, specs, cross-field rules) and build the records."""
-    default = config.default_selector
-    if not request.aspects and request.coverage is None and label_free(config):
-        default = label_free(config)[0]
+    preset = dataclasses.replace(
+        SERVER_SELECT,
+        selector=config.default_selector,
+        label_free=next(iter(label_free(config)), None),
+    )
+    named = request.selector is not None or request.coverage is not None
+    default = preset.resolve(aspects_given=bool(request.aspects), selector_named=named).selector
+    assert isinstance(default, str)
     selector = _parse("selector", request.selector or default, menus.selectors.resolve)
     estimator: CoverageEstimator | None = None
     pool_aspects = selector.needs("coverage") and not request.aspects

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from covrag.errors import ConfigError
-from covrag.pipeline.stages import EXCLUDE_MODES, OPTIMIZERS, SIMILARITIES
 from covrag.registry import Registry, parameter_types, split_spec
 from covrag.schema.http import MAX_PASSAGES
+from covrag.selectors.exclusion import EXCLUDE_MODES
+from covrag.selectors.facility import SIMILARITIES
+from covrag.selectors.optimize import OPTIMIZERS
 
 T = TypeVar("T")
 

@@ -1,0 +1,83 @@
+"""Every entry point's defaults come from one resolved policy, as the table of
+:mod:`covrag.pipeline.policy` documents them (issue 48)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from covrag.pipeline import policy as presets
+from covrag.pipeline.config import AskConfig
+from covrag.pipeline.policy import LABEL_FREE_SELECTOR, ContextPolicy
+
+#: preset -> (k, relevance, floor, gate), as the table in the module's docstring writes them.
+DOCUMENTED = {
+    "SELECT": (10, "dense", 0.0, 0.0),
+    "SELECT_BATCH": (10, "dense", 0.0, 0.0),
+    "SERVER_SELECT": (10, "dense", 0.0, 0.0),
+    "INTEGRATIONS": (5, "auto", 0.0, 0.0),
+    "ASK": (8, "score", 0.5, 0.5),
+    "ANSWER": (None, "order", 0.5, 0.5),
+    "BENCH": (10, "dense", 0.0, 0.0),
+}
+
+
+def _table_rows() -> dict[str, str]:
+    doc = presets.__doc__ or ""
+    rows = [line for line in doc.splitlines() if line.startswith("| :data:`")]
+    return {row.split("`")[1]: row for row in rows}
+
+
+def test_the_table_lists_every_preset() -> None:
+    assert set(_table_rows()) == set(DOCUMENTED)
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENTED))
+def test_each_preset_is_what_the_table_says(name: str) -> None:
+    policy = getattr(presets, name)
+    k, relevance, floor, gate = DOCUMENTED[name]
+    assert (policy.k, policy.relevance, policy.floor, policy.gate) == (k, relevance, floor, gate)
+    row = _table_rows()[name]
+    if floor or gate:
+        assert f"{floor} / {gate}" in row or "as ask" in row
+    else:
+        assert row.rstrip("| ").endswith("none")
+
+
+def test_ask_builds_its_policy_from_the_ask_preset() -> None:
+    assert AskConfig().policy() == presets.ASK
+
+
+def test_the_label_free_default_is_resolved_once_for_the_server_and_the_integrations() -> None:
+    for preset in (presets.SERVER_SELECT, presets.INTEGRATIONS):
+        free = preset.resolve(aspects_given=False, selector_named=False)
+        assert free.selector == LABEL_FREE_SELECTOR
+        assert preset.resolve(aspects_given=True, selector_named=False) == preset
+        assert preset.resolve(aspects_given=False, selector_named=True) == preset
+    assert presets.SELECT.resolve(aspects_given=False, selector_named=False) == presets.SELECT
+
+
+def test_the_server_and_the_integrations_choose_label_free_without_aspects() -> None:
+    from covrag.integrations import CoverageChoice
+    from covrag.schema.http import SelectRequest
+    from covrag.server.config import ServerConfig
+    from covrag.server.service import Menus, build_job
+
+    config = ServerConfig()
+    request = SelectRequest(query="q", passages=[{"id": "p", "text": "t"}])
+    job = build_job(request, config, Menus.of(config))
+    assert repr(job.selector) == repr(CoverageChoice()._selector(None))
+    assert "facility-location" in repr(job.selector)
+
+
+def test_a_batch_selection_refuses_a_floor() -> None:
+    from covrag.errors import ConfigError
+    from covrag.pipeline.usecases import select_topics
+
+    with pytest.raises(ConfigError, match="floor"):
+        select_topics([], dataclasses.replace(presets.SELECT_BATCH, floor=0.5))
+
+
+def test_a_policy_is_a_value() -> None:
+    assert ContextPolicy() == presets.SELECT
