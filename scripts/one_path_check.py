@@ -226,9 +226,9 @@ def check_bench() -> Any:
 
 def check_cv() -> Any:
     from covrag.pipeline import build_methods
-    from covrag.pipeline.cv import run_cv
-    from covrag.pipeline.cv_records import CVConfig
     from covrag.types import Budget
+    from covrag_lab.cv import run_cv
+    from covrag_lab.cv_records import CVConfig
 
     topics = load_dataset("perspectrum:dev")[:6]
     settings = build_methods(["mmr", "greedy-coverage", "expected-coverage"], ["cross-encoder"])

@@ -16,12 +16,11 @@ The rules:
    ``registry``, ``files``, ``text``, ``tokens``, ``embed``, ``data``, ``llm``, ``ingest``,
    ``plan``, ``retrieve``, ``coverage``, ``select``, ``generate``, ``evaluate``, ``report``,
    ``schema``) never import an entry layer: the top-level package ``covrag`` (its verbs compose the
-   pipeline), ``covrag.pipeline``, ``covrag.train``, ``covrag.cli``, ``covrag.server`` or
-   ``covrag.integrations``.
-3. ``covrag.train`` is imported only by ``train`` itself, ``cli`` and ``pipeline`` (inference never
-   imports training code).
-4. ``covrag.pipeline`` is imported only by ``pipeline``, ``cli``, ``server``, ``integrations``,
-   ``train`` and the top-level package; ``cli`` by nothing but ``cli`` and ``__main__``;
+   pipeline), ``covrag.pipeline``, ``covrag.cli``, ``covrag.server`` or ``covrag.integrations``.
+3. Inference never imports training code: training and cross-validation live in ``covrag_lab``,
+   which no module of covrag imports (checked in ``tests/test_architecture_lab.py``).
+4. ``covrag.pipeline`` is imported only by ``pipeline``, ``cli``, ``server``, ``integrations``
+   and the top-level package; ``cli`` by nothing but ``cli`` and ``__main__``;
    ``server`` only by ``server`` and ``cli``; ``integrations`` only by ``integrations``.
 5. ``covrag.types`` (the records) imports nothing of covrag except ``covrag.errors``.
 6. Foundations (``types``, ``errors``, ``registry``, ``files``, ``text``, ``tokens``, ``embed``,
@@ -48,12 +47,11 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "covrag"
 
 Graph = Mapping[str, frozenset[str]]
 
-ENTRY_LAYERS = ("pipeline", "train", "cli", "server", "integrations")
+ENTRY_LAYERS = ("pipeline", "cli", "server", "integrations")
 """Top-level packages above the stages (the top-level package ``covrag`` is above them too)."""
 
 IMPORTERS = {
-    "train": ("train", "cli", "pipeline"),
-    "pipeline": ("pipeline", "cli", "server", "integrations", "train", ""),
+    "pipeline": ("pipeline", "cli", "server", "integrations", ""),
     "cli": ("cli", "__main__"),
     "server": ("server", "cli"),
     "integrations": ("integrations",),
@@ -275,7 +273,7 @@ def test_the_entry_stage_count_sees_every_entry_point() -> None:
             "covrag.server.app": ["covrag.coverage"],
             "covrag.integrations.langchain": ["covrag.pipeline.stages"],
             "covrag.pipeline.stages": ["covrag.selectors.base"],
-            "covrag.train.lmvu": ["covrag.selectors.lmvu"],
+            "covrag.pipeline.bench": ["covrag.selectors.lmvu"],
         }
     )
     assert entry_stage_imports(graph) == [
@@ -351,14 +349,13 @@ def test_cycles_are_found_and_a_dag_has_none() -> None:
 @pytest.mark.parametrize(
     ("importer", "imported", "rule"),
     [
-        ("covrag.selectors.lmvu", "covrag.train.lmvu_model", "a stage imports an entry layer"),
+        ("covrag.selectors.lmvu", "covrag.cli.fit", "a stage imports an entry layer"),
         ("covrag.report.bench_html", "covrag.pipeline.bench", "a stage imports an entry layer"),
         ("covrag.evaluation.answers", "covrag.cli.main", "a stage imports an entry layer"),
         ("covrag.retrieve.store", "covrag", "a stage imports an entry layer"),
         ("covrag.types", "covrag.registry", "the records import nothing of covrag"),
         ("covrag.llm.models", "covrag.plan.decompose", "a foundation imports a stage"),
         ("covrag.schema.runfile", "covrag.report.runfile", "a foundation imports a stage"),
-        ("covrag.server.app", "covrag.train.lmvu", "only ('train', 'cli', 'pipeline')"),
         ("covrag.pipeline.ask", "covrag.server.app", "only ('server', 'cli')"),
         ("covrag.server.app", "covrag.cli.main", "only ('cli', '__main__')"),
         ("covrag.pipeline.ask", "covrag.integrations.langchain", "only ('integrations',)"),
@@ -374,9 +371,7 @@ def test_each_layer_rule_can_fail(importer: str, imported: str, rule: str) -> No
     [
         ("covrag.types", "covrag.errors"),
         ("covrag.selectors.lmvu.selector", "covrag.selectors.lmvu.model"),
-        ("covrag.train.lmvu", "covrag.selectors.lmvu.model"),
-        ("covrag.cli.fit", "covrag.train.lmvu"),
-        ("covrag.pipeline.bench", "covrag.train.lmvu"),
+        ("covrag.pipeline.bench", "covrag.selectors.lmvu.model"),
         ("covrag.server.app", "covrag.pipeline.ask"),
         ("covrag.integrations.langchain", "covrag.pipeline.ask"),
         ("covrag", "covrag.pipeline.ask"),

@@ -12,11 +12,12 @@ import pytest
 from covrag.cli import main
 from covrag.coverage import CrossEncoderCoverage, EmbeddingCoverage, cross_encoder
 from covrag.errors import ConfigError, DataError, TrainingError
-from covrag.train import coverage as coverage_training
-from covrag.train.calibrate import best_f1_threshold, roc_auc
-from covrag.train.coverage import TrainConfig, shaping_settings, train_cross_encoder
-from covrag.train.pairs import Pair, dataset_pairs, topic_pairs
 from covrag.types import Aspect, Passage, Topic
+from covrag_lab.cli import main as lab_main
+from covrag_lab.train import coverage as coverage_training
+from covrag_lab.train.calibrate import best_f1_threshold, roc_auc
+from covrag_lab.train.coverage import TrainConfig, shaping_settings, train_cross_encoder
+from covrag_lab.train.pairs import Pair, dataset_pairs, topic_pairs
 from deadline_support import assert_stops_at_a_check, checks_made
 
 pytestmark = pytest.mark.model
@@ -146,7 +147,7 @@ def test_train_coverage_cli_end_to_end(tmp_path: Path, write_jsonl) -> None:  # 
     out = tmp_path / "model"
     onnx = tmp_path / "onnx"
     args = ["train", "coverage", "--datasets", train, "--dev", dev, "--out", str(out)]
-    assert main([*args, "--onnx-out", str(onnx)]) == 0
+    assert lab_main([*args, "--onnx-out", str(onnx)]) == 0
     assert (onnx / "model.int8.onnx").exists() and (onnx / "training_card.json").exists()
     card = json.loads((out / "training_card.json").read_text())
     assert card["steps"] >= 1 and 0 < card["threshold"] < 1

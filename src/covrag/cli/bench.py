@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import (
+from covrag.cli._executor import add_ray_option, executor_from_args
+from covrag.cli.common import (
     Subparsers,
     add_config_options,
     add_prepare_args,
@@ -26,7 +27,6 @@ from covrag.cli._common import (
     progress_bar,
     write_files,
 )
-from covrag.cli._executor import add_ray_option, executor_from_args
 from covrag.pipeline.config import BenchConfig
 from covrag.types import Budget, Topic
 

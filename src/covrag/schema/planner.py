@@ -1,4 +1,4 @@
-"""The files of a trained planner (``covrag train planner-data``, ``train planner``).
+"""The files of a trained planner (``covrag-lab train planner-data``, ``train planner``).
 
 - ``examples.jsonl``: one judged request per line (:class:`PlannerExampleLine`): the request
   with its constraints, the teacher's QTree, its candidate outlines and the random baseline,

@@ -2,8 +2,8 @@
 
 The model starts from the packaged all-MiniLM-L6-v2 encoder (or any Hugging Face encoder) with a
 new one-logit head, trained with binary cross-entropy on labelled (passage, aspect) pairs
-(:mod:`covrag.train.pairs`). Batches are formed from length-sorted buckets so little compute goes
-to padding. The result is a standard ``AutoModelForSequenceClassification`` folder that
+(:mod:`covrag_lab.train.pairs`). Batches are formed from length-sorted buckets so little compute
+goes to padding. The result is a standard ``AutoModelForSequenceClassification`` folder that
 ``sentence_transformers.CrossEncoder`` loads, plus ``training_card.json``.
 """
 
@@ -27,15 +27,15 @@ from covrag.errors import ConfigError, DataError, MissingExtraError, TrainingErr
 from covrag.packaged import resolve_model
 from covrag.schema.cards import CoverageTrainingCard
 from covrag.tokens import default_model_path
-from covrag.train.calibrate import roc_auc
-from covrag.train.pairs import Pair, shuffled
+from covrag_lab.train.calibrate import roc_auc
+from covrag_lab.train.pairs import Pair, shuffled
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Hyperparameters of ``covrag train coverage``.
+    """Hyperparameters of ``covrag-lab train coverage``.
 
     Attributes:
         base_model: Encoder to start from; None for the packaged MiniLM.
