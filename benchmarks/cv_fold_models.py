@@ -6,7 +6,7 @@ cross-encoder per fold (5 folds, seed 0 over ArgKP's 28 train + dev topics) at l
 in fp32. Item 3 of issue 36 needs the same folds from the packaged all-mpnet-base-v2, which on
 these 2 cores trains at about 80 minutes a fold only in bf16 (``--precision bf16`` of ``covrag-lab
 train coverage``; fp32 is about twice as slow). This trains the folds into MODELS exactly as
-``covrag cv`` would (the same topics, pairs, cache layout and training card), with the base and
+``covrag-lab cv`` would (the same topics, pairs, cache layout and training card), with the base and
 precision named here; a fold already finished is kept, and an interrupted one resumes from its last
 checkpoint (every 200 steps). ``benchmarks/cv_represent.py CACHE OUT trained=MODELS`` then scores
 every topic with the fold model that never saw it.
