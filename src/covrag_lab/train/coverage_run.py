@@ -76,7 +76,7 @@ def train_coverage(
     card.save(out)
     exported = None
     if onnx_out is not None:
-        from covrag.coverage.onnx_model import export_onnx
+        from covrag_lab.train.onnx_export import export_onnx
 
         scales: list[tuple[str, str]] | None = None
         if quantize == "static":

@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from covrag.coverage.cross_encoder import CrossEncoderCoverage, card_value
-from covrag.coverage.onnx_model import ONNX_FILE, export_onnx
+from covrag.coverage.onnx_model import ONNX_FILE
 from covrag.errors import ConfigError
 from covrag.pipeline.bench import Method
 from covrag.types import Topic
 from covrag_lab.cv import TopicScores
 from covrag_lab.train.coverage import TrainConfig, shaping_settings, train_cross_encoder
+from covrag_lab.train.onnx_export import export_onnx
 from covrag_lab.train.pairs import Pair, dataset_pairs
 
 logger = logging.getLogger(__name__)
