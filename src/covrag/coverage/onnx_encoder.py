@@ -33,7 +33,6 @@ MODELS = Path(__file__).resolve().parent.parent / "models"
 #: The shipped same-point models by name (``similarity_model='same-point-minilm'``).
 SAME_POINT_MODELS = {name: MODELS / name for name in ("same-point-mpnet", "same-point-minilm")}
 DEFAULT_SAME_POINT = "same-point-mpnet"
-SAME_POINT_MODEL = SAME_POINT_MODELS[DEFAULT_SAME_POINT]
 
 
 class OnnxEncoder:

@@ -28,7 +28,7 @@ from covrag.plan.planner import QPlanner
 from covrag.plan.sketch import AnswerSketcher
 from covrag.plan.sources import AspectSource
 from covrag.report import load_report_input, render_report, write_report
-from covrag.report.runfile import run_file_record, selection_record, topic_run_record
+from covrag.report.runfile import run_file_record, topic_run_record
 from covrag.retrieve import (
     INDEX_KINDS,
     BM25Retriever,
@@ -104,7 +104,6 @@ __all__ = [
     "read_judgments",
     "render_report",
     "run_file_record",
-    "selection_record",
     "support_warnings",
     "topic_qrels",
     "topic_run_record",
