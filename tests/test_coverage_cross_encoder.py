@@ -11,9 +11,10 @@ import pytest
 
 from covrag.cli import main
 from covrag.coverage import CrossEncoderCoverage, EmbeddingCoverage, cross_encoder
-from covrag.errors import ConfigError, DataError, TrainingError
+from covrag.errors import ConfigError, DataError
 from covrag.types import Aspect, Passage, Topic
 from covrag_lab.cli import main as lab_main
+from covrag_lab.errors import TrainingError
 from covrag_lab.train import coverage as coverage_training
 from covrag_lab.train.calibrate import best_f1_threshold, roc_auc
 from covrag_lab.train.coverage import TrainConfig, shaping_settings, train_cross_encoder

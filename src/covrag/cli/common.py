@@ -17,7 +17,7 @@ import os
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union
 
@@ -39,7 +39,6 @@ if typing.TYPE_CHECKING:
     from covrag.llm.base import LLM
     from covrag.pipeline.stages import AspectSource
 
-T = TypeVar("T")
 C = TypeVar("C")
 
 #: ``sub.add_parser(...)`` of the top-level parser, handed to each command module's ``register``.
@@ -142,15 +141,6 @@ def progress_bar(console: Console) -> Progress:
         transient=True,
         disable=not console.is_terminal,
     )
-
-
-def progress_iter(items: Iterable[T], total: int, label: str, console: Console) -> Iterator[T]:
-    """Iterate with a progress bar on the console (hidden when output is not a terminal)."""
-    with progress_bar(console) as progress:
-        task = progress.add_task(label, total=total)
-        for item in items:
-            yield item
-            progress.advance(task)
 
 
 # --- budgets -------------------------------------------------------------------------------------

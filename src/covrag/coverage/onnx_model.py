@@ -31,7 +31,7 @@ def _ort() -> Any:
     try:
         import onnxruntime
     except ImportError as exc:
-        raise MissingExtraError("onnxruntime", "onnx") from exc
+        raise MissingExtraError("onnxruntime", "embed") from exc
     return onnxruntime
 
 

@@ -8,7 +8,9 @@ these commands parse the options, show progress and print what was fitted.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -20,11 +22,21 @@ from covrag.cli.common import (
     check_outputs,
     field_default,
     progress_bar,
-    progress_iter,
 )
 from covrag.errors import ConfigError, MissingExtraError
 from covrag_lab.cli.train_cover import add_train_cover
 from covrag_lab.cli.train_planner import add_train_planner, add_train_planner_data
+
+T = TypeVar("T")
+
+
+def progress_iter(items: Iterable[T], total: int, label: str, console: Console) -> Iterator[T]:
+    """Iterate with a progress bar on the console (hidden when output is not a terminal)."""
+    with progress_bar(console) as progress:
+        task = progress.add_task(label, total=total)
+        for item in items:
+            yield item
+            progress.advance(task)
 
 
 def register(sub: Subparsers) -> None:

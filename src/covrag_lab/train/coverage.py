@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from covrag.errors import ConfigError, DataError, MissingExtraError, TrainingError
+from covrag.errors import ConfigError, DataError, MissingExtraError
 from covrag.packaged import resolve_model
 from covrag.schema.cards import CoverageTrainingCard
 from covrag.tokens import default_model_path
+from covrag_lab.errors import TrainingError
 from covrag_lab.train.calibrate import roc_auc
 from covrag_lab.train.pairs import Pair, shuffled
 
@@ -55,7 +56,7 @@ class TrainConfig:
         min_train_auc: The collapse check. After a run of at least ``CHECKED_STEPS`` steps, the
             model scores a sample of its own training pairs; when their ROC-AUC is below this
             (a model that scores every pair alike sits at 0.5), nothing is written and
-            :class:`~covrag.errors.TrainingError` is raised. 0 turns the check off.
+            :class:`~covrag_lab.errors.TrainingError` is raised. 0 turns the check off.
     """
 
     base_model: str | None = None

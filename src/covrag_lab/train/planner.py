@@ -70,7 +70,7 @@ def _imports() -> tuple[Any, Any, Any]:
         import peft
         import trl
     except ImportError as exc:
-        raise MissingExtraError(exc.name or "trl", "planner") from exc
+        raise MissingExtraError(exc.name or "trl", "lab") from exc
     return datasets, peft, trl
 
 

@@ -146,7 +146,7 @@ def train_same_point(
         import torch
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
-        raise MissingExtraError("sentence-transformers", "train") from exc
+        raise MissingExtraError("sentence-transformers", "lab") from exc
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.threads)
     base = default_model_path() if config.base_model is None else resolve_model(config.base_model)
