@@ -16,7 +16,6 @@ import pytest
 from covrag.errors import MissingExtraError
 from covrag.llm.models import smollm2_path
 from covrag.schema.plan import OutlineOut
-from covrag.schema.planner import PlannerExampleLine
 from covrag.types import Aspect, Passage, Topic
 from covrag_lab.cli import main
 from covrag_lab.cli.eval_planner import planner_specs, route
@@ -27,6 +26,7 @@ from covrag_lab.train.planner_data import (
     read_examples,
     sft_and_dpo,
 )
+from covrag_lab.train.planner_files import PlannerExampleLine
 from planner_support import fake_llm, schema_server
 
 TINY = ["--depth", "2", "--branching", "2"]
