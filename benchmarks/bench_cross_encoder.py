@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_cross_encoder.py --model DIR [--onnx DIR] [--quick]
 
-``--model`` is the trained Hugging Face folder (``covrag train coverage --out``), ``--onnx`` its
+``--model`` is the trained Hugging Face folder (``covrag-lab train coverage --out``), ``--onnx`` its
 int8 ONNX export (default: the model shipped in the package; give several to compare exports of
 the same model, e.g. ``--quantize row`` against ``dynamic``: the speed table has rows for each).
 Prints markdown tables:
@@ -33,8 +33,8 @@ from covrag.coverage.cross_encoder import default_model_path as shipped_model
 from covrag.data import load_dataset
 from covrag.pipeline.bench import Method, run_bench
 from covrag.selectors import parse_selector
-from covrag.train.calibrate import roc_auc
 from covrag.types import Budget, CoverageMatrix, Topic
+from covrag_lab.train.calibrate import roc_auc
 
 DEV = {
     "argkp2021:dev": (Budget(max_passages=10), "alpha-nDCG@10", "greedy-coverage"),

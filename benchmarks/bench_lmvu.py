@@ -28,8 +28,8 @@ from covrag.pipeline import BenchResult, Method, run_bench
 from covrag.selectors import LMVUSelector, parse_selector
 from covrag.selectors.base import Candidates
 from covrag.selectors.lmvu import FEATURES, M0_FEATURES, STATE, LMVUModel
-from covrag.train.lmvu import StateConfig, TrainingSet, cached_training_set, fit_lmvu
 from covrag.types import Budget, Passage
+from covrag_lab.train.lmvu import StateConfig, TrainingSet, cached_training_set, fit_lmvu
 
 BASELINES = ["mmr", "random", "topk", "facility-location(cost_aware=True)"]
 DEV = {"perspectrum-evidence:dev": "argkp2021:train", "argkp2021:dev": "perspectrum-evidence:train"}

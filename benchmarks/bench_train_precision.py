@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_train_precision.py [--base-model mpnet] [--steps 12]
 
-Runs ``train_cross_encoder`` itself (the code path of ``covrag train coverage``) for ``--steps``
+Runs ``train_cross_encoder`` itself (the code path of ``covrag-lab train coverage``) for ``--steps``
 optimiser steps of 32 pairs on the labelled pairs of each dataset, alternating fp32 and bf16
 ``--repeats`` times so that both meet the same machine load, and prints the seconds per step of
 each run (model loading excluded: the training card times the steps only). Short pairs (ArgKP:
@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 
 from covrag.data import load_dataset
-from covrag.train.coverage import PRECISIONS, TrainConfig, train_cross_encoder
-from covrag.train.pairs import Pair, dataset_pairs, shuffled
+from covrag_lab.train.coverage import PRECISIONS, TrainConfig, train_cross_encoder
+from covrag_lab.train.pairs import Pair, dataset_pairs, shuffled
 
 
 def _pairs(name: str, n: int) -> list[Pair]:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from covrag.coverage import CrossEncoderCoverage
 from covrag.data import load_dataset
-from covrag.evaluation.answer_stats import ANSWER_MEASURES, compare_variants, markdown_table
+from covrag.evaluation.answer_stats import ANSWER_MEASURES, compare_variants
 from covrag.evaluation.answers import (
     AnswerEvaluation,
     LLMAnswerJudge,
@@ -56,6 +56,7 @@ from covrag.plan import LLMDecomposer
 from covrag.report.runfile import run_file_record, topic_run_record
 from covrag.selectors import parse_selector
 from covrag.types import Budget, Topic
+from covrag_lab.tables import markdown_table
 
 MEASURES = (*ANSWER_MEASURES, "v_strict~ce", "citation_precision~ce")
 

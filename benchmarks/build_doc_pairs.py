@@ -1,4 +1,4 @@
-"""Build the documents' coverage training pairs (issue 47; covrag.train.doc_pairs).
+"""Build the documents' coverage training pairs (issue 47; covrag_lab.train.doc_pairs).
 
     python benchmarks/build_doc_pairs.py collect WORK            # render the documents (minutes)
     python benchmarks/build_doc_pairs.py questions WORK N        # the LLM's questions (resumable)
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from covrag.train import doc_pairs as dp
+from covrag_lab.train import doc_pairs as dp
 
 QUESTIONS = Path(__file__).parent / "doc_pairs" / "questions.jsonl"
 #: Structure pairs kept per kind (a hash-ordered sample of what the documents define).

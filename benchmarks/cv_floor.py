@@ -17,7 +17,7 @@ Each ArgKP train + dev topic is asked twice, as ``covrag ask`` would with the to
 
 Per topic the objective is the mean of the two (StRecall@8 answerable, empty share unanswerable).
 For each fold the floor with the best mean objective on the other folds is chosen and scored on
-the held-out fold (:func:`covrag.pipeline.cv.assign_folds`, seeded). Prints a markdown table.
+the held-out fold (:func:`covrag_lab.cv.assign_folds`, seeded). Prints a markdown table.
 
 With ``--aspects llm`` the sub-questions are the ones ``covrag ask`` would use: the ``--llm``'s
 decomposition of the topic's question (8 by default, through the response cache), and StRecall
@@ -29,7 +29,7 @@ With ``--pool-aspects N`` selection goes through ``covrag ask --pool-aspects N``
 coverage covers the sub-questions and N representatives of what cleared the floor.
 
 The estimator is the shipped cross-encoder, any ``--coverage`` spec, or, with ``--fold-models``,
-the per-fold cross-encoders that ``covrag cv --train-coverage`` trained and kept in its
+the per-fold cross-encoders that ``covrag-lab cv --train-coverage`` trained and kept in its
 ``--train-cache``: each topic is then scored by the model trained without its fold (the folds
 must be the same: ``--folds`` and ``--seed`` as in that run), so the floor is chosen for an
 estimator that has never seen the topics it is measured on.
@@ -51,14 +51,14 @@ from covrag.data import load_dataset
 from covrag.llm import parse_llm
 from covrag.pipeline import PrepareConfig, prepare
 from covrag.pipeline.ask import retrieve_pool, select_context
-from covrag.pipeline.cv import assign_folds
 from covrag.plan import C2Query, LLMDecomposer
 from covrag.plan.sketch import AnswerSketcher
 from covrag.retrieve import BM25Retriever
 from covrag.selectors import parse_selector
 from covrag.selectors.base import Candidates
-from covrag.train.cv_coverage import fold_models
 from covrag.types import Selection, Topic
+from covrag_lab.cv import assign_folds
+from covrag_lab.train.cv_coverage import fold_models
 
 
 def _candidates(topic: Topic, corpus: list, estimator: CoverageEstimator) -> Candidates:
@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--selector", default="expected-coverage")
     parser.add_argument("--out", type=Path, default=Path("cv-floor.json"))
     parser.add_argument("--coverage", default="cross-encoder", help="estimator spec")
-    parser.add_argument("--fold-models", type=Path, help="covrag cv's --train-cache")
+    parser.add_argument("--fold-models", type=Path, help="covrag-lab cv's --train-cache")
     parser.add_argument("--fold-forms", default="statements+questions")
     parser.add_argument(
         "--aspects", choices=["questions", "statements", "llm"], default="questions"

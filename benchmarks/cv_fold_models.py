@@ -1,12 +1,13 @@
-"""Train the per-fold coverage cross-encoders of ``covrag cv`` with settings its CLI does not take.
+"""Train the per-fold coverage cross-encoders of ``covrag-lab cv`` with settings its CLI does not
+take.
 
-``covrag cv --train-coverage statements+questions --train-cache MODELS`` trains one cross-encoder
-per fold (5 folds, seed 0 over ArgKP's 28 train + dev topics) at learning rate 2e-5 in fp32. Item
-3 of issue 36 needs the same folds from the packaged all-mpnet-base-v2, which on these 2 cores
-trains at about 80 minutes a fold only in bf16 (``--precision bf16`` of ``covrag train
-coverage``; fp32 is about twice as slow). This trains the folds into MODELS exactly as ``covrag
-cv`` would (the same topics, pairs, cache layout and training card), with the base and precision
-named here; a fold already finished is kept, and an interrupted one resumes from its last
+``covrag-lab cv --train-coverage statements+questions --train-cache MODELS`` trains one
+cross-encoder per fold (5 folds, seed 0 over ArgKP's 28 train + dev topics) at learning rate 2e-5
+in fp32. Item 3 of issue 36 needs the same folds from the packaged all-mpnet-base-v2, which on
+these 2 cores trains at about 80 minutes a fold only in bf16 (``--precision bf16`` of ``covrag-lab
+train coverage``; fp32 is about twice as slow). This trains the folds into MODELS exactly as
+``covrag-lab cv`` would (the same topics, pairs, cache layout and training card), with the base and
+precision named here; a fold already finished is kept, and an interrupted one resumes from its last
 checkpoint (every 200 steps). ``benchmarks/cv_represent.py CACHE OUT trained=MODELS`` then scores
 every topic with the fold model that never saw it.
 
@@ -24,13 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from covrag.pipeline import build_methods
-from covrag.pipeline.cv import assign_folds
-from covrag.train.coverage import TrainConfig
-from covrag.train.cv_coverage import TrainedCoverage
+from covrag_lab.cv import assign_folds
+from covrag_lab.train.coverage import TrainConfig
+from covrag_lab.train.cv_coverage import TrainedCoverage
 from cv_represent import topics
 
 FOLDS, SEED = 5, 0
-#: The learning rate of ``covrag cv``'s fold models (at 5e-5 all-mpnet-base-v2 collapsed on one
+#: The learning rate of ``covrag-lab cv``'s fold models (at 5e-5 all-mpnet-base-v2 collapsed on one
 #: half of ArgKP: docs/experiments/20-question-aware-coverage.md).
 LEARNING_RATE = 2e-5
 
@@ -47,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     forms = {"statements": topics(""), "questions": topics(":questions")}
-    # covrag cv's topic order (train split, then dev, as ``topics`` reads them): the order the
+    # covrag-lab cv's topic order (train split, then dev, as ``topics`` reads them): the order the
     # fold's pairs are built in
     order = list(forms["statements"])
     fold_of = assign_folds(order, FOLDS, SEED)

@@ -1,6 +1,6 @@
 """One leave-topics-out CV table of label-free selection (issue 36): which default to ship.
 
-Rows, all at k = 10 on the pools ``covrag cv`` prepares (same pools, same measures):
+Rows, all at k = 10 on the pools ``covrag-lab cv`` prepares (same pools, same measures):
 
 - baselines: random, MMR (lambda 0.5), cluster, facility location over MiniLM cosine;
 - the same-point similarity (:mod:`covrag.selectors.similarity`) under MMR, cluster and facility
@@ -12,7 +12,7 @@ Rows, all at k = 10 on the pools ``covrag cv`` prepares (same pools, same measur
   the same-point similarity enters the default's path;
 - with ``--contrast``, facility location over each similarity once more per value: a similarity
   counts by how many standard deviations it lies above the pool's mean pair, past the value;
-- ``CV-chosen``: for each of 5 folds (seed 0, the folds of ``covrag cv --folds 5 --seed 0``) the
+- ``CV-chosen``: for each of 5 folds (seed 0, the folds of ``covrag-lab cv --folds 5 --seed 0``) the
   label-free row with the best mean alpha-nDCG@10 on the other folds' topics, scored on the
   held-out fold: the figure of choosing a default by this table; and the same choice among the
   rows that read no coverage estimator (the shipped estimator trained on ArgKP train topics and
@@ -47,11 +47,11 @@ from covrag.data import load_dataset
 from covrag.embed import Encoder
 from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline.bench import Method, build_methods
-from covrag.pipeline.cv import CVConfig, TopicScores, assign_folds, cv_measures
 from covrag.pipeline.prepare import config_for
 from covrag.plan.pool import PoolAspectFinder
 from covrag.plan.sources import PoolAspects
 from covrag.types import Budget, Topic
+from covrag_lab.cv import CVConfig, TopicScores, assign_folds, cv_measures
 
 logger = logging.getLogger("cv_label_free")
 

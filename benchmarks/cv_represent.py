@@ -5,7 +5,7 @@ same-point similarity (contrast 1) to expected coverage; with ``targets='support
 scale='uncertain'`` each pool passage counts by its likeliest aspect's probability and the weight
 by the share of aspects left uncovered. This scores both over a grid of ``p`` and ``w`` on
 ArgKP's 28 train + dev topics, with the key points as statements and as questions, and chooses
-the setting per fold (5 folds, seed 0: the folds of ``covrag cv``) as the best mean on the other
+the setting per fold (5 folds, seed 0: the folds of ``covrag-lab cv``) as the best mean on the other
 folds, within each family (:data:`FAMILIES`): that is the cross-validated figure.
 
 The coverage probabilities come from one of these estimators:
@@ -21,7 +21,7 @@ The coverage probabilities come from one of these estimators:
   ``CACHE/represent/short-fold<i>``). Weaker than the shipped recipe (section 20's per-fold
   models trained 1,200+ steps after a Perspectrum stage), but the real estimator, on unseen
   topics.
-- ``trained=MODELS``: the fold cross-encoders that ``covrag cv --folds 5 --seed 0
+- ``trained=MODELS``: the fold cross-encoders that ``covrag-lab cv --folds 5 --seed 0
   --train-coverage ... --train-cache MODELS`` trained (section 20's recipe: from a Perspectrum
   stage, on the other folds' topics); each topic is scored by the one that never saw it.
   ``trained=MODELS,OTHER`` averages the probabilities of such sets of fold models (e.g.
@@ -60,10 +60,10 @@ from covrag.coverage.cross_encoder import CrossEncoderCoverage
 from covrag.coverage.onnx_encoder import onnx_encoder
 from covrag.data import load_dataset
 from covrag.evaluation.stats import bootstrap_ci
-from covrag.pipeline.cv import assign_folds
 from covrag.selectors import Candidates, parse_selector
-from covrag.train.cv_coverage import fold_models
 from covrag.types import Budget, CoverageMatrix, Topic
+from covrag_lab.cv import assign_folds
+from covrag_lab.train.cv_coverage import fold_models
 from cv_label_free import FOLDS, SEED, K, cv_chosen
 
 logger = logging.getLogger("cv_represent")
@@ -200,9 +200,9 @@ def shipped_probs(cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Pr
 
 def train_short(cache: Path) -> None:
     """The per-fold cross-encoders of the ``short`` estimator (a finished fold is kept)."""
-    from covrag.train.coverage import TrainConfig
-    from covrag.train.coverage_run import train_coverage
-    from covrag.train.pairs import dataset_pairs
+    from covrag_lab.train.coverage import TrainConfig
+    from covrag_lab.train.coverage_run import train_coverage
+    from covrag_lab.train.pairs import dataset_pairs
 
     st, qu = topics(""), topics(":questions")
     ids = sorted(st)
@@ -223,7 +223,7 @@ def train_short(cache: Path) -> None:
 
 
 def trained_probs(models: Path, cache: Path, st: dict[str, Topic], qu: dict[str, Topic]) -> Probs:
-    """(query id, form) -> the probabilities of the fold cross-encoder ``covrag cv
+    """(query id, form) -> the probabilities of the fold cross-encoder ``covrag-lab cv
     --train-cache models`` trained without the topic's fold (cached; each fold's topics are
     cached on their own first, so :func:`score_finished_folds` can score a fold as soon as
     its model is trained)."""

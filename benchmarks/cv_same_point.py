@@ -4,7 +4,7 @@
 sentence-transformers folder and its int8 ONNX export; a finished one is not trained again):
 
 - ``argkp-fold<i>``: on the ArgKP train + dev topics of every fold but i (5 folds, seed 0, the
-  folds ``covrag cv`` deals), for leave-topics-out CV on ArgKP;
+  folds ``covrag-lab cv`` deals), for leave-topics-out CV on ArgKP;
 - ``no-argkp``: on Perspectrum and Perspectrum-evidence train (no ArgKP), scored on ArgKP and
   on Perspectrum dev;
 - ``no-perspectrum``: on ArgKP train (no Perspectrum), scored on Perspectrum;
@@ -16,9 +16,9 @@ The fold models continue from ``no-argkp`` too (it saw no ArgKP topic). CPU time
 ``check`` compares an int8 export with its torch model (the figures of a training card).
 
 ``score`` scores random, MMR, cluster and facility location over MiniLM cosine beside the same
-selectors over same-point similarity, on the topics ``covrag cv`` prepares (same pools, same
+selectors over same-point similarity, on the topics ``covrag-lab cv`` prepares (same pools, same
 measures): with ``folds``, each ArgKP topic with the fold model trained without it (the folds of
-``covrag cv --folds 5 --seed 0``); with a model's name, that model, which saw none of the
+``covrag-lab cv --folds 5 --seed 0``); with a model's name, that model, which saw none of the
 topics. It prints each setting's mean alpha-nDCG@10 with a bootstrap 95% CI over topics, and
 its paired difference from facility location over MiniLM cosine (bootstrap CI of the per-topic
 differences).
@@ -50,10 +50,10 @@ import numpy as np
 from covrag.data import load_dataset
 from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline.bench import Method, build_methods
-from covrag.pipeline.cv import CVConfig, TopicScores, assign_folds, cv_measures
 from covrag.pipeline.prepare import config_for
-from covrag.train.same_point import SamePointConfig, export_encoder_onnx, train_same_point
 from covrag.types import Budget, Topic
+from covrag_lab.cv import CVConfig, TopicScores, assign_folds, cv_measures
+from covrag_lab.train.same_point import SamePointConfig, export_encoder_onnx, train_same_point
 from cv_label_free import FOLDS, SEED, K, cv_chosen  # the sibling script's per-fold choice
 
 logger = logging.getLogger("cv_same_point")

@@ -1,4 +1,4 @@
-"""Ways to combine an aspect's own score with its answer sketches' scores, under ``covrag cv``.
+"""Ways to combine an aspect's own score with its answer sketches' scores, under ``covrag-lab cv``.
 
     .venv/bin/python benchmarks/cv_sketch_rules.py cv --dataset argkp2021 \
         --splits train:questions dev:questions --folds 5 --seed 0 \

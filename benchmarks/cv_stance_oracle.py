@@ -4,7 +4,7 @@ argument's and key point's stance.
     .venv/bin/python benchmarks/cv_stance_oracle.py --fold-models DIR [--form statements|questions]
         [--factors 1 0.5 0.2 0] [--folds 5] [--seed 0]
 
-``DIR`` is ``covrag cv --train-cache``'s folder of per-fold cross-encoders (each ``KEY/model``
+``DIR`` is ``covrag-lab cv --train-cache``'s folder of per-fold cross-encoders (each ``KEY/model``
 with its training card naming its training topics, ``KEY/onnx-uint8`` the int8 model). Each of
 ArgKP's 28 train + dev topics is scored by the fold model that never saw it; then every pair whose
 argument and key point have different stances (ArgKP labels both) is multiplied by a factor (1:
@@ -24,10 +24,10 @@ from covrag.coverage import CrossEncoderCoverage
 from covrag.coverage.base import CoverageEstimator
 from covrag.data import load_dataset
 from covrag.pipeline import Method
-from covrag.pipeline.cv import CVConfig, run_cv
 from covrag.selectors import parse_selector
-from covrag.train import cv_coverage
 from covrag.types import Budget, CoverageMatrix, FloatArray, Topic
+from covrag_lab.cv import CVConfig, run_cv
+from covrag_lab.train import cv_coverage
 
 
 def fold_models(root: Path, topics: set[str]) -> dict[str, str]:

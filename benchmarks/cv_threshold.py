@@ -8,7 +8,7 @@ Every labelled (argument, key point) pair of ArgKP's 28 train + dev topics (posi
 annotators' explicit negatives) is scored by the estimator, with the key points worded as
 statements or as their question forms (``argkp2021:SPLIT:questions``). For each fold the
 threshold with the best F1 on the other folds' pairs is fitted
-(:func:`covrag.train.calibrate.best_f1_threshold`) and the held-out pairs are judged with it and
+(:func:`covrag_lab.train.calibrate.best_f1_threshold`) and the held-out pairs are judged with it and
 with the fixed ``--threshold``. Prints JSON: per fold the fitted threshold and both held-out F1,
 then F1 over all held-out pairs and the threshold fitted on every topic.
 
@@ -29,10 +29,10 @@ import numpy as np
 from covrag.coverage import parse_estimator
 from covrag.data import load_dataset
 from covrag.llm import parse_llm
-from covrag.pipeline.cv import assign_folds
 from covrag.plan.sketch import AnswerSketcher
-from covrag.train.calibrate import best_f1_threshold, f1_at
 from covrag.types import Topic
+from covrag_lab.cv import assign_folds
+from covrag_lab.train.calibrate import best_f1_threshold, f1_at
 
 
 def labelled(topic: Topic, probs: np.ndarray, passage_ids: list[str], aspect_ids: list[str]):

@@ -38,7 +38,7 @@ def product_session(weights: np.ndarray[Any, Any], unsigned: bool = False) -> An
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
-    from covrag.coverage.onnx_model import unsigned_weights
+    from covrag_lab.train.onnx_rewrite import unsigned_weights
 
     k, n = weights.shape
     inits = [

@@ -13,7 +13,7 @@ measures still use the true labels. tau = 1 merges only identical texts.
 
 Prints, per form, the aspect pairs within a topic at each cosine, and alpha-nDCG@10 and
 StRecall@10 of the merged oracle at each tau. ``--questions FILE`` reads the question forms
-from a ``covrag train question-forms`` JSONL instead of the bundled ones.
+from a ``covrag-lab train question-forms`` JSONL instead of the bundled ones.
 """
 
 from __future__ import annotations

@@ -25,13 +25,13 @@ import numpy as np
 from covrag.coverage.onnx_encoder import OnnxEncoder
 from covrag.data import load_dataset
 from covrag.evaluation import Judgments, evaluate
-from covrag.pipeline.cv import assign_folds
 from covrag.pipeline.prepare import PrepareConfig
 from covrag.selectors.base import BudgetTracker
 from covrag.selectors.facility import FacilityLocation
 from covrag.selectors.optimize import lazy_greedy
-from covrag.train.calibrate import roc_auc
 from covrag.types import Budget, Topic
+from covrag_lab.cv import assign_folds
+from covrag_lab.train.calibrate import roc_auc
 
 K, FOLDS, SEED = 10, 5, 0
 MEASURE = f"alpha-nDCG@{K}"

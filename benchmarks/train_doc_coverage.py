@@ -3,7 +3,7 @@
     python benchmarks/train_doc_coverage.py DOC_PAIRS.jsonl OUT [--debate-pairs N] [--steps-limit]
 
 The shipped model is int8 ONNX only; its float32 weights are read back from it
-(:mod:`covrag.train.dequantize`) and training continues on the documents' pairs
+(:mod:`covrag_lab.train.dequantize`) and training continues on the documents' pairs
 (``benchmarks/build_doc_pairs.py``) with a replay of the debate pairs it learned from (ArgKP
 train as statements and as questions, Perspectrum train), so that what it knew is not lost.
 Documents are split 90/10 by document: the held-out tenth is the documents' dev set (ROC-AUC).
@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 
 from covrag.coverage.cross_encoder import CrossEncoderCoverage, passage_input
-from covrag.train.coverage import TrainConfig
-from covrag.train.coverage_run import train_coverage, training_pairs
-from covrag.train.dequantize import dequantized_model
-from covrag.train.pairs import Pair, shuffled
 from covrag.types import Passage
+from covrag_lab.train.coverage import TrainConfig
+from covrag_lab.train.coverage_run import train_coverage, training_pairs
+from covrag_lab.train.dequantize import dequantized_model
+from covrag_lab.train.pairs import Pair, shuffled
 
 DEBATES = ("argkp2021:train", "argkp2021:train:questions", "perspectrum:train")
 DEBATE_DEV = ("argkp2021:dev", "argkp2021:dev:questions")

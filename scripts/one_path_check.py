@@ -226,9 +226,14 @@ def check_bench() -> Any:
 
 def check_cv() -> Any:
     from covrag.pipeline import build_methods
-    from covrag.pipeline.cv import run_cv
-    from covrag.pipeline.cv_records import CVConfig
     from covrag.types import Budget
+
+    try:  # covrag_lab since issue 48; covrag.pipeline.cv before
+        from covrag_lab.cv import run_cv
+        from covrag_lab.cv_records import CVConfig
+    except ImportError:
+        from covrag.pipeline.cv import run_cv  # type: ignore[no-redef]
+        from covrag.pipeline.cv_records import CVConfig  # type: ignore[no-redef]
 
     topics = load_dataset("perspectrum:dev")[:6]
     settings = build_methods(["mmr", "greedy-coverage", "expected-coverage"], ["cross-encoder"])

@@ -16,12 +16,11 @@ The rules:
    ``registry``, ``files``, ``text``, ``tokens``, ``embed``, ``data``, ``llm``, ``ingest``,
    ``plan``, ``retrieve``, ``coverage``, ``select``, ``generate``, ``evaluate``, ``report``,
    ``schema``) never import an entry layer: the top-level package ``covrag`` (its verbs compose the
-   pipeline), ``covrag.pipeline``, ``covrag.train``, ``covrag.cli``, ``covrag.server`` or
-   ``covrag.integrations``.
-3. ``covrag.train`` is imported only by ``train`` itself, ``cli`` and ``pipeline`` (inference never
-   imports training code).
-4. ``covrag.pipeline`` is imported only by ``pipeline``, ``cli``, ``server``, ``integrations``,
-   ``train`` and the top-level package; ``cli`` by nothing but ``cli`` and ``__main__``;
+   pipeline), ``covrag.pipeline``, ``covrag.cli``, ``covrag.server`` or ``covrag.integrations``.
+3. Inference never imports training code: training and cross-validation live in ``covrag_lab``,
+   which no module of covrag imports (checked in ``tests/test_architecture_lab.py``).
+4. ``covrag.pipeline`` is imported only by ``pipeline``, ``cli``, ``server``, ``integrations``
+   and the top-level package; ``cli`` by nothing but ``cli`` and ``__main__``;
    ``server`` only by ``server`` and ``cli``; ``integrations`` only by ``integrations``.
 5. ``covrag.types`` (the records) imports nothing of covrag except ``covrag.errors``.
 6. Foundations (``types``, ``errors``, ``registry``, ``files``, ``text``, ``tokens``, ``embed``,
@@ -35,7 +34,7 @@ The rules:
    cases of ``pipeline`` (``covrag.pipeline.usecases``) and translate inputs and outputs: counted
    through re-exports (a name is charged to the module that defines it), at most
    :data:`MAX_ENTRY_STAGE_PAIRS` (entry module, stage module) pairs, each to a registry read for
-   choices (:data:`ALLOWED_ENTRY_STAGES`; the training commands moving to ``covrag_lab`` aside).
+   choices (:data:`ALLOWED_ENTRY_STAGES`).
 """
 
 from __future__ import annotations
@@ -50,12 +49,11 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "covrag"
 
 Graph = Mapping[str, frozenset[str]]
 
-ENTRY_LAYERS = ("pipeline", "train", "cli", "server", "integrations")
+ENTRY_LAYERS = ("pipeline", "cli", "server", "integrations")
 """Top-level packages above the stages (the top-level package ``covrag`` is above them too)."""
 
 IMPORTERS = {
-    "train": ("train", "cli", "pipeline"),
-    "pipeline": ("pipeline", "cli", "server", "integrations", "train", ""),
+    "pipeline": ("pipeline", "cli", "server", "integrations", ""),
     "cli": ("cli", "__main__"),
     "server": ("server", "cli"),
     "integrations": ("integrations",),
@@ -95,11 +93,6 @@ ALLOWED_ENTRY_STAGES = frozenset(
     }
 )
 """The stage modules an entry point may import: registries and lists read for choices."""
-LAB_COMMANDS = frozenset(
-    {"covrag.cli.cv", "covrag.cli.train", "covrag.cli.train_cover", "covrag.cli.train_planner"}
-    | {"covrag.cli.eval_planner"}
-)
-"""Training and CV commands, moving to ``covrag_lab``: counted, but not held to the registries."""
 
 RECORDS = "covrag.types"
 RECORDS_MAY_IMPORT = frozenset({"covrag.errors"})
@@ -348,8 +341,7 @@ def test_entry_points_call_use_cases_not_stages() -> None:
     lines = [f"{a} -> {b}: {', '.join(names)}" for (a, b), names in found.items()]
     print(f"entry-point -> stage module pairs: {len(found)}", *lines, sep="\n  ")
     assert len(found) <= MAX_ENTRY_STAGE_PAIRS, "call a use case of covrag.pipeline.usecases"
-    others = {b for (a, b) in found if a not in LAB_COMMANDS}
-    assert others <= ALLOWED_ENTRY_STAGES, "only registries, for --help choices"
+    assert {b for (_, b) in found} <= ALLOWED_ENTRY_STAGES, "only registries, for --help choices"
 
 
 def test_no_module_re_exports_the_stages_for_the_entry_points() -> None:
@@ -450,14 +442,13 @@ def test_cycles_are_found_and_a_dag_has_none() -> None:
 @pytest.mark.parametrize(
     ("importer", "imported", "rule"),
     [
-        ("covrag.selectors.lmvu", "covrag.train.lmvu_model", "a stage imports an entry layer"),
+        ("covrag.selectors.lmvu", "covrag.cli.fit", "a stage imports an entry layer"),
         ("covrag.report.bench_html", "covrag.pipeline.bench", "a stage imports an entry layer"),
         ("covrag.evaluation.answers", "covrag.cli.main", "a stage imports an entry layer"),
         ("covrag.retrieve.store", "covrag", "a stage imports an entry layer"),
         ("covrag.types", "covrag.registry", "the records import nothing of covrag"),
         ("covrag.llm.models", "covrag.plan.decompose", "a foundation imports a stage"),
         ("covrag.schema.runfile", "covrag.report.runfile", "a foundation imports a stage"),
-        ("covrag.server.app", "covrag.train.lmvu", "only ('train', 'cli', 'pipeline')"),
         ("covrag.pipeline.ask", "covrag.server.app", "only ('server', 'cli')"),
         ("covrag.server.app", "covrag.cli.main", "only ('cli', '__main__')"),
         ("covrag.pipeline.ask", "covrag.integrations.langchain", "only ('integrations',)"),
@@ -473,9 +464,7 @@ def test_each_layer_rule_can_fail(importer: str, imported: str, rule: str) -> No
     [
         ("covrag.types", "covrag.errors"),
         ("covrag.selectors.lmvu.selector", "covrag.selectors.lmvu.model"),
-        ("covrag.train.lmvu", "covrag.selectors.lmvu.model"),
-        ("covrag.cli.fit", "covrag.train.lmvu"),
-        ("covrag.pipeline.bench", "covrag.train.lmvu"),
+        ("covrag.pipeline.bench", "covrag.selectors.lmvu.model"),
         ("covrag.server.app", "covrag.pipeline.ask"),
         ("covrag.integrations.langchain", "covrag.pipeline.ask"),
         ("covrag", "covrag.pipeline.ask"),

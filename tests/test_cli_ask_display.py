@@ -6,9 +6,9 @@ import io
 
 from rich.console import Console
 
-from covrag.cli._common import progress_bar
 from covrag.cli.ask import _llm_progress
 from covrag.cli.ask_display import print_ask
+from covrag.cli.common import progress_bar
 from covrag.llm.progress import TokenProgress
 from covrag.pipeline import AskConfig, ask
 from covrag.retrieve import BM25Retriever

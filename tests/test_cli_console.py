@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from covrag.cli._common import console, err_console
+from covrag.cli.common import console, err_console
 
 
 def test_dataset_specs_print_as_written_not_as_emoji() -> None:

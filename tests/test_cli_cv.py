@@ -1,4 +1,4 @@
-"""``covrag cv`` end to end on ArgKP train + dev with the gold labels."""
+"""``covrag-lab cv`` end to end on ArgKP train + dev with the gold labels."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from covrag.cli import main
+from covrag_lab.cli import main
 
 
 def test_cv_runs_on_argkp_train_and_dev(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -21,6 +21,7 @@ import pytest
 from covrag import files
 from covrag.cli import main
 from covrag.data import resolve_dataset
+from covrag_lab.cli import main as lab_main
 
 DEV = "argkp2021:dev"
 #: Relevance by pool order: no encoder to load, so the commands take a fraction of a second.
@@ -101,17 +102,17 @@ def test_every_writing_command_checks_its_inputs(
     capsys.readouterr()
     d = str(dataset)
     commands = [
-        ["qrels", "--dataset", d, "--out", d],
-        ["report", str(runjson), "-o", str(runjson)],
-        ["eval-answers", str(runjson), "--no-llm", "--out", str(runjson)],
-        ["index", "--corpus", d, "--out", str(tmp_path)],
-        ["bench", "--dataset", d, "--selectors", "topk", *FAST, "--out", str(tmp_path)],
-        ["ask", "question?", "--corpus", d, "--out", d],
-        ["fit", "lmvu", "--dataset", d, "--out", d],
-        ["train", "coverage", "--datasets", d, "--dev", d, "--out", str(tmp_path)],
+        (lab_main, ["qrels", "--dataset", d, "--out", d]),
+        (main, ["report", str(runjson), "-o", str(runjson)]),
+        (main, ["eval-answers", str(runjson), "--no-llm", "--out", str(runjson)]),
+        (main, ["index", "--corpus", d, "--out", str(tmp_path)]),
+        (main, ["bench", "--dataset", d, "--selectors", "topk", *FAST, "--out", str(tmp_path)]),
+        (main, ["ask", "question?", "--corpus", d, "--out", d]),
+        (lab_main, ["fit", "lmvu", "--dataset", d, "--out", d]),
+        (lab_main, ["train", "coverage", "--datasets", d, "--dev", d, "--out", str(tmp_path)]),
     ]
-    for args in commands:
-        assert main(args) == 2, args
+    for run_main, args in commands:
+        assert run_main(args) == 2, args
         line = error_line(capsys)
         assert "overwritten" in line or "replaced" in line, (args, line)
     assert dataset.read_bytes() == before and run.read_text() == run_text

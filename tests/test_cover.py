@@ -13,8 +13,9 @@ from covrag.coverage import CoverCoverage, CrossEncoderCoverage, parse_estimator
 from covrag.errors import ConfigError
 from covrag.retrieve import CoverRetriever, cover_query, load_index
 from covrag.retrieve.cover import COVERED_PREFIX, COVERED_SEPARATOR
-from covrag.train.cover import CoverConfig, cover_examples, train_cover
 from covrag.types import Aspect, Passage, Topic
+from covrag_lab.cli import main as lab_main
+from covrag_lab.train.cover import CoverConfig, cover_examples, train_cover
 
 pytestmark = pytest.mark.model
 
@@ -133,7 +134,7 @@ def test_retriever_searches_with_covered_aspects_and_round_trips(
 
 
 def test_a_cover_index_needs_a_model_the_estimator_defaults_to_minilm() -> None:
-    with pytest.raises(ConfigError, match="covrag train cover"):
+    with pytest.raises(ConfigError, match="covrag-lab train cover"):
         CoverRetriever()
     assert parse_estimator("cover").estimate(topic()).probs.shape == (7, 3)  # plain MiniLM
 
@@ -164,7 +165,7 @@ def test_cli_trains_indexes_and_searches(tmp_path: Path, write_jsonl) -> None:  
     data = str(write_jsonl([topic_to_record(topic())]))
     out = tmp_path / "model"
     args = ["train", "cover", "--datasets", data, "--out", str(out), "--examples", "8"]
-    assert main([*args, "--batch-size", "4", "--max-seq-length", "48", "--threads", "1"]) == 0
+    assert lab_main([*args, "--batch-size", "4", "--max-seq-length", "48", "--threads", "1"]) == 0
     card = json.loads((out / "training_card.json").read_text())
     assert card["steps"] == 2 and card["config"]["examples"] == 8
     index = tmp_path / "index"

@@ -11,12 +11,14 @@ import pytest
 
 from covrag.cli import main
 from covrag.coverage import CrossEncoderCoverage, EmbeddingCoverage, cross_encoder
-from covrag.errors import ConfigError, DataError, TrainingError
-from covrag.train import coverage as coverage_training
-from covrag.train.calibrate import best_f1_threshold, roc_auc
-from covrag.train.coverage import TrainConfig, shaping_settings, train_cross_encoder
-from covrag.train.pairs import Pair, dataset_pairs, topic_pairs
+from covrag.errors import ConfigError, DataError
 from covrag.types import Aspect, Passage, Topic
+from covrag_lab.cli import main as lab_main
+from covrag_lab.errors import TrainingError
+from covrag_lab.train import coverage as coverage_training
+from covrag_lab.train.calibrate import best_f1_threshold, roc_auc
+from covrag_lab.train.coverage import TrainConfig, shaping_settings, train_cross_encoder
+from covrag_lab.train.pairs import Pair, dataset_pairs, topic_pairs
 from deadline_support import assert_stops_at_a_check, checks_made
 
 pytestmark = pytest.mark.model
@@ -146,7 +148,7 @@ def test_train_coverage_cli_end_to_end(tmp_path: Path, write_jsonl) -> None:  # 
     out = tmp_path / "model"
     onnx = tmp_path / "onnx"
     args = ["train", "coverage", "--datasets", train, "--dev", dev, "--out", str(out)]
-    assert main([*args, "--onnx-out", str(onnx)]) == 0
+    assert lab_main([*args, "--onnx-out", str(onnx)]) == 0
     assert (onnx / "model.int8.onnx").exists() and (onnx / "training_card.json").exists()
     card = json.loads((out / "training_card.json").read_text())
     assert card["steps"] >= 1 and 0 < card["threshold"] < 1
@@ -160,7 +162,8 @@ def test_train_coverage_cli_end_to_end(tmp_path: Path, write_jsonl) -> None:  # 
 
 def test_int8_onnx_export_scores_like_the_torch_model(tiny_model: Path, tmp_path: Path) -> None:
     pytest.importorskip("onnx")
-    from covrag.coverage.onnx_model import ONNX_FILE, export_onnx
+    from covrag.coverage.onnx_model import ONNX_FILE
+    from covrag_lab.train.onnx_export import export_onnx
 
     folder = tmp_path / "onnx"
     assert export_onnx(tiny_model, folder).name == ONNX_FILE
@@ -179,7 +182,8 @@ def test_per_row_and_static_int8_score_a_pair_the_same_in_any_batch(
     tiny_model: Path, tmp_path: Path
 ) -> None:
     pytest.importorskip("onnx")
-    from covrag.coverage.onnx_model import ONNX_FILE, OnnxPairScorer, export_onnx
+    from covrag.coverage.onnx_model import ONNX_FILE, OnnxPairScorer
+    from covrag_lab.train.onnx_export import export_onnx
 
     pair = ("Cars pollute the air in cities.", "pollution")
     longer = ("Car bans hurt local shops. " + "They lose customers every day. " * 6, "economy")
@@ -238,7 +242,7 @@ def test_uint8_weights_make_an_int8_product_exact_on_any_cpu() -> None:
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
-    from covrag.coverage.onnx_model import unsigned_weights
+    from covrag_lab.train.onnx_rewrite import unsigned_weights
 
     rng = np.random.default_rng(0)
     weights = rng.integers(-127, 128, size=(64, 8)).astype(np.int8)
@@ -285,7 +289,8 @@ def test_an_mpnet_cross_encoder_exports_with_its_own_inputs(
     pytest.importorskip("onnx")
     import onnx
 
-    from covrag.coverage.onnx_model import ONNX_FILE, OnnxPairScorer, export_onnx
+    from covrag.coverage.onnx_model import ONNX_FILE, OnnxPairScorer
+    from covrag_lab.train.onnx_export import export_onnx
 
     torch_probs = CrossEncoderCoverage(model=str(tiny_mpnet))
     expected = torch_probs.estimate(topic()).probs
@@ -305,8 +310,10 @@ def test_per_row_scales_refuse_a_graph_they_do_not_know(tiny_model: Path, tmp_pa
     pytest.importorskip("onnx")
     import onnx
 
-    from covrag.coverage.onnx_model import ONNX_FILE, export_onnx, per_row_activations
+    from covrag.coverage.onnx_model import ONNX_FILE
     from covrag.errors import ConfigError
+    from covrag_lab.train.onnx_export import export_onnx
+    from covrag_lab.train.onnx_rewrite import per_row_activations
 
     export_onnx(tiny_model, tmp_path, per_row=False)
     model = onnx.load(str(tmp_path / ONNX_FILE))

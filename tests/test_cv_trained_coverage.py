@@ -12,11 +12,11 @@ from covrag.coverage.cross_encoder import CrossEncoderCoverage
 from covrag.data import load_dataset
 from covrag.errors import ConfigError
 from covrag.pipeline import Method, PrepareConfig
-from covrag.pipeline.cv import CVConfig, run_cv
 from covrag.selectors import parse_selector
-from covrag.train.coverage import TrainConfig
-from covrag.train.cv_coverage import EXPORT, TrainedCoverage, fold_models
 from covrag.types import Budget, Topic
+from covrag_lab.cv import CVConfig, run_cv
+from covrag_lab.train.coverage import TrainConfig
+from covrag_lab.train.cv_coverage import EXPORT, TrainedCoverage, fold_models
 
 pytestmark = pytest.mark.model
 

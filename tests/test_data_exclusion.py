@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from covrag.cli import main
-from covrag.cli._common import EXCLUDE_SEED
+from covrag.cli.common import EXCLUDE_SEED
 from covrag.data import load_dataset, read_run
 from covrag.data.exclusion import chosen_for, exclude_aspects
 from covrag.errors import ConfigError

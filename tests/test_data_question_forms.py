@@ -8,8 +8,8 @@ import pytest
 from covrag.data import load_dataset
 from covrag.data.question_forms import as_paraphrases, as_questions, read_question_forms
 from covrag.errors import DataError
-from covrag.train.pairs import topic_pairs
 from covrag.types import Aspect, Passage, Topic
+from covrag_lab.train.pairs import topic_pairs
 
 
 def form(aspect_id: str, question: str = "How do uniforms affect bullying?") -> dict[str, str]:

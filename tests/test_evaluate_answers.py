@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from covrag.evaluation.answer_stats import compare_variants, markdown_table
+from covrag.evaluation.answer_stats import compare_variants
 from covrag.evaluation.answers import (
     AnswerEvaluation,
     LLMAnswerJudge,
@@ -20,6 +20,7 @@ from covrag.evaluation.answers import (
 )
 from covrag.generate import parse_citations
 from covrag.types import Aspect, Passage, Topic
+from covrag_lab.tables import markdown_table
 from generate_support import ASPECTS, PASSAGES, KeywordCoverage
 from llm_support import ScriptedLLM
 

@@ -30,7 +30,7 @@ PASSAGES = (
     ),
     Passage(
         "shutil#27",
-        "copy(src, dst, *, follow_symlinks=True) Copy data and mode bits (\"cp src dst\"). "
+        'copy(src, dst, *, follow_symlinks=True) Copy data and mode bits ("cp src dst"). '
         "Return the file's destination.",
         metadata=SHUTIL,
     ),
@@ -52,7 +52,9 @@ PASSAGES = (
 def test_spans_end_at_a_blank_line_too() -> None:
     text = PASSAGES[1].text
     pieces = [text[s:e] for s, e in quote_spans(text)]
-    assert pieces[0] == "If source and destination are the same file, a SameFileError will be raised."
+    assert pieces[0] == (
+        "If source and destination are the same file, a SameFileError will be raised."
+    )
     assert pieces[1].startswith("copy2(src, dst, *, follow_symlinks=True) Copy data and metadata.")
 
 

@@ -1,4 +1,5 @@
-"""LMVU: features on a hand-computed example, the pairwise fit, budgets, and `covrag fit lmvu`."""
+"""LMVU: features on a hand-computed example, the pairwise fit, budgets, and `covrag-lab fit
+lmvu`."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import pytest
 from hypothesis import given, settings
 
 from covrag.cli import main
-from covrag.cli.train import parse_dataset_weights
 from covrag.errors import ConfigError, DataError
 from covrag.selectors import Candidates, LMVUSelector
 from covrag.selectors.lmvu import FEATURES, FeatureState, LMVUModel
 from covrag.text import split_sentences
-from covrag.train.lmvu import StateConfig, TrainingSet
 from covrag.types import Budget, Passage
+from covrag_lab.cli import main as lab_main
+from covrag_lab.cli.train import parse_dataset_weights
+from covrag_lab.train.lmvu import StateConfig, TrainingSet
 from test_select_properties import budgets, pools
 
 
@@ -220,7 +222,7 @@ def test_fit_lmvu_cli_on_a_small_slice(tmp_path: Path, write_jsonl, capsys) -> N
     out = tmp_path / "lmvu.json"
     cache = tmp_path / "states"
     args = ["fit", "lmvu", "--dataset", str(data), "--out", str(out), "--budgets", "512"]
-    assert main([*args, "--states-cache", str(cache)]) == 0
+    assert lab_main([*args, "--states-cache", str(cache)]) == 0
     model = LMVUModel.load(out)
     assert model.card_["states"] > 10 and model.card_["datasets"] == [str(data)]
     assert model.card_["dataset_weights"] == {str(data): 1.0}
@@ -228,11 +230,11 @@ def test_fit_lmvu_cli_on_a_small_slice(tmp_path: Path, write_jsonl, capsys) -> N
     # Second fit reads the cached states: same states, same model.
     again = tmp_path / "again.json"
     assert (
-        main([*args[:4], "--out", str(again), "--budgets", "512", "--states-cache", str(cache)])
+        lab_main([*args[:4], "--out", str(again), "--budgets", "512", "--states-cache", str(cache)])
         == 0
     )
     assert np.allclose(LMVUModel.load(again).coef_, model.coef_)
-    assert main([*args, "--dataset-weight", "other=2"]) == 2
+    assert lab_main([*args, "--dataset-weight", "other=2"]) == 2
     assert "not among --dataset" in capsys.readouterr().err
     run = tmp_path / "run.trec"
     assert (

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from covrag.cli import build_parser
-from covrag.cli._common import config_from_args
 from covrag.cli.ask import ASK_OPTIONS
+from covrag.cli.common import config_from_args
 from covrag.cli.serve import SERVER_OPTIONS
 from covrag.errors import ConfigError
 from covrag.generate.critique import Critic

@@ -13,7 +13,9 @@ from covrag.data import load_dataset
 from covrag.errors import ConfigError, DataError
 from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline import Method, PrepareConfig, build_methods, run_bench
-from covrag.pipeline.cv import (
+from covrag.selectors import parse_selector
+from covrag.types import Budget, CoverageMatrix, Topic
+from covrag_lab.cv import (
     CalibratedThreshold,
     CVConfig,
     TopicScores,
@@ -23,8 +25,6 @@ from covrag.pipeline.cv import (
     run_cv,
     scores_for,
 )
-from covrag.selectors import parse_selector
-from covrag.types import Budget, CoverageMatrix, Topic
 
 ORDER = PrepareConfig(relevance="order")  # no encoder: relevance is the pool order
 K10 = Budget(max_passages=10)
@@ -147,7 +147,7 @@ class BlurredLabels(CoverageEstimator):
 
 
 def test_a_calibrated_threshold_maximises_f1_on_the_training_topics(topics: list[Topic]) -> None:
-    from covrag.train.calibrate import best_f1_threshold
+    from covrag_lab.train.calibrate import best_f1_threshold
 
     (gold,) = build_methods(["greedy-coverage"], ["gold"])
     method = dataclasses.replace(gold, coverage=BlurredLabels())

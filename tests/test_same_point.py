@@ -11,13 +11,13 @@ from covrag.errors import ConfigError
 from covrag.pipeline import with_inputs
 from covrag.selectors import parse_selector
 from covrag.selectors.base import Candidates, Input
-from covrag.train.same_point import (
+from covrag.types import Aspect, Budget, Passage, Topic
+from covrag_lab.train.same_point import (
     SamePointConfig,
     contrastive_loss,
     draw_batches,
     positives,
 )
-from covrag.types import Aspect, Budget, Passage, Topic
 from deadline_support import assert_stops_at_a_check, checks_made
 
 # Two points of one topic, two passages each, and one passage that makes neither.
@@ -80,7 +80,7 @@ def test_the_loss_is_lower_when_same_point_passages_are_closer() -> None:
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two steps from the packaged MiniLM, exported to int8 ONNX (a real, small model)."""
     pytest.importorskip("onnx")
-    from covrag.train.same_point import export_encoder_onnx, train_same_point
+    from covrag_lab.train.same_point import export_encoder_onnx, train_same_point
 
     out = tmp_path_factory.mktemp("same-point")
     config = SamePointConfig(batch_size=8, max_steps=2, max_length=32)
@@ -116,7 +116,7 @@ def test_an_mpnet_bi_encoder_exports_without_token_types(tmp_path: Path) -> None
     from sentence_transformers import SentenceTransformer
 
     from covrag.coverage.onnx_encoder import OnnxEncoder
-    from covrag.train.same_point import export_encoder_onnx
+    from covrag_lab.train.same_point import export_encoder_onnx
     from model_support import tiny_mpnet
 
     model = tiny_mpnet(tmp_path / "mpnet", "encoder")
@@ -136,7 +136,7 @@ def test_a_large_export_keeps_its_weights_in_shards(tiny_model: Path, tmp_path: 
     import shutil
 
     from covrag.coverage.onnx_encoder import ENCODER_FILE, OnnxEncoder
-    from covrag.train.same_point import shard_weights
+    from covrag_lab.train.same_point import shard_weights
 
     folder = tmp_path / "sharded"
     shutil.copytree(tiny_model / "onnx", folder)

@@ -37,6 +37,7 @@ from covrag.schema.cards import (
 from covrag.schema.generation import GenerationOut, LLMCostOut, StageCostOut
 from covrag.schema.index import IndexManifest
 from covrag.schema.runfile import RunFileModel, dump
+from covrag_lab.cli import main as lab_main
 
 OLD = Path(__file__).parent / "data" / "format_v1"
 MODELS = Path(str(resources.files("covrag") / "models"))
@@ -264,13 +265,13 @@ def test_planner_cards_are_checked_on_write_and_read(tmp_path: Path, capsys: Any
     assert not (tmp_path / "other.json").exists()
     (tmp_path / "card.json").write_text(json.dumps({**card, "base_model": None}))
     args = ["eval-planner", "--datasets", "argkp2021:dev", "--trained", str(tmp_path)]
-    assert main(args) == 2
+    assert lab_main(args) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "card.json" in err and "field 'base_model'" in err
 
 
 def test_the_planner_data_card_is_its_schema() -> None:
-    from covrag.train.planner_data import data_card
+    from covrag_lab.train.planner_data import data_card
 
     card = data_card([], [], [], teacher="t")
     assert read_model(PlannerDataCard, card).requests == 0

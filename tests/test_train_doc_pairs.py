@@ -1,5 +1,5 @@
-"""Documents' coverage training pairs (covrag.train.doc_pairs) and the float32 copy of the
-shipped int8 model they train from (covrag.train.dequantize)."""
+"""Documents' coverage training pairs (covrag_lab.train.doc_pairs) and the float32 copy of the
+shipped int8 model they train from (covrag_lab.train.dequantize)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from covrag.coverage.cross_encoder import CrossEncoderCoverage, PairScorer, passage_input
 from covrag.data import load_dataset
-from covrag.train import doc_pairs as dp
 from covrag.types import Aspect, Passage, Topic
+from covrag_lab.train import doc_pairs as dp
 
 RSYNC = """-L, --copy-links
     When symlinks are encountered, the item that they point to is copied."""
@@ -112,7 +112,7 @@ def test_a_title_header_is_what_the_model_reads_when_its_card_asks(tmp_path: Pat
 
 def test_the_float32_copy_scores_as_the_shipped_int8_model(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    from covrag.train.dequantize import check_dequantized, dequantized_model
+    from covrag_lab.train.dequantize import check_dequantized, dequantized_model
 
     shipped = Path(CrossEncoderCoverage().model_path())
     copy = dequantized_model(shipped, tmp_path / "fp32")

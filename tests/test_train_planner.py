@@ -13,20 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from covrag.cli import main
-from covrag.cli.eval_planner import planner_specs, route
 from covrag.errors import MissingExtraError
 from covrag.llm.models import smollm2_path
 from covrag.schema.plan import OutlineOut
-from covrag.schema.planner import PlannerExampleLine
-from covrag.train.planner_data import (
+from covrag.types import Aspect, Passage, Topic
+from covrag_lab.cli import main
+from covrag_lab.cli.eval_planner import planner_specs, route
+from covrag_lab.train.planner_data import (
     KINDS,
     data_card,
     make_requests,
     read_examples,
     sft_and_dpo,
 )
-from covrag.types import Aspect, Passage, Topic
+from covrag_lab.train.planner_files import PlannerExampleLine
 from planner_support import fake_llm, schema_server
 
 TINY = ["--depth", "2", "--branching", "2"]

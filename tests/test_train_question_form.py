@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from covrag.cli import main
 from covrag.data.question_forms import read_question_forms
 from covrag.errors import StructuredOutputError
 from covrag.schema.question_form import QuestionFormLine
-from covrag.train.question_form import CHUNK, alignment, question_forms, write_question_forms
 from covrag.types import Aspect, Passage, Topic
+from covrag_lab.cli import main
+from covrag_lab.train.question_form import CHUNK, alignment, question_forms, write_question_forms
 from llm_support import ScriptedLLM
 
 

@@ -44,7 +44,7 @@ class Encoder:
         # not through the process's environment).
         path = str(default_model_path()) if model is None else resolve_model(model)
         self.name = DEFAULT_MODEL if model is None else model
-        _quiet_transformers()
+        quiet_transformers()
         self._model = SentenceTransformer(path, device="cpu", local_files_only=model is None)
         self.batch_size = batch_size
         self._cache: OrderedDict[str, FloatArray] = OrderedDict()
@@ -97,7 +97,7 @@ class Encoder:
         self._cache.clear()
 
 
-def _quiet_transformers() -> None:
+def quiet_transformers() -> None:
     """Library code shows no progress bars of its own dependencies."""
     try:
         from transformers.utils import logging as hf_logging

@@ -48,10 +48,6 @@ class MissingExtraError(CovragError, ImportError):
         self.extra = extra
 
 
-class TrainingError(CovragError, RuntimeError):
-    """A training run ended with a model not worth writing, e.g. one scoring every pair alike."""
-
-
 class LLMError(CovragError, RuntimeError):
     """An LLM backend failed: unreachable, timed out, refused, or still failing after retries."""
 

@@ -7,7 +7,7 @@ record can be shared between stages without defensive copies.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -407,7 +407,3 @@ class Answer:
 def as_mapping(values: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """A read-only view of ``values`` (an empty one for None)."""
     return MappingProxyType(dict(values)) if values else _EMPTY
-
-
-def ids_of(items: Sequence[Passage] | Sequence[Aspect]) -> tuple[str, ...]:
-    return tuple(item.id for item in items)

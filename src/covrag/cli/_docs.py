@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from covrag.cli._common import progress_bar
+from covrag.cli.common import progress_bar
 from covrag.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import (
+from covrag.cli._docs import index_documents
+from covrag.cli.ask_display import print_ask
+from covrag.cli.common import (
     Subparsers,
     add_config_options,
     add_llm_args,
@@ -22,8 +24,6 @@ from covrag.cli._common import (
     err_console,
     progress_bar,
 )
-from covrag.cli._docs import index_documents
-from covrag.cli.ask_display import print_ask
 from covrag.pipeline.config import AskConfig
 from covrag.types import Aspect
 

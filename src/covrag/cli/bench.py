@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import (
+from covrag.cli._executor import add_ray_option, executor_from_args
+from covrag.cli.common import (
     Subparsers,
     add_config_options,
     add_prepare_args,
@@ -27,7 +28,6 @@ from covrag.cli._common import (
     progress_bar,
     write_files,
 )
-from covrag.cli._executor import add_ray_option, executor_from_args
 from covrag.pipeline.config import BenchConfig
 from covrag.types import Budget, Topic
 

@@ -7,7 +7,7 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import Subparsers
+from covrag.cli.common import Subparsers
 
 
 def register(sub: Subparsers) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import Subparsers, add_exclude_args, check_measures, load_topics
+from covrag.cli.common import Subparsers, add_exclude_args, check_measures, load_topics
 from covrag.errors import ConfigError
 
 

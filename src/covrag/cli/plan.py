@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from covrag.cli._common import Subparsers, add_llm_args, build_llm
+from covrag.cli.common import Subparsers, add_llm_args, build_llm
 from covrag.errors import ConfigError, StructuredOutputError
 from covrag.schema.plan import PlanSplit, plan_split_record, plan_tree_record
 

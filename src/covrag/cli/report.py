@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from covrag.cli._common import Subparsers, check_outputs
+from covrag.cli.common import Subparsers, check_outputs
 
 
 def register(sub: Subparsers) -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import Subparsers, check_outputs
 from covrag.cli._docs import (
     add_chunk_args,
     add_read_args,
@@ -17,6 +16,7 @@ from covrag.cli._docs import (
     index_documents,
 )
 from covrag.cli._executor import add_ray_option, executor_from_args
+from covrag.cli.common import Subparsers, check_outputs
 from covrag.errors import ConfigError
 
 _SHOWN_CHARS = 160  # display only: the table shows the start of long passages
@@ -48,7 +48,7 @@ def register(sub: Subparsers) -> None:
         "--model",
         default=None,
         help="embedding model of a dense index (default: the packaged MiniLM); required for "
-        "--kind cover: a CoveR model folder (covrag train cover)",
+        "--kind cover: a CoveR model folder (covrag-lab train cover)",
     )
     add_chunk_args(p)
     add_read_args(p)

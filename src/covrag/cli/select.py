@@ -10,7 +10,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import (
+from covrag.cli._executor import add_ray_option, executor_from_args
+from covrag.cli.common import (
     Subparsers,
     add_budget_args,
     add_prepare_args,
@@ -23,7 +24,6 @@ from covrag.cli._common import (
     progress_bar,
     write_files,
 )
-from covrag.cli._executor import add_ray_option, executor_from_args
 from covrag.types import Selection
 
 

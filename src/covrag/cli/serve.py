@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from covrag.cli._common import Subparsers, add_config_options, config_from_args
+from covrag.cli.common import Subparsers, add_config_options, config_from_args
 from covrag.errors import ConfigError
 from covrag.server.config import API_KEY_ENV, PROCESSES_ENV, ServerConfig
 

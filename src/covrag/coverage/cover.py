@@ -1,7 +1,7 @@
 """CoveR coverage: the coverage-trained bi-encoder as a cheap estimator, or as a pre-filter.
 
 ``cover(model=DIR)`` scores P[p, a] as the cosine of passage and aspect embeddings under a CoveR
-model (``covrag train cover``, whose aspect examples teach "does this passage answer this
+model (``covrag-lab train cover``, whose aspect examples teach "does this passage answer this
 aspect"): one embedding per passage and per aspect instead of one forward pass per pair. Without
 ``model`` it is the packaged MiniLM, the baseline.
 
@@ -41,7 +41,7 @@ class CoverCoverage(CoverageEstimator):
     """P[p, a] from a CoveR bi-encoder, optionally re-scored by a cross-encoder on its top pairs.
 
     Args:
-        model: The CoveR model folder (``covrag train cover --out DIR``); None = the packaged
+        model: The CoveR model folder (``covrag-lab train cover --out DIR``); None = the packaged
             MiniLM, not coverage-trained (the baseline a CoveR model is measured against).
         threshold: Covered at or above this; None = the cross-encoder's threshold with
             ``rerank``, else 0.5 (cosine; not tuned).

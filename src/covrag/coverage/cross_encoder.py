@@ -1,7 +1,7 @@
 """Cross-encoder coverage: a model reads each (passage, aspect) pair and says whether it covers it.
 
 The default model is covrag's own coverage cross-encoder, fine-tuned from the packaged MiniLM on
-the bundled train splits (``covrag train coverage``) and shipped inside the package; any
+the bundled train splits (``covrag-lab train coverage``) and shipped inside the package; any
 sentence-transformers ``CrossEncoder`` name or local path works too. Pairs are scored once (repeated
 pairs across calls come from a cache), in batches of similar length, and pairs longer than the
 model's limit are counted and reported, never cut silently.
@@ -100,9 +100,9 @@ class PairScorer:
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
             raise MissingExtraError("sentence-transformers", "embed") from exc
-        from covrag.embed import _quiet_transformers
+        from covrag.embed import quiet_transformers
 
-        _quiet_transformers()
+        quiet_transformers()
         _check_model_path(model)
         # A local folder is never looked up on a hub (told to this load, not to the process).
         try:
@@ -232,7 +232,7 @@ class CrossEncoderCoverage(CoverageEstimator):
         if not any(path.glob("*.onnx")):
             raise ConfigError(
                 f"covrag's coverage cross-encoder is missing from {path}; reinstall covrag or "
-                "train one with `covrag train coverage`"
+                "train one with `covrag-lab train coverage`"
             )
         return str(path)
 

@@ -1,7 +1,7 @@
 """Passage embeddings from an int8 ONNX bi-encoder, such as the shipped "same point" model.
 
 The model folder holds ``encoder.int8.onnx`` (a sentence encoder whose graph ends in mean pooling
-and L2 normalisation, exported by :func:`covrag.train.same_point.export_encoder_onnx`),
+and L2 normalisation, exported by :func:`covrag_lab.train.same_point.export_encoder_onnx`),
 ``tokenizer.json`` and ``training_card.json``. Its weights are uint8 and its activation scales
 one per token row, as the coverage cross-encoder's (:mod:`covrag.coverage.onnx_model`): a
 passage's embedding does not depend on the others in its batch. No torch is needed.
@@ -33,7 +33,6 @@ MODELS = Path(__file__).resolve().parent.parent / "models"
 #: The shipped same-point models by name (``similarity_model='same-point-minilm'``).
 SAME_POINT_MODELS = {name: MODELS / name for name in ("same-point-mpnet", "same-point-minilm")}
 DEFAULT_SAME_POINT = "same-point-mpnet"
-SAME_POINT_MODEL = SAME_POINT_MODELS[DEFAULT_SAME_POINT]
 
 
 class OnnxEncoder:

@@ -4,7 +4,7 @@ The bundled datasets word their aspects as statements (ArgKP key points, Perspec
 clusters), while ``covrag ask`` hands the coverage estimator sub-questions. Each dataset folder
 may hold ``questions.jsonl``, one line per aspect (see
 :class:`covrag.schema.question_form.QuestionFormLine`), made once with an LLM by
-``covrag train question-forms`` (how, and by which model, is in the dataset's README). Loading a
+``covrag-lab train question-forms`` (how, and by which model, is in the dataset's README). Loading a
 bundled dataset as ``name:split:questions`` swaps each aspect's text for its question; ids, and
 so the human labels, stay the same.
 

@@ -33,10 +33,11 @@ from covrag.text import code_names, content_words, words
 from covrag.types import Citation, Passage, SupportCheck
 
 #: The share of the sentence's weighted content words the quoted sentence must hold. Set by
-#: reading the replacements this rule makes in the answer benchmark's earlier run files (29 of 119
-#: dropped sentences found a quotation at 0.4; most of those under 0.5 quoted the wrong thing; a word no passage writes weighing 0.4 of the
-#: rarest instead of as much added 12 replacements, 8 of them wrong; a share of 0.25 for a
-#: quotation writing the sentence's code names added 7, 4 of them wrong).
+#: reading the replacements this rule makes in the answer benchmark's earlier run files: 29 of 119
+#: dropped sentences found a quotation at 0.4, and most of those under 0.5 quoted the wrong
+#: thing; a word no passage writes weighing 0.4 of the rarest instead of as much added 12
+#: replacements, 8 of them wrong; a share of 0.25 for a quotation writing the sentence's code
+#: names added 7, 4 of them wrong.
 REQUOTE_SHARE = 0.5
 #: ... and at least this many of its content words.
 REQUOTE_MIN_WORDS = 2

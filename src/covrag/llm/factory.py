@@ -2,7 +2,7 @@
 
 ``local`` (the embedded default model), ``local(model='smollm2')``, ``local(model='/path/x.gguf')``,
 ``openai(model='gpt-4o-mini')``, ``openai(model='qwen', base_url='http://127.0.0.1:8000/v1')``,
-``transformers(model='out/planner/dpo')`` (a planner trained by ``covrag train planner``).
+``transformers(model='out/planner/dpo')`` (a planner trained by ``covrag-lab train planner``).
 Every LLM built here answers repeated requests from the persistent response cache unless
 ``cache=False``.
 """

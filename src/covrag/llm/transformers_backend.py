@@ -1,6 +1,6 @@
 """A causal LM run in the process by ``transformers``: the backend of a trained planner.
 
-``covrag train planner`` writes a plain transformers folder (weights, tokenizer with its chat
+``covrag-lab train planner`` writes a plain transformers folder (weights, tokenizer with its chat
 template); ``transformers(model='out/planner/dpo')`` chats with it. ``model`` may also be a
 packaged GGUF name (``smollm2``) or a GGUF file, which transformers dequantises on load (needs the
 ``gguf`` package), or any model name the ``transformers`` hub cache knows.
@@ -122,7 +122,7 @@ class TransformersChat(LLM):
     """Chat with a causal LM through ``transformers`` (CPU, float32).
 
     Args:
-        model: A transformers folder (``covrag train planner``'s output), ``smollm2``, a GGUF
+        model: A transformers folder (``covrag-lab train planner``'s output), ``smollm2``, a GGUF
             file, or a model name.
         n_threads: CPU threads.
         params: Default sampling parameters.

@@ -2,7 +2,7 @@
 
 Every field carries its help text in ``metadata["help"]`` (and its allowed values in
 ``metadata["choices"]`` where the type does not say them): the CLI builds its options from these
-fields (:func:`covrag.cli._common.add_config_options`), so each default and each help text is
+fields (:func:`covrag.cli.common.add_config_options`), so each default and each help text is
 written once, here.
 """
 

@@ -1,8 +1,8 @@
 """Every default of choosing a context, in one record: :class:`ContextPolicy` and its presets.
 
 Each entry point that chooses a context (``covrag.select``, ``POST /v1/select``, ``POST
-/v1/answer``, the framework integrations, ``covrag ask``, ``covrag bench`` and ``covrag cv``) runs
-:func:`covrag.pipeline.context.choose` (or its steps) under a policy, and the defaults each one
+/v1/answer``, the framework integrations, ``covrag ask``, ``covrag bench`` and ``covrag-lab cv``)
+runs :func:`covrag.pipeline.context.choose` (or its steps) under a policy, and the defaults each one
 starts from are the presets below, side by side, so that a difference between two entry points
 is written here or nowhere:
 
@@ -181,6 +181,6 @@ ASK = ContextPolicy(
 #: gate as ``ask`` (the request's fields default to them); ``gold`` coverage, which needs
 #: labels a request does not carry, is swapped for the cross-encoder.
 ANSWER = replace(ASK, aspects=None, relevance="order", k=None)
-#: ``covrag bench`` and ``covrag cv``: the aspect options behind ``--subquestions``,
+#: ``covrag bench`` and ``covrag-lab cv``: the aspect options behind ``--subquestions``,
 #: ``--answers``, ``--pool-k``; budgets and aspect sources come from the command line.
 BENCH = ContextPolicy(aspects="gold", aspect_options=AspectOptions())

@@ -13,14 +13,13 @@ import functools
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from covrag.errors import ConfigError
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.structured import chat_json
 from covrag.plan.conditioned import C2Query
 from covrag.plan.qtree import QTree, QTreeNode
-from covrag.schema.llm import Reply, one_of, reply_schema, sized, with_fields
+from covrag.schema.llm import Reply, one_of, sized, with_fields
 
 SYSTEM = (
     "You choose an outline for an answer from a tree of sub-queries, so that the answer does "
@@ -110,10 +109,6 @@ def outline_reply(ids: tuple[str, ...], size: int) -> type[OutlineReply]:
 @functools.lru_cache(maxsize=64)
 def node_reply(options: tuple[str, ...]) -> type[NodeReply]:
     return with_fields(NodeReply, node_id=one_of(str, options))
-
-
-def outline_schema(tree: QTree, size: int) -> dict[str, Any]:
-    return reply_schema(outline_reply(tree.ids, size))
 
 
 def _frontier(tree: QTree, chosen: Iterable[str]) -> set[str]:

@@ -3,8 +3,8 @@
 The teacher pipeline (:class:`~covrag.plan.planner.QPlanner`) builds a QTree, extracts candidate
 outlines from it and judges them; a *trained* planner learns to go from the request straight to
 the best of those outlines. :func:`outline_messages` is the one prompt of that mapping: the SFT
-and DPO examples (``covrag train planner-data``) are written with it, and :class:`OutlineWriter`
-asks it of any LLM (a base model, or one trained by ``covrag train planner``), so training and
+and DPO examples (``covrag-lab train planner-data``) are written with it, and :class:`OutlineWriter`
+asks it of any LLM (a base model, or one trained by ``covrag-lab train planner``), so training and
 use see the same text.
 """
 

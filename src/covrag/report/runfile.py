@@ -17,7 +17,6 @@ from covrag.schema._base import RecordError, read_model
 from covrag.schema.runfile import (
     RUN_FORMAT,
     RunFileModel,
-    RunSelection,
     RunTopic,
     dump,
     run_file_header,
@@ -30,7 +29,6 @@ __all__ = [
     "TopicRun",
     "parse_run_file",
     "run_file_record",
-    "selection_record",
     "topic_run_record",
     "write_run_file",
 ]
@@ -62,11 +60,6 @@ class RunFile:
     selector: str = ""
     coverage: str = ""
     budget: str = ""
-
-
-def selection_record(selection: Selection) -> dict[str, Any]:
-    """A selection and its steps as JSON (non-finite scores become null)."""
-    return dump(RunSelection.of(selection))
 
 
 def topic_run_record(

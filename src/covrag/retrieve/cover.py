@@ -3,7 +3,8 @@
 The DES paper's coverage-trained bi-encoder (``docs/METHODS.md``, "CoveR objective") reads a query
 made of the question plus the sub-questions already covered and ranks first the passages that
 answer a sub-question not yet covered. :func:`cover_query` writes that query; the model is trained
-by ``covrag train cover`` (:mod:`covrag.train.cover`) and is any sentence-transformers folder.
+by ``covrag-lab train cover`` (:mod:`covrag_lab.train.cover`) and is any sentence-transformers
+folder.
 
 :class:`CoverRetriever` is a dense index (kind ``cover``) whose encoder is such a model. Besides
 ``search(question, k)`` (nothing covered yet) it has :meth:`~CoverRetriever.search_covered` and
@@ -62,7 +63,7 @@ def _texts(aspects: Sequence[str | Aspect]) -> list[str]:
 
 @INDEX_KINDS.register
 class CoverRetriever(DenseRetriever):
-    """A dense index over a coverage-trained bi-encoder (``covrag train cover``).
+    """A dense index over a coverage-trained bi-encoder (``covrag-lab train cover``).
 
     Args:
         model: The CoveR model folder (or any sentence-transformers name). Required: covrag
@@ -89,7 +90,7 @@ class CoverRetriever(DenseRetriever):
     ) -> None:
         if model is None and encoder is None:
             raise ConfigError(
-                "a cover index needs its model: train one with `covrag train cover --out DIR` "
+                "a cover index needs its model: train one with `covrag-lab train cover --out DIR` "
                 "and pass model=DIR (covrag index --kind cover --model DIR)"
             )
         if model is not None and Path(model).is_dir():

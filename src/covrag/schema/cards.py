@@ -1,12 +1,12 @@
 """Model cards: what a trained model was trained on and how, saved beside it as JSON.
 
-- :class:`CoverageTrainingCard`: ``training_card.json`` of ``covrag train coverage`` (one run:
+- :class:`CoverageTrainingCard`: ``training_card.json`` of ``covrag-lab train coverage`` (one run:
   its settings, pairs per source, steps, seconds, dev figures, the calibrated threshold);
 - :class:`CoverageModelCard`: the card of any cross-encoder folder as the estimator reads it
   (a trained folder's, or the shipped model's, which lists its training ``stages`` and the
   settings chosen on dev: thresholds, assignment, power);
 - :class:`SamePointCard`: ``training_card.json`` of a same-point bi-encoder;
-- :class:`CoverCard`: ``training_card.json`` of ``covrag train cover``;
+- :class:`CoverCard`: ``training_card.json`` of ``covrag-lab train cover``;
 - :class:`PlannerDataCard` and :class:`PlannerTrainCard`: ``card.json`` of the planner's data
   and of its SFT/DPO training;
 - :class:`LMVUModelFile`: an LMVU model file, its training card inside.
@@ -59,7 +59,7 @@ class _Card(BaseModel):
 
 
 class CoverageTrainingCard(_Card):
-    """One run of ``covrag train coverage``."""
+    """One run of ``covrag-lab train coverage``."""
 
     config: dict[str, Any] = Field(description="TrainConfig's fields")
     train_pairs: dict[str, int] = Field(description="training pairs per source")
@@ -176,7 +176,7 @@ LMVU_FORMAT = "covrag-lmvu/1"
 
 
 class LMVUModelFile(BaseModel):
-    """An LMVU model (``covrag fit lmvu``, the shipped ``lmvu-default.json``): its parameters,
+    """An LMVU model (``covrag-lab fit lmvu``, the shipped ``lmvu-default.json``): its parameters,
     the standardisation and weights of each feature, and a free-form training card."""
 
     format: str = Field(description=f"always {LMVU_FORMAT}")

@@ -1,6 +1,6 @@
 """LMVU (learned marginal viewpoint utility): its 18 features, its linear model, its selector.
 
-Inference and fitting share these modules; ``covrag.train.lmvu`` (which builds training states
+Inference and fitting share these modules; ``covrag_lab.train.lmvu`` (which builds training states
 from labelled topics) imports them, never the reverse.
 """
 

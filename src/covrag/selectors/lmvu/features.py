@@ -45,7 +45,6 @@ FEATURES: tuple[str, ...] = (
 )
 STATIC = slice(0, 4)
 STATE = slice(4, 18)
-ATOMIC = slice(9, 14)
 M0_FEATURES = ("retriever_score", "query_cosine", "length")
 
 

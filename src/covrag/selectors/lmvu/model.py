@@ -209,5 +209,5 @@ def load_model(path: str | None) -> LMVUModel:
     """Load (once per process) an LMVU model JSON; None for the shipped default."""
     file = default_model_path() if path is None else Path(path)
     if not file.exists():
-        raise ConfigError(f"no LMVU model at {file} (fit one with `covrag fit lmvu`)")
+        raise ConfigError(f"no LMVU model at {file} (fit one with `covrag-lab fit lmvu`)")
     return LMVUModel.load(file)

@@ -68,7 +68,8 @@ class LMVUSelector(Selector):
     """Greedy selection by a fitted LMVU model.
 
     Args:
-        model: Path of a model JSON written by ``covrag fit lmvu``; None for the shipped default.
+        model: Path of a model JSON written by ``covrag-lab fit lmvu``; None for the shipped
+        default.
     """
 
     name = "lmvu"

@@ -2,8 +2,8 @@
 
 The model starts from the packaged all-MiniLM-L6-v2 encoder (or any Hugging Face encoder) with a
 new one-logit head, trained with binary cross-entropy on labelled (passage, aspect) pairs
-(:mod:`covrag.train.pairs`). Batches are formed from length-sorted buckets so little compute goes
-to padding. The result is a standard ``AutoModelForSequenceClassification`` folder that
+(:mod:`covrag_lab.train.pairs`). Batches are formed from length-sorted buckets so little compute
+goes to padding. The result is a standard ``AutoModelForSequenceClassification`` folder that
 ``sentence_transformers.CrossEncoder`` loads, plus ``training_card.json``.
 """
 
@@ -23,19 +23,20 @@ from typing import Any
 
 import numpy as np
 
-from covrag.errors import ConfigError, DataError, MissingExtraError, TrainingError
+from covrag.errors import ConfigError, DataError, MissingExtraError
 from covrag.packaged import resolve_model
 from covrag.schema.cards import CoverageTrainingCard
 from covrag.tokens import default_model_path
-from covrag.train.calibrate import roc_auc
-from covrag.train.pairs import Pair, shuffled
+from covrag_lab.errors import TrainingError
+from covrag_lab.train.calibrate import roc_auc
+from covrag_lab.train.pairs import Pair, shuffled
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Hyperparameters of ``covrag train coverage``.
+    """Hyperparameters of ``covrag-lab train coverage``.
 
     Attributes:
         base_model: Encoder to start from; None for the packaged MiniLM.
@@ -55,7 +56,7 @@ class TrainConfig:
         min_train_auc: The collapse check. After a run of at least ``CHECKED_STEPS`` steps, the
             model scores a sample of its own training pairs; when their ROC-AUC is below this
             (a model that scores every pair alike sits at 0.5), nothing is written and
-            :class:`~covrag.errors.TrainingError` is raised. 0 turns the check off.
+            :class:`~covrag_lab.errors.TrainingError` is raised. 0 turns the check off.
     """
 
     base_model: str | None = None

@@ -10,8 +10,8 @@ import numpy as np
 from scipy.stats import rankdata
 
 from covrag.coverage.cross_encoder import PairScorer
-from covrag.train.pairs import Pair
 from covrag.types import FloatArray
+from covrag_lab.train.pairs import Pair
 
 
 def roc_auc(labels: Sequence[int] | np.ndarray, scores: FloatArray) -> float:

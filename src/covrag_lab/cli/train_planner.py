@@ -1,8 +1,8 @@
-"""``covrag train planner-data`` (judged outlines: SFT examples, DPO pairs) and ``covrag train
-planner`` (SFT then DPO of a small LM on them).
+"""``covrag-lab train planner-data`` (judged outlines: SFT examples, DPO pairs) and ``covrag-lab
+train planner`` (SFT then DPO of a small LM on them).
 
-The work itself is in :mod:`covrag.train.planner_data` and :mod:`covrag.train.planner`; these
-commands parse the options, show progress and print what was made.
+The work itself is in :mod:`covrag_lab.train.planner_data` and :mod:`covrag_lab.train.planner`;
+these commands parse the options, show progress and print what was made.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from covrag.cli._common import (
+from covrag.cli.common import (
     Subparsers,
     add_llm_args,
     build_llm,
@@ -26,10 +26,10 @@ from covrag.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from covrag.train.planner_data import PlannerRequest
     from covrag.types import Topic
+    from covrag_lab.train.planner_data import PlannerRequest
 
-#: The PlannerTrainConfig fields that are ``covrag train planner`` options: the base model and
+#: The PlannerTrainConfig fields that are ``covrag-lab train planner`` options: the base model and
 #: the SFT epochs of docs/experiments/17-trained-planner.md, and ``max_steps`` (a quick run).
 #: The LoRA, DPO, batch and learning-rate settings keep TRL's usual values (no run compared
 #: others; the trained planner did not beat the random outline there).
@@ -53,7 +53,7 @@ def load_requests(args: argparse.Namespace, seed: int) -> tuple[list[Topic], lis
     """The topics of ``--datasets`` (the first ``--limit-topics`` of each, taken in turn from
     each dataset) and ``--per-topic`` requests about each, their aspects drawn with ``seed``."""
     from covrag.data import load_dataset
-    from covrag.train.planner_data import make_requests
+    from covrag_lab.train.planner_data import make_requests
 
     per_dataset = [load_dataset(spec)[: args.limit_topics or None] for spec in args.datasets]
     topics = [t for group in itertools.zip_longest(*per_dataset) for t in group if t is not None]
@@ -61,8 +61,8 @@ def load_requests(args: argparse.Namespace, seed: int) -> tuple[list[Topic], lis
 
 
 def add_train_planner_data(train: Subparsers) -> None:
-    """Register ``covrag train planner-data``."""
-    from covrag.train.planner_data import DataConfig
+    """Register ``covrag-lab train planner-data``."""
+    from covrag_lab.train.planner_data import DataConfig
 
     p = train.add_parser(
         "planner-data",
@@ -80,7 +80,7 @@ def add_train_planner_data(train: Subparsers) -> None:
 
 
 def run_train_planner_data(args: argparse.Namespace, console: Console) -> int:
-    from covrag.train.planner_data import DataConfig, write_planner_data
+    from covrag_lab.train.planner_data import DataConfig, write_planner_data
 
     check_outputs([("--datasets", d) for d in args.datasets], [], [("--out", args.out)])
     config = DataConfig(depth=args.depth, branching=args.branching)
@@ -106,8 +106,8 @@ def run_train_planner_data(args: argparse.Namespace, console: Console) -> int:
 
 
 def add_train_planner(train: Subparsers) -> None:
-    """Register ``covrag train planner``."""
-    from covrag.train.planner import PlannerTrainConfig
+    """Register ``covrag-lab train planner``."""
+    from covrag_lab.train.planner import PlannerTrainConfig
 
     p = train.add_parser(
         "planner", help="SFT then DPO (TRL, LoRA) of a small LM on the planner data"
@@ -126,7 +126,7 @@ def add_train_planner(train: Subparsers) -> None:
 
 
 def run_train_planner(args: argparse.Namespace, console: Console) -> int:
-    from covrag.train.planner import PlannerTrainConfig, train_planner
+    from covrag_lab.train.planner import PlannerTrainConfig, train_planner
 
     check_outputs([("--data", args.data)], [], [("--out", args.out)])
     config = PlannerTrainConfig(**{name: getattr(args, name) for name in PLANNER_OPTIONS})

@@ -1,4 +1,4 @@
-"""``covrag cv``: k-fold leave-topics-out cross-validation of choosing among settings."""
+"""``covrag-lab cv``: k-fold leave-topics-out cross-validation of choosing among settings."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from covrag.cli._common import (
+from covrag.cli.common import (
     Subparsers,
     add_config_options,
     add_prepare_args,
@@ -26,13 +26,13 @@ from covrag.cli._common import (
     write_files,
 )
 from covrag.errors import ConfigError
-from covrag.pipeline.cv import CVConfig
 from covrag.types import Topic
+from covrag_lab.cv import CVConfig
 
 if TYPE_CHECKING:
-    from covrag.pipeline.cv import CVResult, DevReport, HoldOut, Setting
+    from covrag_lab.cv import CVResult, DevReport, HoldOut, Setting
 
-#: The CVConfig fields that are ``covrag cv`` options (settings are chosen by alpha-nDCG@10 at
+#: The CVConfig fields that are ``covrag-lab cv`` options (settings are chosen by alpha-nDCG@10 at
 #: k = 10, as in every documented run: docs/experiments/12, 20).
 CV_OPTIONS = ("folds", "seed", "n_resamples")
 #: The budget every setting selects under.
@@ -41,7 +41,7 @@ CV_BUDGET = "k=10"
 #: documented per-fold run fine-tuned a first-stage model at 2e-5 (docs/BENCHMARKS.md,
 #: docs/experiments/20-question-aware-coverage.md); 4 negatives per positive, one epoch.
 FOLD_LEARNING_RATE = 2e-5
-#: What ``covrag cv --out DIR`` writes in DIR (an earlier run's folder may be replaced).
+#: What ``covrag-lab cv --out DIR`` writes in DIR (an earlier run's folder may be replaced).
 CV_ENTRIES = frozenset({"summary.json"})
 
 
@@ -113,8 +113,8 @@ def trained_settings(args: argparse.Namespace) -> list[Setting]:
     from covrag.data import BUNDLED, load_dataset
     from covrag.data.question_forms import FORMS
     from covrag.pipeline import build_methods
-    from covrag.train.coverage import TrainConfig
-    from covrag.train.cv_coverage import TrainedCoverage
+    from covrag_lab.train.coverage import TrainConfig
+    from covrag_lab.train.cv_coverage import TrainedCoverage
 
     if not args.train_coverage:
         return []
@@ -165,7 +165,7 @@ def build_settings(args: argparse.Namespace) -> list[Setting]:
     """The fixed methods of ``--selectors`` x ``--coverage`` x ``--aspects``, then the fitted
     settings of ``--calibrate-threshold``."""
     from covrag.pipeline import build_methods
-    from covrag.pipeline.cv import CalibratedThreshold
+    from covrag_lab.cv import CalibratedThreshold
 
     settings: list[Setting] = list(build_methods(args.selectors, args.coverage, args.aspects))
     if args.calibrate_threshold:
@@ -196,7 +196,8 @@ def run_cv_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def cv_folder(out: Path | None) -> contextlib.AbstractContextManager[Path | None]:
-    """The staged folder ``covrag cv`` writes into (renamed to ``out`` at the end), or nothing."""
+    """The staged folder ``covrag-lab cv`` writes into (renamed to ``out`` at the end), or
+    nothing."""
     from covrag.files import staged_folder
 
     return contextlib.nullcontext() if out is None else staged_folder(out, CV_ENTRIES)
@@ -204,7 +205,7 @@ def cv_folder(out: Path | None) -> contextlib.AbstractContextManager[Path | None
 
 def _cv(args: argparse.Namespace, console: Console) -> tuple[CVResult, DevReport | None]:
     from covrag.pipeline import config_for
-    from covrag.pipeline.cv import base_method, cv_measures, dev_report, run_cv, scores_for
+    from covrag_lab.cv import base_method, cv_measures, dev_report, run_cv, scores_for
 
     topics, dev = cv_topics(args.dataset, args.splits)
     ids = {t.query_id for t in topics}

@@ -1,4 +1,4 @@
-"""Train CoveR, the DES paper's coverage-trained bi-encoder: what ``covrag train cover`` runs.
+"""Train CoveR, the DES paper's coverage-trained bi-encoder: what ``covrag-lab train cover`` runs.
 
 Training examples (see ``docs/METHODS.md``, "CoveR objective"), drawn from labelled topics:
 
@@ -13,7 +13,7 @@ Training examples (see ``docs/METHODS.md``, "CoveR objective"), drawn from label
   cheap coverage estimator (:class:`~covrag.coverage.CoverCoverage`).
 
 The loss is sentence-transformers' ``MultipleNegativesRankingLoss`` (InfoNCE over the batch's
-positives and hard negatives), driven by a plain loop like :mod:`covrag.train.coverage` (the
+positives and hard negatives), driven by a plain loop like :mod:`covrag_lab.train.coverage` (the
 library's ``SentenceTransformerTrainer`` would add the ``datasets`` and ``accelerate``
 dependencies for a run of minutes). The default run (1,500 examples, one epoch, batch 32) takes
 minutes on 2 CPU cores, so there are no checkpoints: a run that stops is rerun.
@@ -48,7 +48,7 @@ def _help(text: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class CoverConfig:
-    """Hyperparameters of ``covrag train cover`` (each field's help is in its metadata; the CLI
+    """Hyperparameters of ``covrag-lab train cover`` (each field's help is in its metadata; the CLI
     builds its options from them)."""
 
     base_model: str | None = field(
@@ -218,9 +218,9 @@ def _torch() -> Any:
         from sentence_transformers import SentenceTransformer  # noqa: F401
     except ImportError as exc:
         raise MissingExtraError("sentence-transformers", "embed") from exc
-    from covrag.embed import _quiet_transformers
+    from covrag.embed import quiet_transformers
 
-    _quiet_transformers()
+    quiet_transformers()
     return torch
 
 

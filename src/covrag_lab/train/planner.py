@@ -1,7 +1,7 @@
 """Train a planner: SFT on the best judged outlines, then DPO on better/worse pairs (QPlanner).
 
 Both stages fine-tune LoRA adapters (PEFT) of a small causal LM with TRL's trainers, on the data
-of ``covrag train planner-data`` (``sft.jsonl``, ``dpo.jsonl``; the prompt is
+of ``covrag-lab train planner-data`` (``sft.jsonl``, ``dpo.jsonl``; the prompt is
 :func:`covrag.plan.writer.outline_messages`). After each stage the adapters are merged into the
 weights and the model is saved as a plain transformers folder (``OUT/sft``, ``OUT/dpo``), which
 ``transformers(model='OUT/dpo')`` loads for :class:`~covrag.plan.writer.OutlineWriter`. DPO starts
@@ -70,7 +70,7 @@ def _imports() -> tuple[Any, Any, Any]:
         import peft
         import trl
     except ImportError as exc:
-        raise MissingExtraError(exc.name or "trl", "planner") from exc
+        raise MissingExtraError(exc.name or "trl", "lab") from exc
     return datasets, peft, trl
 
 

@@ -2,14 +2,14 @@
 
 Choosing an estimator's training data (statements only, or statements and their question forms)
 or scoring an estimator on topics it has never seen needs the estimator trained without the
-held-out topics. :class:`TrainedCoverage` is a :class:`~covrag.pipeline.cv.FittedSetting` that
+held-out topics. :class:`TrainedCoverage` is a :class:`~covrag_lab.cv.FittedSetting` that
 does that: for each fold it trains a cross-encoder on the labelled pairs of the fold's training
 topics, in every aspect form it is given (the form the topics are scored in need not be one of
 them), exports it to int8 ONNX like the shipped model, and scores the held-out topics with it.
 
 Each fold's model is kept in ``cache/<key>/``, the key a hash of the training topics and every
 setting, so a rerun (or another setting over the same training data) reuses it; training
-checkpoints as :func:`~covrag.train.coverage.train_cross_encoder` does, so an interrupted run
+checkpoints as :func:`~covrag_lab.train.coverage.train_cross_encoder` does, so an interrupted run
 resumes.
 """
 
@@ -25,13 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from covrag.coverage.cross_encoder import CrossEncoderCoverage, card_value
-from covrag.coverage.onnx_model import ONNX_FILE, export_onnx
+from covrag.coverage.onnx_model import ONNX_FILE
 from covrag.errors import ConfigError
 from covrag.pipeline.bench import Method
-from covrag.pipeline.cv import TopicScores
-from covrag.train.coverage import TrainConfig, shaping_settings, train_cross_encoder
-from covrag.train.pairs import Pair, dataset_pairs
 from covrag.types import Topic
+from covrag_lab.cv import TopicScores
+from covrag_lab.train.coverage import TrainConfig, shaping_settings, train_cross_encoder
+from covrag_lab.train.onnx_export import export_onnx
+from covrag_lab.train.pairs import Pair, dataset_pairs
 
 logger = logging.getLogger(__name__)
 

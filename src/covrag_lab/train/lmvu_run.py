@@ -1,4 +1,5 @@
-"""Fit LMVU on labelled datasets and save the model with its card: what ``covrag fit lmvu`` runs.
+"""Fit LMVU on labelled datasets and save the model with its card: what ``covrag-lab fit lmvu``
+runs.
 
 Training states are built per dataset (or read from a cache folder), concatenated, and the
 linear scorer is fitted on them with each dataset's states weighted as asked.
@@ -13,8 +14,8 @@ from pathlib import Path
 
 from covrag.errors import ConfigError
 from covrag.selectors.lmvu import LMVUModel
-from covrag.train.lmvu import StateConfig, TrainingSet, cached_training_set, fit_lmvu
 from covrag.types import Topic
+from covrag_lab.train.lmvu import StateConfig, TrainingSet, cached_training_set, fit_lmvu
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""What the command modules share: the consoles, progress bars, options and their parsing.
+"""What the command modules share: the consoles, progress bars, options and their parsing, and
+running a parsed command (:func:`run_command`). ``covrag``'s commands and ``covrag-lab``'s
+(:mod:`covrag_lab.cli`) both build on it.
 
 Options that set a field of a config dataclass are generated from the field
 (:func:`add_config_options`): its default, type, choices and ``metadata["help"]`` are written once,
@@ -9,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
+import logging
 import os
 import sys
 import types
 import typing
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union
 
@@ -36,7 +40,6 @@ if typing.TYPE_CHECKING:
     from covrag.pipeline.policy import ContextPolicy
     from covrag.plan.sources import AspectOptions, AspectSource
 
-T = TypeVar("T")
 C = TypeVar("C")
 
 #: ``sub.add_parser(...)`` of the top-level parser, handed to each command module's ``register``.
@@ -139,15 +142,6 @@ def progress_bar(console: Console) -> Progress:
         transient=True,
         disable=not console.is_terminal,
     )
-
-
-def progress_iter(items: Iterable[T], total: int, label: str, console: Console) -> Iterator[T]:
-    """Iterate with a progress bar on the console (hidden when output is not a terminal)."""
-    with progress_bar(console) as progress:
-        task = progress.add_task(label, total=total)
-        for item in items:
-            yield item
-            progress.advance(task)
 
 
 # --- budgets -------------------------------------------------------------------------------------
@@ -360,3 +354,40 @@ def check_outputs(
 
     resolved = [(name, input_path(p) if isinstance(p, str) else p) for name, p in inputs]
     check(resolved, outputs, folders)
+
+
+Command = Callable[[argparse.Namespace, Console], int]
+"""What a sub-command's ``run_command`` is: parsed options and the console -> the exit status."""
+
+
+def os_message(exc: OSError) -> str:
+    """One line for an operating-system error: the path and what went wrong with it."""
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno == errno.ENOSPC:
+        reason = "no space left on the device"
+    return f"{exc.filename}: {reason}" if exc.filename is not None else reason
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the command ``args`` were parsed for (its ``run_command``), logging at ``--verbose``'s
+    level: a covrag error or an operating-system error is one line on stderr and status 2, an
+    interrupt status 130."""
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    command: Command = args.run_command
+    try:
+        return command(args, console)
+    except CovragError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        return 2
+    except FileNotFoundError as exc:
+        err_console.print(f"[bold red]error:[/] no such file: {exc.filename}", highlight=False)
+        return 2
+    except OSError as exc:
+        err_console.print(f"[bold red]error:[/] {os_message(exc)}", highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130

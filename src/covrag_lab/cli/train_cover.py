@@ -1,7 +1,7 @@
-"""``covrag train cover``: fine-tune CoveR, the coverage-trained bi-encoder.
+"""``covrag-lab train cover``: fine-tune CoveR, the coverage-trained bi-encoder.
 
-The work is in :mod:`covrag.train.cover`; this command parses the options (generated from
-fields of :class:`~covrag.train.cover.CoverConfig`), shows progress and prints what was trained.
+The work is in :mod:`covrag_lab.train.cover`; this command parses the options (generated from
+fields of :class:`~covrag_lab.train.cover.CoverConfig`), shows progress and prints what was trained.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import (
+from covrag.cli.common import (
     Subparsers,
     add_config_options,
     check_outputs,
@@ -28,8 +28,8 @@ COVER_OPTIONS = ("examples", "batch_size", "max_seq_length", "threads")
 
 
 def add_train_cover(train: Subparsers) -> None:
-    """Register ``covrag train cover``."""
-    from covrag.train.cover import CoverConfig
+    """Register ``covrag-lab train cover``."""
+    from covrag_lab.train.cover import CoverConfig
 
     p = train.add_parser(
         "cover",
@@ -49,7 +49,7 @@ def add_train_cover(train: Subparsers) -> None:
 
 
 def run_train_cover(args: argparse.Namespace, console: Console) -> int:
-    from covrag.train.cover import CoverConfig, train_cover, training_examples
+    from covrag_lab.train.cover import CoverConfig, train_cover, training_examples
 
     check_outputs([("--datasets", name) for name in args.datasets], [], [("--out", args.out)])
     config = config_from_args(CoverConfig, args, COVER_OPTIONS)

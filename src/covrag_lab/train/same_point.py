@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 
 from covrag.coverage.onnx_encoder import ENCODER_FILE
-from covrag.coverage.onnx_model import rewrite_products
 from covrag.errors import ConfigError, MissingExtraError
 from covrag.packaged import resolve_model
 from covrag.schema.cards import SamePointCard
 from covrag.tokens import default_model_path
 from covrag.types import BoolArray, Topic
+from covrag_lab.train.onnx_rewrite import rewrite_products
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def train_same_point(
         import torch
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
-        raise MissingExtraError("sentence-transformers", "train") from exc
+        raise MissingExtraError("sentence-transformers", "lab") from exc
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.threads)
     base = default_model_path() if config.base_model is None else resolve_model(config.base_model)
@@ -204,7 +204,7 @@ def export_encoder_onnx(model_dir: Path, out: Path, *, opset: int = 17) -> Path:
     """Export a sentence-transformers folder (mean pooling) to int8 ONNX: unit embeddings from
     ``input_ids``, ``attention_mask`` and, for a model that reads them, ``token_type_ids``, with
     per-channel uint8 weights and per-row activation scales
-    (:func:`covrag.coverage.onnx_model.rewrite_products`, as the shipped cross-encoder), so an
+    (:func:`covrag_lab.train.onnx_rewrite.rewrite_products`, as the shipped cross-encoder), so an
     embedding never depends on its batch."""
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic

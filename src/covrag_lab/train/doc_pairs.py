@@ -20,8 +20,8 @@ Two kinds of pair:
   documents.
 
 Every pair is one topic of the coverage JSONL (:mod:`covrag.schema.dataset`): the aspect, its
-passage (``aspects``) and its negatives (``non_aspects``), so ``covrag train coverage`` reads the
-file like any labelled dataset. :func:`ask_questions` appends to its output a line per passage,
+passage (``aspects``) and its negatives (``non_aspects``), so ``covrag-lab train coverage`` reads
+the file like any labelled dataset. :func:`ask_questions` appends to its output a line per passage,
 so a stopped build resumes where it stopped.
 """
 

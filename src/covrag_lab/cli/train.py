@@ -1,33 +1,46 @@
-"""``covrag fit lmvu``, ``covrag train coverage|question-forms|cover`` and ``covrag qrels``.
+"""``covrag-lab fit lmvu``, ``covrag-lab train coverage|question-forms|cover`` and ``covrag-lab
+qrels``.
 
-The work itself is in :mod:`covrag.train.lmvu_run` and :mod:`covrag.train.coverage_run`; these
-commands parse the options, show progress and print what was fitted.
+The work itself is in :mod:`covrag_lab.train.lmvu_run` and :mod:`covrag_lab.train.coverage_run`;
+these commands parse the options, show progress and print what was fitted.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import (
+from covrag.cli.common import (
     Subparsers,
     add_llm_args,
     build_llm,
     check_outputs,
     field_default,
     progress_bar,
-    progress_iter,
 )
-from covrag.cli.train_cover import add_train_cover
-from covrag.cli.train_planner import add_train_planner, add_train_planner_data
 from covrag.errors import ConfigError, MissingExtraError
+from covrag_lab.cli.train_cover import add_train_cover
+from covrag_lab.cli.train_planner import add_train_planner, add_train_planner_data
+
+T = TypeVar("T")
+
+
+def progress_iter(items: Iterable[T], total: int, label: str, console: Console) -> Iterator[T]:
+    """Iterate with a progress bar on the console (hidden when output is not a terminal)."""
+    with progress_bar(console) as progress:
+        task = progress.add_task(label, total=total)
+        for item in items:
+            yield item
+            progress.advance(task)
 
 
 def register(sub: Subparsers) -> None:
-    """Register ``covrag fit``, ``covrag train`` and ``covrag qrels``."""
+    """Register ``covrag-lab fit``, ``covrag-lab train`` and ``covrag-lab qrels``."""
     p = sub.add_parser("fit", help="fit a learned selector (LMVU)")
     fit = p.add_subparsers(dest="what", required=True, metavar="what")
     _add_fit_lmvu(fit)
@@ -51,7 +64,7 @@ def register(sub: Subparsers) -> None:
 
 
 def _add_fit_lmvu(fit: Subparsers) -> None:
-    from covrag.train.lmvu import StateConfig
+    from covrag_lab.train.lmvu import StateConfig
 
     p = fit.add_parser("lmvu", help="fit LMVU's linear scorer on labelled datasets")
     p.add_argument("--dataset", nargs="+", required=True, help="bundled name:split or JSONL paths")
@@ -80,7 +93,7 @@ def _add_fit_lmvu(fit: Subparsers) -> None:
 
 
 def _add_train_coverage(train: Subparsers) -> None:
-    from covrag.train.coverage import PRECISIONS, TrainConfig
+    from covrag_lab.train.coverage import PRECISIONS, TrainConfig
 
     p = train.add_parser("coverage", help="fine-tune a coverage cross-encoder from MiniLM")
     p.add_argument(
@@ -138,7 +151,7 @@ def _add_train_coverage(train: Subparsers) -> None:
 
 
 def _add_train_question_forms(train: Subparsers) -> None:
-    from covrag.train.question_form import STYLES
+    from covrag_lab.train.question_form import STYLES
 
     p = train.add_parser(
         "question-forms",
@@ -169,7 +182,7 @@ def _add_train_question_forms(train: Subparsers) -> None:
 def run_train_question_forms(args: argparse.Namespace, console: Console) -> int:
     from covrag.data import load_dataset
     from covrag.data.question_forms import read_question_forms
-    from covrag.train.question_form import alignment, write_question_forms
+    from covrag_lab.train.question_form import alignment, write_question_forms
 
     check_outputs([("--datasets", d) for d in args.datasets], [("--out", args.out)])
     topics = [t for spec in args.datasets for t in load_dataset(spec)]
@@ -221,8 +234,8 @@ def run_fit_lmvu(args: argparse.Namespace, console: Console) -> int:
     from covrag.data import load_dataset
     from covrag.selectors.lmvu.features import FEATURES
     from covrag.selectors.lmvu.model import LMVUModel
-    from covrag.train.lmvu import StateConfig
-    from covrag.train.lmvu_run import check_weights, fit_lmvu_datasets
+    from covrag_lab.train.lmvu import StateConfig
+    from covrag_lab.train.lmvu_run import check_weights, fit_lmvu_datasets
 
     inputs = [("--dataset", name) for name in args.dataset]
     check_outputs(inputs, [("--out", args.out)])
@@ -281,8 +294,8 @@ def run_qrels(args: argparse.Namespace, console: Console) -> int:
 
 
 def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
-    from covrag.train.coverage import TrainConfig
-    from covrag.train.coverage_run import train_coverage, training_pairs
+    from covrag_lab.train.coverage import TrainConfig
+    from covrag_lab.train.coverage_run import train_coverage, training_pairs
 
     inputs = [("--datasets", name) for name in args.datasets]
     inputs += [("--dev", name) for name in args.dev] + [("--base-model", args.base_model)]

@@ -1,10 +1,10 @@
-"""The records of ``covrag cv`` (:mod:`covrag.pipeline.cv`): its settings, its results and the
+"""The records of ``covrag-lab cv`` (:mod:`covrag_lab.cv`): its settings, its results and the
 dev report beside it.
 
 :class:`CVConfig` says how topics are dealt into folds and chosen by; :class:`CVResult` holds
 the procedure's estimate with every setting's figures (:class:`SettingResult`) and every fold
 (:class:`FoldResult`); :class:`DevReport` scores the choice on the dev split
-(:class:`HoldOut`). Split from :mod:`covrag.pipeline.cv`, which re-exports them.
+(:class:`HoldOut`). Split from :mod:`covrag_lab.cv`, which re-exports them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Train, calibrate and export a coverage cross-encoder: what ``covrag train coverage`` runs.
+"""Train, calibrate and export a coverage cross-encoder: what ``covrag-lab train coverage`` runs.
 
 :func:`training_pairs` turns labelled datasets into (passage, aspect) pairs;
 :func:`train_coverage` fine-tunes the model on them
-(:func:`~covrag.train.coverage.train_cross_encoder`), picks the F1-best threshold on the dev
+(:func:`~covrag_lab.train.coverage.train_cross_encoder`), picks the F1-best threshold on the dev
 pairs, writes it into the training card and, when asked, exports the int8 ONNX copy that covrag
 ships.
 """
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from covrag.data import load_dataset
-from covrag.train.calibrate import Calibration, calibrate_pairs
-from covrag.train.coverage import TrainConfig, TrainingCard, train_cross_encoder
-from covrag.train.pairs import Pair, dataset_pairs, shuffled
+from covrag_lab.train.calibrate import Calibration, calibrate_pairs
+from covrag_lab.train.coverage import TrainConfig, TrainingCard, train_cross_encoder
+from covrag_lab.train.pairs import Pair, dataset_pairs, shuffled
 
 #: Called as ``progress(step, total_steps, running_loss)``.
 Progress = Callable[[int, int, float], None]
@@ -76,7 +76,7 @@ def train_coverage(
     card.save(out)
     exported = None
     if onnx_out is not None:
-        from covrag.coverage.onnx_model import export_onnx
+        from covrag_lab.train.onnx_export import export_onnx
 
         scales: list[tuple[str, str]] | None = None
         if quantize == "static":

@@ -1,5 +1,5 @@
 """Evaluate planners on held-aside requests: judged outline score, constraint violations, and
-the selection their outlines lead to (``covrag eval planner``).
+the selection their outlines lead to (``covrag-lab eval planner``).
 
 Each planner (an LLM asked :func:`covrag.plan.writer.outline_messages`: the base model, the SFT
 and the SFT+DPO model) writes one outline per request; the random-walk outline over the
@@ -41,8 +41,8 @@ from covrag.plan.qtree import QTreeBuilder
 from covrag.plan.search import outline_search
 from covrag.plan.writer import OutlineWriter
 from covrag.retrieve.bm25 import BM25Retriever
-from covrag.train.planner_data import PlannerRequest
 from covrag.types import Topic
+from covrag_lab.train.planner_data import PlannerRequest
 
 if TYPE_CHECKING:
     from covrag.embed import Encoder

@@ -1,7 +1,9 @@
-"""``covrag eval planner``: compare planners (base, SFT, SFT+DPO, random) on held-aside requests.
+"""``covrag-lab eval-planner``: compare planners (base, SFT, SFT+DPO, random) on held-aside
+requests.
 
-``covrag eval`` scores a run file; ``covrag eval planner`` is routed here by :func:`route` (the
-``eval`` command keeps its options, so ``planner`` cannot be a sub-command of it in argparse).
+``covrag-lab eval planner`` is routed here too, by :func:`route`: the spelling of the days when
+this command sat beside ``covrag eval``, whose options kept ``planner`` from being an argparse
+sub-command of it.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from covrag.cli._common import Subparsers, add_llm_args, build_llm, check_outputs, progress_bar
-from covrag.cli.train_planner import add_request_args, load_requests
+from covrag.cli.common import Subparsers, add_llm_args, build_llm, check_outputs, progress_bar
 from covrag.files import atomic_write_text
 from covrag.schema.cards import PlannerTrainCard, read_card
+from covrag_lab.cli.train_planner import add_request_args, load_requests
 
 COMMAND = "eval-planner"
 
@@ -33,13 +35,13 @@ def route(argv: Sequence[str]) -> list[str]:
 
 
 def register(sub: Subparsers) -> None:
-    from covrag.train.planner_eval import EvalConfig
+    from covrag_lab.train.planner_eval import EvalConfig
 
     p = sub.add_parser(
         COMMAND,
-        prog="covrag eval planner",
-        help="judge a trained planner's outlines beside the random outline (also: covrag eval "
-        "planner)",
+        prog="covrag-lab eval planner",
+        help="judge a trained planner's outlines beside the random outline (also: covrag-lab "
+        "eval planner)",
         description="Judge the outlines of planners on held-aside requests, beside the random "
         "outline: score 1-5, violations of the exclude constraint, and the selection their "
         "outlines find; paired tests between planners.",
@@ -54,7 +56,7 @@ def register(sub: Subparsers) -> None:
         "--trained",
         type=Path,
         required=True,
-        help="folder of `covrag train planner`: its base, sft and dpo models are compared",
+        help="folder of `covrag-lab train planner`: its base, sft and dpo models are compared",
     )
     add_llm_args(p)  # the judge, and the teacher of the random outline's QTree
     p.add_argument(
@@ -80,7 +82,7 @@ def planner_specs(trained: Path) -> dict[str, str]:
 def run_eval_planner(args: argparse.Namespace, console: Console) -> int:
     from covrag.embed import default_encoder
     from covrag.llm import parse_llm
-    from covrag.train.planner_eval import EvalConfig, evaluate_planners, summarise
+    from covrag_lab.train.planner_eval import EvalConfig, evaluate_planners, summarise
 
     check_outputs([("--datasets", d) for d in args.datasets], [("--out", args.out)])
     specs = planner_specs(args.trained)

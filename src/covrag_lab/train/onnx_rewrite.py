@@ -3,8 +3,8 @@
 :func:`per_row_activations` gives each activation one quantisation scale per token row, so a pair's
 score never depends on the other pairs of its batch or on their padding, and
 :func:`unsigned_weights` stores the int8 weights as uint8, so the products are exact and the score
-the same on every x86 CPU. :func:`rewrite_products` applies both to a model file. Split from
-:mod:`covrag.coverage.onnx_model`, which re-exports the three.
+the same on every x86 CPU. :func:`rewrite_products` applies both to a model file, for
+:func:`covrag_lab.train.onnx_export.export_onnx` and the same-point encoders' export.
 """
 
 from __future__ import annotations

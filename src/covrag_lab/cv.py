@@ -1,4 +1,4 @@
-"""``covrag cv``: k-fold leave-topics-out cross-validation of a choice among settings.
+"""``covrag-lab cv``: k-fold leave-topics-out cross-validation of a choice among settings.
 
 Settings (a selector, the coverage estimator it reads, the aspects it is estimated against) are
 chosen, not given: the question is how good *choosing* is. Topics are dealt into K folds by a
@@ -32,19 +32,19 @@ from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline.bench import Method, default_measures
 from covrag.pipeline.config import PrepareConfig
 from covrag.pipeline.context import estimate_matrix, prepare_pool, select_step, source_aspects
-from covrag.pipeline.cv_records import CVConfig as CVConfig  # re-exported
-from covrag.pipeline.cv_records import CVResult as CVResult  # re-exported
-from covrag.pipeline.cv_records import DevReport as DevReport  # re-exported
-from covrag.pipeline.cv_records import FoldResult as FoldResult  # re-exported
-from covrag.pipeline.cv_records import HoldOut as HoldOut  # re-exported
-from covrag.pipeline.cv_records import SettingResult as SettingResult  # re-exported
-from covrag.pipeline.cv_records import Values as Values  # re-exported
 from covrag.pipeline.inputs import with_inputs
 from covrag.pipeline.prepare import attach_coverage, config_for
 from covrag.plan.sources import AspectSource, GoldAspects
 from covrag.selectors.base import Candidates, Selector
 from covrag.tokens import with_token_costs
 from covrag.types import Budget, CoverageMatrix, Topic
+from covrag_lab.cv_records import CVConfig as CVConfig  # re-exported
+from covrag_lab.cv_records import CVResult as CVResult  # re-exported
+from covrag_lab.cv_records import DevReport as DevReport  # re-exported
+from covrag_lab.cv_records import FoldResult as FoldResult  # re-exported
+from covrag_lab.cv_records import HoldOut as HoldOut  # re-exported
+from covrag_lab.cv_records import SettingResult as SettingResult  # re-exported
+from covrag_lab.cv_records import Values as Values  # re-exported
 
 logger = logging.getLogger(__name__)
 
@@ -163,8 +163,8 @@ class FittedSetting(Protocol):
 class CalibratedThreshold:
     """A selector over an estimator whose ``threshold`` is fitted per fold: the threshold (grid
     0.05 .. 0.95) with the highest F1 over every (passage, gold aspect) pair of the training
-    topics, unlabelled pairs counting as negatives (the rule ``covrag train coverage`` applies to
-    dev pairs, :func:`covrag.train.calibrate.best_f1_threshold`)."""
+    topics, unlabelled pairs counting as negatives (the rule ``covrag-lab train coverage`` applies
+    to dev pairs, :func:`covrag_lab.train.calibrate.best_f1_threshold`)."""
 
     method: Method
 
@@ -180,7 +180,7 @@ class CalibratedThreshold:
         return f"{self.method.name}, threshold fitted (F1 on training topics)"
 
     def fit(self, train: Sequence[str], scores: TopicScores) -> Method:
-        from covrag.train.calibrate import best_f1_threshold
+        from covrag_lab.train.calibrate import best_f1_threshold
 
         estimator = self.method.coverage
         assert estimator is not None

@@ -25,7 +25,7 @@ as what the question must not fit, and gates each question: about the matter its
 mention or quote its statement, and shares a content word with it), not one already written for
 the topic, and, as a preference dropped after the retries, nearer (MiniLM cosine) to its own key
 point than to any other of the topic's.
-:mod:`covrag.data.question_forms` reads the JSONL; ``covrag train question-forms`` runs it, and
+:mod:`covrag.data.question_forms` reads the JSONL; ``covrag-lab train question-forms`` runs it, and
 the bundled ``questions.jsonl`` files were made with it.
 """
 

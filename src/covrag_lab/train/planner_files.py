@@ -1,4 +1,5 @@
-"""The files of a trained planner (``covrag train planner-data``, ``train planner``).
+"""The files of a planner's training (``covrag-lab train planner-data``, ``train planner``),
+moved from ``covrag.schema.planner``: only the lab writes and reads them.
 
 - ``examples.jsonl``: one judged request per line (:class:`PlannerExampleLine`): the request
   with its constraints, the teacher's QTree, its candidate outlines and the random baseline,

@@ -6,9 +6,9 @@ after debates) without redoing the first two stages, :func:`dequantized_model` r
 quantised weight back as ``(q - zero_point) * scale`` (per output channel for the linear layers,
 per tensor for the embeddings), takes the float32 biases and layer norms as stored, and writes a
 standard ``BertForSequenceClassification`` folder (one logit) that
-:func:`covrag.train.coverage.train_cross_encoder` accepts as ``base_model``. The copy differs from
-the lost float32 model only by the rounding of int8 quantisation (half a step per weight), which
-:func:`check_dequantized` measures against the ONNX model's own scores.
+:func:`covrag_lab.train.coverage.train_cross_encoder` accepts as ``base_model``. The copy differs
+from the lost float32 model only by the rounding of int8 quantisation (half a step per weight),
+which :func:`check_dequantized` measures against the ONNX model's own scores.
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ from covrag.plan.qtree import QTreeBuilder
 from covrag.plan.writer import outline_completion, outline_messages
 from covrag.schema.cards import PlannerDataCard, write_card
 from covrag.schema.plan import OutlineOut, TreeNodeOut
-from covrag.schema.planner import ChatMessage, DPOLine, PlannerExampleLine, SFTLine
 from covrag.types import Aspect, Topic
+from covrag_lab.train.planner_files import ChatMessage, DPOLine, PlannerExampleLine, SFTLine
 
 logger = logging.getLogger(__name__)
 
