@@ -124,3 +124,24 @@ def test_a_span_is_quoted_once() -> None:
     out, replaced = requote(unsupported, PASSAGES)
     quoted = [s for s in out if s.supported]
     assert len(quoted) == 1 and len(replaced) == 1
+
+
+def test_a_sentence_stated_as_written_is_not_quoted_again_nor_code_replaced() -> None:
+    from covrag.types import SupportCheck
+
+    passage = PASSAGES[1]
+    start = passage.text.index("copy2(")
+    stated = Citation(
+        passage.text[start:],
+        ("shutil#28",),
+        check=SupportCheck(("shutil#28",), "aligned", 1.0, "shutil#28", (start, len(passage.text))),
+    )
+    paraphrase = Citation(
+        "copy2 also copies the metadata of the file.",
+        (),
+        check=SupportCheck((), "unsupported", 0.0),
+    )
+    out, replaced = requote([stated, paraphrase], PASSAGES)
+    assert replaced == [] and out[1] is paraphrase  # its one quotation is already stated
+    code = Citation("char buffer;", (), check=SupportCheck((), "unsupported", 0.0))
+    assert best_quote(code.text, PASSAGES, word_weights(PASSAGES)) is None

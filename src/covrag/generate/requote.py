@@ -17,7 +17,9 @@ not written by most of the context's passages, and every code name of the senten
 setting, a function) that some candidate passage writes: a quotation about curl's
 ``--keepalive-time`` never stands in for a sentence about ssh's ``ServerAliveInterval``. Only the
 passages the sentence may cite (:func:`covrag.generate.attribution.candidates`: those of the
-documents it names) are read. A span already in the answer is not quoted twice.
+documents it names) are read. A span already in the answer (quoted, or stated as written: half
+of it overlapping) is not quoted again, and a sentence of fewer than three content words ("char
+buffer;") is not replaced.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from covrag.types import Citation, Passage, SupportCheck
 REQUOTE_SHARE = 0.5
 #: ... and at least this many of its content words.
 REQUOTE_MIN_WORDS = 2
+#: A sentence with fewer content words than this is not replaced ("char buffer;" is code, not a
+#: claim a quotation could state).
+MIN_SENTENCE_WORDS = 3
 #: A quotation has at least this many words (not a heading, not a bare URL).
 MIN_QUOTE_WORDS = 5
 #: Words about the material rather than its content ("supported by passage 3", "the document
@@ -106,6 +111,18 @@ def _writes(text: str, name: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, flags) is not None
 
 
+def _overlaps(
+    passage_id: str, start: int, end: int, taken: set[tuple[str, tuple[int, int]]] | None
+) -> bool:
+    """Whether ``[start, end)`` of the passage overlaps a span already in the answer by half of
+    the shorter of the two (a sentence the answer states as written is not quoted again)."""
+    for pid, (a, b) in taken or ():
+        shared = min(end, b) - max(start, a)
+        if pid == passage_id and shared > 0 and shared * 2 >= min(end - start, b - a):
+            return True
+    return False
+
+
 def best_quote(
     sentence: str,
     passages: Sequence[Passage],
@@ -115,7 +132,7 @@ def best_quote(
     """The passage sentence to quote for ``sentence`` (its passage, span and weighted share), or
     None when none holds enough of it (see the module docstring)."""
     wanted = stems(sentence) - {stem(w) for w in TALK_WORDS}
-    if len(wanted) < REQUOTE_MIN_WORDS:
+    if len(wanted) < max(REQUOTE_MIN_WORDS, MIN_SENTENCE_WORDS):
         return None
     n = max(len(passages), 1)
     unseen = math.log(1.0 + n)  # a word no passage writes weighs as much as the rarest
@@ -126,7 +143,7 @@ def best_quote(
     for p in passages:
         for start, end in quote_spans(p.text):
             text = p.text[start:end]
-            if end <= start or len(text) > MAX_QUOTE_CHARS or (p.id, (start, end)) in (taken or ()):
+            if end <= start or len(text) > MAX_QUOTE_CHARS or _overlaps(p.id, start, end, taken):
                 continue
             if len(words(text)) < MIN_QUOTE_WORDS:
                 continue
