@@ -297,3 +297,24 @@ def test_a_damaged_pointer_stops_a_writer_before_it_removes_anything(
     with pytest.raises(DataError, match="CURRENT names no version"):
         update_index([docs], index)
     assert version.is_dir() and (version / "passages.jsonl").is_file()
+
+
+def test_a_version_removed_between_reading_the_pointer_and_looking_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race the readers' test found under load: the pointer is read (old version), an
+    update swaps it and removes the old version, then the reader looks for the old one."""
+    from covrag.errors import DataError
+    from covrag.retrieve import versions
+
+    index = tmp_path / "idx"
+    BM25Retriever().index([Passage("a0", "tea leaves")]).save(index)
+    live = versions.resolve_index(index)
+    names = iter(["v-0123456789abcdef", live.name])  # gone, then the new one
+    real = versions._pointer_name
+    monkeypatch.setattr(versions, "_pointer_name", lambda root: next(names, real(root)))
+    assert versions.resolve_index(index) == live
+    # a pointer that names the same missing version twice is an incomplete index
+    monkeypatch.setattr(versions, "_pointer_name", lambda root: "v-0123456789abcdef")
+    with pytest.raises(DataError, match="which is missing"):
+        versions.resolve_index(index)

@@ -71,15 +71,36 @@ def resolve_index(folder: str | os.PathLike[str]) -> Path:
     names, or ``folder`` itself when it has none (an index written before versions, a version,
     a component of a fused index). Read every file of one load from the folder returned.
 
+    A version that is gone by the time it is looked at was replaced and removed by an update
+    between reading the pointer and the look: the pointer is read again, and names the new one.
+
     Raises:
-        DataError: ``CURRENT`` cannot be read, names no version, or names one that is missing.
+        DataError: ``CURRENT`` cannot be read, names no version, or names one that is missing
+            (and still names it when read again).
     """
     root = Path(folder)
+    seen: set[str] = set()
+    while True:
+        name = _pointer_name(root)
+        if name is None:
+            return root
+        version = root / name
+        if version.is_dir():
+            return version
+        if name in seen:
+            raise DataError(
+                f"index is incomplete: {POINTER} names {name}, which is missing", path=str(root)
+            )
+        seen.add(name)
+
+
+def _pointer_name(root: Path) -> str | None:
+    """The version ``CURRENT`` names (None without a pointer)."""
     pointer = root / POINTER
     try:
         name = pointer.read_bytes().decode("utf-8").strip()
     except (FileNotFoundError, NotADirectoryError):
-        return root
+        return None
     except OSError as exc:
         raise DataError(
             f"cannot read the index pointer: {exc.strerror}", path=str(pointer)
@@ -88,12 +109,7 @@ def resolve_index(folder: str | os.PathLike[str]) -> Path:
         name = ""
     if not _VERSION.fullmatch(name):
         raise DataError(f"{POINTER} names no version of this index", path=str(pointer))
-    version = root / name
-    if not version.is_dir():
-        raise DataError(
-            f"index is incomplete: {POINTER} names {name}, which is missing", path=str(root)
-        )
-    return version
+    return name
 
 
 def is_ours(name: str) -> bool:
