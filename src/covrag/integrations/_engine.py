@@ -19,11 +19,10 @@ from typing import Any, Literal, TypeVar, cast
 
 from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.errors import ConfigError
-from covrag.pipeline.context import build_source, source_aspects
 from covrag.pipeline.policy import DEFAULT_COVERAGE as DEFAULT_COVERAGE
 from covrag.pipeline.policy import DEFAULT_SELECTOR as DEFAULT_SELECTOR
 from covrag.pipeline.policy import INTEGRATIONS
-from covrag.pipeline.usecases import select, topic_record
+from covrag.pipeline.usecases import aspects_for, select, topic_record
 from covrag.selectors.base import Selector, parse_selector
 from covrag.tokens import TokenCounter
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
@@ -88,7 +87,7 @@ def resolve_aspects(
         return given
     policy = dataclasses.replace(INTEGRATIONS, aspects=named)
     topic = Topic("query", query, tuple(passages), ())
-    return source_aspects(topic, build_source(policy)).topic.aspects
+    return aspects_for(topic, policy)
 
 
 @dataclass(frozen=True)
