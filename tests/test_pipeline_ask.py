@@ -130,8 +130,8 @@ def test_ask_selects_with_the_default_selector() -> None:
 @pytest.mark.model
 def test_pool_aspects_join_the_sub_questions_but_not_the_floor_or_the_report() -> None:
     from covrag.pipeline import prepare
-    from covrag.pipeline.ask import select_context
     from covrag.pipeline.config import PrepareConfig
+    from covrag.pipeline.context import select_context
     from covrag.selectors import parse_selector
     from covrag.types import Topic
 
@@ -156,8 +156,8 @@ def test_pool_aspects_join_the_sub_questions_but_not_the_floor_or_the_report() -
 
 def test_a_passage_that_answers_the_question_itself_clears_the_floor() -> None:
     from covrag.pipeline import prepare
-    from covrag.pipeline.ask import select_context
     from covrag.pipeline.config import PrepareConfig
+    from covrag.pipeline.context import select_context
     from covrag.selectors import parse_selector
     from covrag.types import Topic
 
@@ -186,8 +186,8 @@ def test_a_passage_that_answers_the_question_itself_clears_the_floor() -> None:
 @pytest.mark.model
 def test_the_gate_drops_a_passage_from_another_subject_that_answers_a_broad_sub_question() -> None:
     from covrag.pipeline import prepare, question_similarity
-    from covrag.pipeline.ask import select_context
     from covrag.pipeline.config import PrepareConfig
+    from covrag.pipeline.context import select_context
     from covrag.selectors import parse_selector
     from covrag.types import Topic
 

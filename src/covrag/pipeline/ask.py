@@ -16,7 +16,8 @@ file that ``covrag report`` renders, and evaluated later (``covrag eval-answers`
   ``selector="greedy-coverage"``) under a passage budget, with its trace, among the passages
   that clear the coverage floor (``config.floor``): a question the corpus cannot answer gets
   fewer passages, or none, never off-topic padding. With ``config.pool_aspects`` the selector
-  also covers representatives of what cleared the floor (:func:`select_context`).
+  also covers representatives of what cleared the floor
+  (:func:`covrag.pipeline.context.select_context`).
 - **generate**: a cited answer (free cited prose, or planned by aspect with
   ``writer="synthesis"``, :class:`~covrag.generate.SynthesisWriter`) and critique-and-rewrite
   passes (:class:`~covrag.generate.CritiqueRewriteGenerator`).
@@ -49,8 +50,6 @@ from covrag.pipeline.ask_records import StageClock, UsageMeter
 from covrag.pipeline.ask_records import StageCost as StageCost  # re-exported
 from covrag.pipeline.config import AskConfig
 from covrag.pipeline.context import Chosen, estimate_context, pick_context
-from covrag.pipeline.context import select_context as select_context  # re-exported
-from covrag.pipeline.context import select_with_filters as select_with_filters  # re-exported
 from covrag.pipeline.events import (
     Event,
     EventSink,
