@@ -102,7 +102,9 @@ def test_build_generator_follows_the_config() -> None:
     config = AskConfig(
         passes=1, feedback="self", max_words=40, sentences=3, max_tokens=200, writer="extractive"
     )
-    generator = build_generator(llm, config, KeywordCoverage(), exclude=["religion"])
+    generator = build_generator(
+        llm, config.writer_policy(), KeywordCoverage(), exclude=["religion"]
+    )
     assert generator.passes == 1
     writer, critic = generator.writer, generator.critic
     assert (writer.sentences, writer.max_words, writer.max_tokens) == (3, 40, 200)

@@ -62,6 +62,7 @@ from covrag.plan import C2Query
 from covrag.plan.planned import Planned as Planned  # re-exported
 from covrag.plan.planned import PlannerAspects
 from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
+from covrag.schema.writer import WriterPolicy
 from covrag.types import Aspect, CoverageMatrix, Selection, Topic
 
 logger = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def retrieve_pool(
 
 def build_generator(
     llm: LLM,
-    config: AskConfig,
+    config: WriterPolicy,
     judge: CoverageEstimator | None,
     exclude: Sequence[str] = (),
     support_judge: CoverageEstimator | None = None,
@@ -312,7 +313,7 @@ def _generate(
     estimator judges support when it is a cross-encoder, else the shipped one does)."""
     by_id = {p.id: p for p in topic.passages}
     judge = estimator if isinstance(estimator, CrossEncoderCoverage) else CrossEncoderCoverage()
-    return build_generator(llm, config, judge, planned.query.exclude).generate(
+    return build_generator(llm, config.writer_policy(), judge, planned.query.exclude).generate(
         planned.query.request,
         [by_id[p] for p in selection.passage_ids],
         context=CritiqueContext(planned.aspects, coverage, refusal=refusal or ""),
