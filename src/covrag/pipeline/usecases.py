@@ -10,7 +10,7 @@ translate their inputs into these functions' records and render what they return
   :func:`pick`: the same in two halves, for a caller that locks the model work;
   :func:`aspects_for`: only the aspects it estimates against).
 - :func:`answer` (:mod:`covrag.pipeline.answer`): a question, passages and aspects -> a cited
-  answer, under a context policy and a :class:`~covrag.pipeline.config.WriterPolicy`.
+  answer, under a context policy and a :class:`~covrag.schema.writer.WriterPolicy`.
 - :func:`ask`: a question and a corpus -> a cited answer, every stage recorded.
 - :func:`evaluate`: a run -> its measures on gold labels.
 """
