@@ -25,7 +25,7 @@ still reads the gold key points. Probabilities depend on how the sub-questions a
 floor is chosen for the sub-question source it will meet.
 
 With ``--pool-aspects N`` selection goes through ``covrag ask --pool-aspects N``'s rule
-(:func:`covrag.pipeline.ask.select_context`): the floor reads the sub-questions, then expected
+(:func:`covrag.pipeline.context.select_context`): the floor reads the sub-questions, then expected
 coverage covers the sub-questions and N representatives of what cleared the floor.
 
 The estimator is the shipped cross-encoder, any ``--coverage`` spec, or, with ``--fold-models``,
@@ -50,7 +50,8 @@ from covrag.coverage.base import CoverageEstimator
 from covrag.data import load_dataset
 from covrag.llm import parse_llm
 from covrag.pipeline import PrepareConfig, prepare
-from covrag.pipeline.ask import retrieve_pool, select_context
+from covrag.pipeline.ask import retrieve_pool
+from covrag.pipeline.context import select_context
 from covrag.plan import C2Query, LLMDecomposer
 from covrag.plan.sketch import AnswerSketcher
 from covrag.retrieve import BM25Retriever

@@ -1,9 +1,9 @@
 """Each entry point's context selection on bundled dev topics, as one JSON (no timing fields).
 
 Issue 33 routes ``covrag.select``, ``/v1/select``, ``/v1/answer``, the integrations, ``ask``,
-``bench`` and ``cv`` through one composition (:func:`covrag.pipeline.choose`). The refactoring
-changes no selection: run this script on the commit before and after and compare the output
-byte for byte::
+``bench`` and ``cv`` through one composition (:func:`covrag.pipeline.context.choose`). The
+refactoring changes no selection: run this script on the commit before and after and compare
+the output byte for byte::
 
     git worktree add --detach /tmp/base <base-commit>
     PYTHONPATH=/tmp/base/src python scripts/one_path_check.py > before.json
@@ -164,14 +164,16 @@ def check_answer_context(topics: list[Topic]) -> list[Any]:
 
 def _ask_select(topic: Topic, config: Any) -> tuple[Selection, dict[str, Any]]:
     """ask's estimate and select stages on a given pool (the API before or after issue 33)."""
-    import covrag.pipeline as pipeline
-
-    if hasattr(pipeline, "choose"):  # as pipeline.ask.ask runs its estimate and select stages
+    try:
+        from covrag.pipeline import context as steps
+    except ImportError:  # before issue 33
+        steps = None
+    if hasattr(steps, "estimate_context"):  # as pipeline.ask.ask runs its estimate and select
         from covrag.coverage import parse_estimator as parse
 
         policy = dataclasses.replace(config.policy(), aspects=None)
-        estimated = pipeline.estimate_context(topic, policy, estimator=parse(config.coverage))
-        chosen = pipeline.pick_context(estimated, policy)
+        estimated = steps.estimate_context(topic, policy, estimator=parse(config.coverage))
+        chosen = steps.pick_context(estimated, policy)
         return chosen.selection, chosen.filters.as_dict()
     from covrag.coverage import parse_estimator
     from covrag.pipeline.ask import _estimate_pool, _select

@@ -34,7 +34,8 @@ The rules:
    cases of ``pipeline`` (``covrag.pipeline.usecases``) and translate inputs and outputs: counted
    through re-exports (a name is charged to the module that defines it), at most
    :data:`MAX_ENTRY_STAGE_PAIRS` (entry module, stage module) pairs, each to a registry read for
-   choices (:data:`ALLOWED_ENTRY_STAGES`).
+   choices (:data:`ALLOWED_ENTRY_STAGES`); and no entry module calls a step function of the
+   pipeline (:data:`STEP_MODULES`, :data:`STEP_NAMES`): it calls the use case that composes them.
 """
 
 from __future__ import annotations
@@ -93,6 +94,21 @@ ALLOWED_ENTRY_STAGES = frozenset(
     }
 )
 """The stage modules an entry point may import: registries and lists read for choices."""
+
+STEP_MODULES = (
+    "covrag.pipeline.context",
+    "covrag.pipeline.prepare",
+    "covrag.pipeline.inputs",
+    "covrag.pipeline.batch",
+)
+"""The modules of the pipeline's steps: every top-level function of theirs is a step."""
+STEP_NAMES = {
+    "covrag.pipeline.ask": frozenset({"plan_aspects", "retrieve_pool", "build_generator"})
+}
+"""The steps of modules that hold a use case too (``ask``)."""
+NOT_STEPS = frozenset({"config_for"})
+"""Functions of a step module that build a record a use case takes (``config_for``: the
+:class:`PrepareConfig` the bench reads), not steps."""
 
 RECORDS = "covrag.types"
 RECORDS_MAY_IMPORT = frozenset({"covrag.errors"})
@@ -374,6 +390,89 @@ def test_the_entry_stage_count_follows_re_exports(tmp_path: Path) -> None:
         ("covrag.cli.a", "covrag.selectors.base"): ("base",),
         ("covrag.server.b", "covrag.selectors.base"): ("covrag.selectors.base",),
     }
+
+
+def step_functions(root: Path) -> dict[str, frozenset[str]]:
+    """Step module -> the names of its steps (:data:`STEP_MODULES`, :data:`STEP_NAMES`)."""
+    files = module_names(root)
+    steps = {module: frozenset(names) for module, names in STEP_NAMES.items()}
+    for module in STEP_MODULES:
+        if module in files:
+            tree = ast.parse(files[module].read_text(encoding="utf-8"))
+            functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+            steps[module] = steps.get(module, frozenset()) | (functions - NOT_STEPS)
+    return steps
+
+
+def defining_name(
+    module: str, name: str, imports: Mapping[str, Mapping[str, tuple[str, str]]]
+) -> tuple[str, str]:
+    """(module, name) of the definition ``module.name`` re-exports; (the module, "") for a
+    module."""
+    seen = set()
+    while name and (module, name) not in seen:
+        seen.add((module, name))
+        if f"{module}.{name}" in imports:
+            return f"{module}.{name}", ""
+        if name not in imports.get(module, {}):
+            break
+        module, name = imports[module][name]
+    return module, name
+
+
+def entry_step_calls(
+    imports: Mapping[str, Mapping[str, tuple[str, str]]], steps: Mapping[str, frozenset[str]]
+) -> list[str]:
+    """``entry module -> step module.name`` for every step function (or step module) an entry
+    point imports, through re-exports, in functions and under ``TYPE_CHECKING`` too."""
+    found = []
+    for importer, names in sorted(imports.items()):
+        if layer(importer) not in ENTRY_POINTS or importer == "covrag.__main__":
+            continue
+        for source, name in sorted(names.values()):
+            module, defined = defining_name(source, name, imports)
+            if defined in steps.get(module, ()) or (not defined and module in STEP_MODULES):
+                found.append(f"{importer} -> {module}{'.' if defined else ''}{defined}")
+    return found
+
+
+def test_entry_points_call_no_step_of_the_pipeline() -> None:
+    assert entry_step_calls(name_imports(SRC), step_functions(SRC)) == []
+
+
+def test_a_step_called_by_an_entry_point_is_found(tmp_path: Path) -> None:
+    root = tmp_path / "covrag"
+    for folder in ("cli", "pipeline", "server", "integrations"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "__init__.py").write_text("")
+    (root / "pipeline" / "context.py").write_text(
+        "def build_source(): ...\ndef refine(): ...\ndef config_for(): ...\nclass Chosen: ...\n"
+    )
+    (root / "pipeline" / "ask.py").write_text("def ask(): ...\ndef retrieve_pool(): ...\n")
+    (root / "pipeline" / "__init__.py").write_text(
+        "from covrag.pipeline.context import build_source\n"
+    )
+    (root / "pipeline" / "usecases.py").write_text(
+        "from covrag.pipeline.context import build_source, refine\ndef select(): ...\n"
+    )
+    (root / "cli" / "a.py").write_text(
+        "from covrag.pipeline import build_source\n"
+        "from covrag.pipeline.ask import ask, retrieve_pool\n"
+    )
+    (root / "server" / "b.py").write_text(
+        "from covrag.pipeline.usecases import select\n"
+        "from covrag.pipeline.context import Chosen, config_for\n"
+    )
+    (root / "integrations" / "c.py").write_text(
+        "def f():\n    from covrag.pipeline.context import refine\n"
+    )
+    (root / "__init__.py").write_text("import covrag.pipeline.context\n")
+    assert entry_step_calls(name_imports(root), step_functions(root)) == [
+        "covrag -> covrag.pipeline.context",
+        "covrag.cli.a -> covrag.pipeline.context.build_source",
+        "covrag.cli.a -> covrag.pipeline.ask.retrieve_pool",
+        "covrag.integrations.c -> covrag.pipeline.context.refine",
+    ]
 
 
 RAY_MODULE = "covrag.pipeline.distributed"

@@ -102,7 +102,9 @@ def test_build_generator_follows_the_config() -> None:
     config = AskConfig(
         passes=1, feedback="self", max_words=40, sentences=3, max_tokens=200, writer="extractive"
     )
-    generator = build_generator(llm, config, KeywordCoverage(), exclude=["religion"])
+    generator = build_generator(
+        llm, config.writer_policy(), KeywordCoverage(), exclude=["religion"]
+    )
     assert generator.passes == 1
     writer, critic = generator.writer, generator.critic
     assert (writer.sentences, writer.max_words, writer.max_tokens) == (3, 40, 200)
@@ -130,8 +132,8 @@ def test_ask_selects_with_the_default_selector() -> None:
 @pytest.mark.model
 def test_pool_aspects_join_the_sub_questions_but_not_the_floor_or_the_report() -> None:
     from covrag.pipeline import prepare
-    from covrag.pipeline.ask import select_context
     from covrag.pipeline.config import PrepareConfig
+    from covrag.pipeline.context import select_context
     from covrag.selectors import parse_selector
     from covrag.types import Topic
 
@@ -156,8 +158,8 @@ def test_pool_aspects_join_the_sub_questions_but_not_the_floor_or_the_report() -
 
 def test_a_passage_that_answers_the_question_itself_clears_the_floor() -> None:
     from covrag.pipeline import prepare
-    from covrag.pipeline.ask import select_context
     from covrag.pipeline.config import PrepareConfig
+    from covrag.pipeline.context import select_context
     from covrag.selectors import parse_selector
     from covrag.types import Topic
 
@@ -186,8 +188,8 @@ def test_a_passage_that_answers_the_question_itself_clears_the_floor() -> None:
 @pytest.mark.model
 def test_the_gate_drops_a_passage_from_another_subject_that_answers_a_broad_sub_question() -> None:
     from covrag.pipeline import prepare, question_similarity
-    from covrag.pipeline.ask import select_context
     from covrag.pipeline.config import PrepareConfig
+    from covrag.pipeline.context import select_context
     from covrag.selectors import parse_selector
     from covrag.types import Topic
 

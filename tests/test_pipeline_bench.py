@@ -17,8 +17,8 @@ from covrag.pipeline import (
     default_measures,
     headroom_measure,
     run_bench,
-    select_topic,
 )
+from covrag.pipeline.prepare import select_topic
 from covrag.types import Budget, Topic
 
 BUDGETS = [Budget(max_passages=3), Budget(max_passages=5)]

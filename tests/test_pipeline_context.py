@@ -1,4 +1,5 @@
-"""The one path to a context (covrag.pipeline.choose) and the policy record of its defaults."""
+"""The one path to a context (covrag.pipeline.context.choose) and the policy record of its
+defaults."""
 
 from __future__ import annotations
 
@@ -16,11 +17,8 @@ from covrag.pipeline import (
     SELECT,
     AskConfig,
     ContextPolicy,
-    choose,
-    estimate_context,
-    pick_context,
 )
-from covrag.pipeline.context import refine
+from covrag.pipeline.context import choose, estimate_context, pick_context, refine
 from covrag.plan import ASPECT_SOURCES, AspectOptions, C2Query, PlannerAspects
 from covrag.selectors.base import parse_selector
 from covrag.types import Aspect, Passage, Topic
@@ -154,3 +152,19 @@ def test_ask_refuses_a_question_naming_what_no_passage_writes() -> None:
         estimator=KeywordCoverage(),
     )
     assert kept.selection.passage_ids and kept.filters.absent == ()
+
+
+def test_the_use_cases_estimate_pick_and_aspects_for_are_select_in_parts() -> None:
+    from covrag.pipeline.usecases import aspects_for, estimate, pick, select
+
+    policy = dataclasses.replace(
+        SELECT, selector="greedy-coverage", coverage=KeywordCoverage(), relevance="score", k=3
+    )
+    whole = select(TOPIC, dataclasses.replace(policy, floor=0.5))
+    parts = pick(estimate(TOPIC, dataclasses.replace(policy, floor=0.5)), policy)
+    assert parts.selection.passage_ids == whole.selection.passage_ids == ("p1", "p2")
+    assert aspects_for(TOPIC, policy) == ASPECTS  # no source: the topic's own
+    queried = aspects_for(TOPIC, dataclasses.replace(policy, aspects="query"))
+    assert [a.text for a in queried] == [QUESTION]
+    with pytest.raises(ConfigError):
+        estimate(TOPIC, dataclasses.replace(policy, k=0))

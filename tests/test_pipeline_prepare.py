@@ -15,9 +15,8 @@ from covrag.pipeline import (
     attach_coverage,
     config_for,
     prepare,
-    prepare_for,
-    select_topic,
 )
+from covrag.pipeline.prepare import prepare_for, select_topic
 from covrag.selectors import parse_selector
 from covrag.types import Aspect, Budget, Passage, Topic
 

@@ -12,7 +12,8 @@ import pytest
 import covrag
 from covrag.coverage import parse_estimator
 from covrag.data import load_dataset
-from covrag.pipeline import DEFAULT_SELECTOR, AskConfig, PrepareConfig, select_topic
+from covrag.pipeline import DEFAULT_SELECTOR, AskConfig, PrepareConfig
+from covrag.pipeline.prepare import select_topic
 from covrag.selectors import GreedyCoverageSelector, parse_selector
 from covrag.types import Aspect, Budget, Passage
 from llm_support import ScriptedLLM

@@ -345,3 +345,25 @@ def test_the_shipped_lmvu_model_round_trips_and_a_bad_field_is_named(tmp_path: P
         bad.write_text(json.dumps({**data, **change}))
         with pytest.raises(DataError, match=re.escape(f"lmvu.json, field '{field}'")):
             LMVUModel.load(bad)
+
+
+def test_ask_and_the_answer_request_are_built_from_one_writer_policy() -> None:
+    from covrag.pipeline import AskConfig
+    from covrag.schema.http_answer import AnswerRequest
+    from covrag.schema.writer import WRITER, WRITER_FIELDS, WriterPolicy
+
+    ask = {f.name: f for f in dataclasses.fields(AskConfig)}
+    for writer_field in dataclasses.fields(WriterPolicy):
+        mine = ask[writer_field.name]
+        assert (mine.default, mine.metadata) == (writer_field.default, writer_field.metadata)
+        assert AnswerRequest.model_fields[writer_field.name].default == writer_field.default
+    assert AskConfig().writer_policy() == WRITER
+    config = AskConfig(writer="synthesis", passes=2, max_words=None, fallback="refuse")
+    assert config.writer_policy() == WriterPolicy(
+        writer="synthesis", passes=2, max_words=None, fallback="refuse"
+    )
+    request = AnswerRequest(
+        question="q", passages=[{"id": "p", "text": "t"}], feedback="self", sentences=3
+    )
+    assert request.writer_policy() == WriterPolicy(feedback="self", sentences=3)
+    assert set(WRITER_FIELDS) <= set(AnswerRequest.model_fields)

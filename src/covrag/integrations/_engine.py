@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, cast
+import inspect
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, TypeVar, cast
 
 from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.errors import ConfigError
-from covrag.pipeline.context import build_source, source_aspects
 from covrag.pipeline.policy import DEFAULT_COVERAGE as DEFAULT_COVERAGE
 from covrag.pipeline.policy import DEFAULT_SELECTOR as DEFAULT_SELECTOR
 from covrag.pipeline.policy import INTEGRATIONS
-from covrag.pipeline.usecases import select, topic_record
+from covrag.pipeline.usecases import aspects_for, select, topic_record
 from covrag.selectors.base import Selector, parse_selector
 from covrag.tokens import TokenCounter
 from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
@@ -85,7 +87,7 @@ def resolve_aspects(
         return given
     policy = dataclasses.replace(INTEGRATIONS, aspects=named)
     topic = Topic("query", query, tuple(passages), ())
-    return source_aspects(topic, build_source(policy)).topic.aspects
+    return aspects_for(topic, policy)
 
 
 @dataclass(frozen=True)
@@ -145,28 +147,17 @@ class Choice:
         }
 
 
+def _option(default: Any, help: str) -> Any:
+    """A field of :class:`CoverageChoice` with its help, which every adapter shows."""
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass(frozen=True)
 class CoverageChoice:
     """Selects a budgeted, ordered subset of retrieved texts that covers the query's aspects.
 
-    Args:
-        selector: A selector or its spec (``greedy-coverage``, ``'mmr(lam=0.7)'``, ...). None
-            (the default): ``expected-coverage`` when sub-questions are given, and without them
-            :data:`~covrag.pipeline.LABEL_FREE_SELECTOR`, facility location over covrag's
-            shipped same-point similarity with ``contrast=1`` (the best label-free choice under
-            cross-validation: docs/experiments/24-same-point-mpnet-and-contrast.md).
-        coverage: A coverage estimator or its spec; used only when the selector reads coverage.
-            The default is covrag's shipped cross-encoder (no download).
-        aspects: Sub-questions: a list, a callable ``query -> list``, or label-free: ``"pool"``
-            (the default; for a selector that reads coverage, the documents that best represent
-            the others) or ``"query"`` / None (the query is the only aspect); see
-            :func:`resolve_aspects`.
-        k: At most this many documents (None = no limit on the count).
-        max_tokens: At most this many tokens (MiniLM WordPiece unless ``counter`` is given).
-            Documents are never truncated: one that does not fit is skipped.
-        relevance: ``auto`` = the retriever's scores when every document has one, else the input
-            order; ``score``, ``order`` or ``dense`` (MiniLM cosine to the query) to force one.
-        counter: Token counter for the budget.
+    Its fields are the options of every adapter (:data:`OPTIONS`, with the same names, defaults
+    and help: :func:`options_help`); ``counter`` is the library's only.
 
     Example:
         >>> choice = CoverageChoice(selector="topk", k=2)
@@ -175,13 +166,38 @@ class CoverageChoice:
         [1, 2]
     """
 
-    selector: Selector | str | None = None
-    coverage: CoverageEstimator | str = DEFAULT_COVERAGE
-    aspects: AspectSource = DEFAULT_ASPECTS
-    k: int | None = DEFAULT_K
-    max_tokens: int | None = None
-    relevance: Relevance = INTEGRATIONS.relevance
-    counter: TokenCounter | None = None
+    selector: Selector | str | None = _option(
+        None,
+        "A selector or its spec (``greedy-coverage``, ``'mmr(lam=0.7)'``, ...). None (the "
+        "default): ``expected-coverage`` when sub-questions are given, and without them "
+        ":data:`~covrag.pipeline.LABEL_FREE_SELECTOR`, facility location over covrag's shipped "
+        "same-point similarity with ``contrast=1`` (the best label-free choice under "
+        "cross-validation: docs/experiments/24-same-point-mpnet-and-contrast.md).",
+    )
+    coverage: CoverageEstimator | str = _option(
+        DEFAULT_COVERAGE,
+        "A coverage estimator or its spec; used only when the selector reads coverage. The "
+        "default is covrag's shipped cross-encoder (no download).",
+    )
+    aspects: AspectSource = _option(
+        DEFAULT_ASPECTS,
+        "Sub-questions a complete answer covers: a list, a callable ``query -> list``, or "
+        "label-free: ``'pool'`` (the default; for a selector that reads coverage, the documents "
+        "that best represent the others) or ``'query'`` / None (the query is the only aspect); "
+        "see :func:`covrag.integrations.resolve_aspects`.",
+    )
+    k: int | None = _option(DEFAULT_K, "At most this many documents (None: no limit on the count).")
+    max_tokens: int | None = _option(
+        None,
+        "At most this many tokens (MiniLM WordPiece unless ``counter`` is given). Documents are "
+        "never truncated: one that does not fit is skipped.",
+    )
+    relevance: Relevance = _option(
+        INTEGRATIONS.relevance,
+        "``auto``: the retriever's scores when every document has one, else the retrieval "
+        "order; ``score``, ``order`` or ``dense`` (MiniLM cosine to the query) to force one.",
+    )
+    counter: TokenCounter | None = _option(None, "Token counter for the budget.")
 
     def __post_init__(self) -> None:
         if isinstance(self.selector, str):
@@ -250,6 +266,44 @@ class CoverageChoice:
         )
         chosen = select(Topic("query", query, passages, given), policy)
         return _choice(chosen.selection, chosen.coverage, chosen.topic)
+
+
+#: The options of every adapter: :class:`CoverageChoice`'s fields of these names, with their
+#: defaults (:data:`DEFAULTS`) and help (:func:`options_help`), restated nowhere else.
+OPTIONS: tuple[str, ...] = ("selector", "coverage", "aspects", "k", "max_tokens", "relevance")
+_FIELDS = {f.name: f for f in dataclasses.fields(CoverageChoice)}
+#: Each option's default.
+DEFAULTS: Mapping[str, Any] = MappingProxyType({name: _FIELDS[name].default for name in OPTIONS})
+
+
+def option_help(name: str) -> str:
+    """The help of the option ``name``."""
+    return str(_FIELDS[name].metadata["help"])
+
+
+def options_help() -> str:
+    """The options' help as a docstring's ``Args:`` section."""
+    wrap = functools.partial(
+        textwrap.fill, width=96, initial_indent="    ", subsequent_indent="        "
+    )
+    return "\n".join(["Args:", *(wrap(f"{name}: {option_help(name)}") for name in OPTIONS)])
+
+
+T = TypeVar("T", bound=type)
+
+
+def documented(adapter: T) -> T:
+    """``adapter`` with the options' help at the end of its docstring (``help(adapter)``)."""
+    adapter.__doc__ = f"{inspect.cleandoc(adapter.__doc__ or '')}\n\n{options_help()}\n"
+    return adapter
+
+
+def choice_of(adapter: object) -> CoverageChoice:
+    """The choice an adapter's options describe (its attributes named in :data:`OPTIONS`)."""
+    values = {name: getattr(adapter, name) for name in OPTIONS}
+    if isinstance(values["aspects"], list):
+        values["aspects"] = list(values["aspects"])  # a copy: the adapter's list may change
+    return CoverageChoice(**values)
 
 
 @functools.cache

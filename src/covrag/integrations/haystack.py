@@ -31,17 +31,17 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 import dataclasses
 
 from covrag.integrations._engine import (
-    DEFAULT_ASPECTS,
-    DEFAULT_COVERAGE,
-    DEFAULT_K,
+    DEFAULTS,
     METADATA_KEY,
-    CoverageChoice,
     LabelFree,
     Relevance,
+    choice_of,
+    documented,
 )
 
 
 @component
+@documented
 class CoverageRanker:
     """Keeps the documents that together cover the query's aspects, within a budget.
 
@@ -50,31 +50,18 @@ class CoverageRanker:
     ``documents``, copies of the chosen documents in selection order (same ``id``, content,
     ``score`` and ``meta``, never truncated), each with ``meta["covrag"]`` (``rank``, ``score``,
     ``tokens``, ``newly_covered``, ``covers``, ``uncovered``, ``selector``, ``coverage``), and
-    ``uncovered_aspects``, the wanted aspects no chosen document covers.
-
-    Args:
-        selector: covrag selector spec; None (the default):
-            ``expected-coverage`` over the given aspects, without aspects facility location
-            over covrag's same-point similarity (``covrag.pipeline.LABEL_FREE_SELECTOR``).
-        coverage: coverage estimator spec (default covrag's shipped cross-encoder).
-        aspects: Default sub-questions, or label-free: ``"pool"`` (the default: the documents
-            that best represent the others) or ``"query"`` / None (the query is the only
-            aspect).
-        k: At most this many documents.
-        max_tokens: At most this many tokens (MiniLM WordPiece); documents that do not fit are
-            skipped, never cut.
-        relevance: ``auto`` (the documents' scores when all have one, else their order),
-            ``score``, ``order`` or ``dense``.
+    ``uncovered_aspects``, the wanted aspects no chosen document covers. Its options are
+    :class:`CoverageChoice`'s (below), as specs and lists, which Haystack serialises.
     """
 
     def __init__(
         self,
-        selector: str | None = None,
-        coverage: str = DEFAULT_COVERAGE,
-        aspects: list[str] | LabelFree | None = DEFAULT_ASPECTS,
-        k: int | None = DEFAULT_K,
-        max_tokens: int | None = None,
-        relevance: Relevance = "auto",
+        selector: str | None = DEFAULTS["selector"],
+        coverage: str = DEFAULTS["coverage"],
+        aspects: list[str] | LabelFree | None = DEFAULTS["aspects"],
+        k: int | None = DEFAULTS["k"],
+        max_tokens: int | None = DEFAULTS["max_tokens"],
+        relevance: Relevance = DEFAULTS["relevance"],
     ) -> None:
         # Stored under the init parameters' names: Haystack's default to_dict/from_dict reads them.
         self.selector = selector
@@ -83,14 +70,7 @@ class CoverageRanker:
         self.k = k
         self.max_tokens = max_tokens
         self.relevance = relevance
-        self._choice = CoverageChoice(
-            selector=selector,
-            coverage=coverage,
-            aspects=list(aspects) if isinstance(aspects, list) else aspects,
-            k=k,
-            max_tokens=max_tokens,
-            relevance=relevance,
-        )
+        self._choice = choice_of(self)
 
     @component.output_types(documents=list[Document], uncovered_aspects=list[str])
     def run(

@@ -3,9 +3,11 @@
 The CLI, the HTTP server and the framework integrations all call these functions; the stages
 (plan, retrieve, coverage, select, generate, evaluate) never import this package.
 
-- :func:`choose`: a topic -> a context, under a :class:`ContextPolicy` (one preset per entry
-  point: :data:`SELECT`, :data:`SERVER_SELECT`, :data:`INTEGRATIONS`, :data:`ASK`,
-  :data:`ANSWER`, :data:`BENCH`), the one path every entry point takes.
+- :func:`covrag.pipeline.usecases.select`: a topic -> a context, under a :class:`ContextPolicy`
+  (one preset per entry point: :data:`SELECT`, :data:`SERVER_SELECT`, :data:`INTEGRATIONS`,
+  :data:`ASK`, :data:`ANSWER`, :data:`BENCH`), the one door every entry point takes to a
+  selection (:mod:`covrag.pipeline.usecases` holds the others); its steps stay in
+  :mod:`covrag.pipeline.context`.
 - :func:`prepare`: a topic -> the selector's input (token costs, coverage, relevance, embeddings);
   :func:`with_inputs` adds what selectors read from a model beside them (same-point vectors).
 - :func:`ask`: question -> plan -> pool -> coverage -> selection -> cited, critiqued answer;
@@ -44,15 +46,7 @@ from covrag.pipeline.config import (
     PrepareConfig,
     RelevanceSource,
 )
-from covrag.pipeline.context import (
-    Chosen,
-    Estimated,
-    choose,
-    estimate_context,
-    pick_context,
-    select_context,
-    select_with_filters,
-)
+from covrag.pipeline.context import Chosen, Estimated
 from covrag.pipeline.events import (
     AnswerEvent,
     Event,
@@ -80,8 +74,6 @@ from covrag.pipeline.prepare import (
     config_for,
     embed_pieces,
     prepare,
-    prepare_for,
-    select_topic,
 )
 
 __all__ = [
@@ -94,11 +86,6 @@ __all__ = [
     "Chosen",
     "ContextPolicy",
     "Estimated",
-    "choose",
-    "estimate_context",
-    "pick_context",
-    "select_context",
-    "select_with_filters",
     "DEFAULT_COVERAGE",
     "DEFAULT_SELECTOR",
     "LABEL_FREE_SELECTOR",
@@ -136,11 +123,9 @@ __all__ = [
     "headroom_measure",
     "plan_aspects",
     "prepare",
-    "prepare_for",
     "question_similarity",
     "retrieve_pool",
     "run_bench",
-    "select_topic",
     "uses_coverage",
     "with_inputs",
 ]

@@ -21,11 +21,11 @@ from covrag.generate.answer_coverage import AspectCoverage, answer_coverage
 from covrag.generate.records import GenerationResult, draft_record
 from covrag.llm.base import LLM
 from covrag.pipeline.ask import build_generator
-from covrag.pipeline.config import AskConfig
 from covrag.pipeline.context import choose, estimate_context
 from covrag.pipeline.events import EventSink, PlannedEvent, RetrievedEvent, SelectedEvent
 from covrag.pipeline.policy import ContextPolicy
 from covrag.schema.generation import DraftOut
+from covrag.schema.writer import WriterPolicy
 from covrag.selectors.floor import FilterReport
 from covrag.types import CoverageMatrix, Passage, Topic
 
@@ -112,7 +112,7 @@ def answer(
     topic: Topic,
     llm: LLM,
     policy: ContextPolicy,
-    writer: AskConfig,
+    writer: WriterPolicy,
     *,
     support_judge: CoverageEstimator | None = None,
     sink: EventSink | None = None,
@@ -126,7 +126,7 @@ def answer(
         policy: How the context is chosen (:data:`~covrag.pipeline.policy.ANSWER` resolved);
             its ``coverage`` also tells the critique which aspects the answer covers
             (``pointers`` feedback).
-        writer: How the answer is written (``AskConfig``'s writer fields).
+        writer: How the answer is written (``AskConfig.writer_policy()``, the request's).
         support_judge: The citation check's judge (consulted only under a threshold).
         sink: Hears the events of a stream.
     """

@@ -16,7 +16,8 @@ file that ``covrag report`` renders, and evaluated later (``covrag eval-answers`
   ``selector="greedy-coverage"``) under a passage budget, with its trace, among the passages
   that clear the coverage floor (``config.floor``): a question the corpus cannot answer gets
   fewer passages, or none, never off-topic padding. With ``config.pool_aspects`` the selector
-  also covers representatives of what cleared the floor (:func:`select_context`).
+  also covers representatives of what cleared the floor
+  (:func:`covrag.pipeline.context.select_context`).
 - **generate**: a cited answer (free cited prose, or planned by aspect with
   ``writer="synthesis"``, :class:`~covrag.generate.SynthesisWriter`) and critique-and-rewrite
   passes (:class:`~covrag.generate.CritiqueRewriteGenerator`).
@@ -49,8 +50,6 @@ from covrag.pipeline.ask_records import StageClock, UsageMeter
 from covrag.pipeline.ask_records import StageCost as StageCost  # re-exported
 from covrag.pipeline.config import AskConfig
 from covrag.pipeline.context import Chosen, estimate_context, pick_context
-from covrag.pipeline.context import select_context as select_context  # re-exported
-from covrag.pipeline.context import select_with_filters as select_with_filters  # re-exported
 from covrag.pipeline.events import (
     Event,
     EventSink,
@@ -63,6 +62,7 @@ from covrag.plan import C2Query
 from covrag.plan.planned import Planned as Planned  # re-exported
 from covrag.plan.planned import PlannerAspects
 from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
+from covrag.schema.writer import WriterPolicy
 from covrag.types import Aspect, CoverageMatrix, Selection, Topic
 
 logger = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ def retrieve_pool(
 
 def build_generator(
     llm: LLM,
-    config: AskConfig,
+    config: WriterPolicy,
     judge: CoverageEstimator | None,
     exclude: Sequence[str] = (),
     support_judge: CoverageEstimator | None = None,
@@ -313,7 +313,7 @@ def _generate(
     estimator judges support when it is a cross-encoder, else the shipped one does)."""
     by_id = {p.id: p for p in topic.passages}
     judge = estimator if isinstance(estimator, CrossEncoderCoverage) else CrossEncoderCoverage()
-    return build_generator(llm, config, judge, planned.query.exclude).generate(
+    return build_generator(llm, config.writer_policy(), judge, planned.query.exclude).generate(
         planned.query.request,
         [by_id[p] for p in selection.passage_ids],
         context=CritiqueContext(planned.aspects, coverage, refusal=refusal or ""),

@@ -9,8 +9,8 @@ written once, here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal, cast
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal, cast
 
 from covrag.embed import Encoder, default_encoder
 from covrag.errors import ConfigError
@@ -20,14 +20,15 @@ from covrag.pipeline.policy import DEFAULT_FLOOR as DEFAULT_FLOOR  # re-exported
 from covrag.pipeline.policy import DEFAULT_GATE as DEFAULT_GATE  # re-exported
 from covrag.pipeline.policy import DEFAULT_SELECTOR as DEFAULT_SELECTOR  # re-exported
 from covrag.registry import check_seed
+from covrag.schema.writer import WRITER_FIELDS, WriterPolicy
+from covrag.schema.writer import Fallback as Fallback  # re-exported
+from covrag.schema.writer import FeedbackMode as FeedbackMode  # re-exported
+from covrag.schema.writer import UnsupportedPolicy as UnsupportedPolicy  # re-exported
+from covrag.schema.writer import WriterName as WriterName  # re-exported
 from covrag.tokens import TokenCounter
 
 RelevanceSource = Literal["dense", "score", "order"]
-FeedbackMode = Literal["self", "pointers"]
-WriterName = Literal["synthesis", "extractive"]
 DecomposeStyle = Literal["factors", "points"]  # covrag.plan.decompose.STYLES
-UnsupportedPolicy = Literal["quote", "drop", "mark"]  # covrag.generate.support.UNSUPPORTED_POLICIES
-Fallback = Literal["quote", "refuse"]  # covrag.generate.support.FALLBACKS
 RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "score", "order")
 
 #: The most resamples of a bootstrap or permutation test (``--n-resamples``): far above the
@@ -37,6 +38,14 @@ MAX_RESAMPLES = 1_000_000
 
 def _help(text: str, **extra: object) -> dict[str, object]:
     return {"help": text, **extra}
+
+
+_WRITER = {f.name: f for f in fields(WriterPolicy)}
+
+
+def _writer(name: str) -> Any:
+    """A writer field of :class:`AskConfig`: :class:`WriterPolicy`'s, its default and help."""
+    return field(default=_WRITER[name].default, metadata=_WRITER[name].metadata)
 
 
 @dataclass(frozen=True)
@@ -85,7 +94,8 @@ class PrepareConfig:
 
 @dataclass(frozen=True)
 class AskConfig:
-    """How :func:`covrag.pipeline.ask` runs each stage (help texts in the field metadata)."""
+    """How :func:`covrag.pipeline.ask` runs each stage (help texts in the field metadata); its
+    writer fields are :class:`~covrag.schema.writer.WriterPolicy`'s (:meth:`writer_policy`)."""
 
     subquestions: int = field(
         default=ASK.aspect_options.subquestions,
@@ -169,65 +179,19 @@ class AskConfig:
             "beside the sub-questions (0 = the sub-questions only)"
         ),
     )
-    writer: WriterName = field(
-        # extractive stays the default: on ArgKP and Perspectrum dev the synthesising writer
-        # copies nothing but states fewer key points (docs/experiments/14-synthesising-writer.md)
-        default="extractive",
-        metadata=_help(
-            "extractive = free cited prose, about 12 sentences; synthesis = one short cited "
-            "paragraph per covered sub-question, in its own words (both name what the corpus "
-            "does not answer)"
-        ),
-    )
-    passes: int = field(
-        default=0,
-        metadata=_help(
-            "critique-and-rewrite passes (DES: 2; 0 = the first answer only, the default: "
-            "each pass costs about as much again as the answer, which kept covrag ask over "
-            "5 minutes a question; what a pass adds on the answer benchmark is not measured "
-            "yet)"
-        ),
-    )
-    feedback: FeedbackMode = field(
-        default="pointers",
-        metadata=_help(
-            "critique feedback: self = the LLM's own critique; pointers = also the passages "
-            "never cited and those covering sub-questions the answer misses"
-        ),
-    )
+    writer: WriterName = _writer("writer")
+    passes: int = _writer("passes")
+    feedback: FeedbackMode = _writer("feedback")
     outline: bool = field(
         default=ASK.aspect_options.outline,
         metadata=_help("plan a QTree outline (QPlanner) and write along the best one"),
     )
-    max_words: int | None = field(
-        default=250, metadata=_help("words per passage in the prompts (passages are cut there)")
-    )
-    sentences: int = field(
-        default=6, metadata=_help("sentences asked for in the first answer (DES: 12)")
-    )
-    rewrite_sentences: int = field(
-        default=9, metadata=_help("sentences asked for in a rewrite (DES: 18)")
-    )
-    max_tokens: int = field(
-        default=400, metadata=_help("most tokens per first answer (rewrites: 1.5x)")
-    )
-    unsupported: UnsupportedPolicy = field(
-        default="quote",
-        metadata=_help(
-            "answer sentences no passage supports (by text alignment or the support judge): "
-            "quote = put in its place the passage sentence holding most of its words, quoted "
-            "and cited, where one holds enough of it, else leave it out; "
-            "drop = leave them out of the answer (the run file records them as dropped); "
-            "mark = show them, marked unsupported"
-        ),
-    )
-    fallback: Fallback = field(
-        default="quote",
-        metadata=_help(
-            "when no sentence of the model's answer is supported: quote = quote the selected "
-            "passages by sub-question, each quotation cited; refuse = give no answer, and say why"
-        ),
-    )
+    max_words: int | None = _writer("max_words")
+    sentences: int = _writer("sentences")
+    rewrite_sentences: int = _writer("rewrite_sentences")
+    max_tokens: int = _writer("max_tokens")
+    unsupported: UnsupportedPolicy = _writer("unsupported")
+    fallback: Fallback = _writer("fallback")
 
     def __post_init__(self) -> None:
         if self.feedback.startswith("oracle"):
@@ -243,6 +207,10 @@ class AskConfig:
             raise ConfigError(f"gate must lie in [0, 1] (0: no gate), got {self.gate}")
         if not 0.0 <= self.gate_margin <= 1.0:
             raise ConfigError(f"gate_margin must lie in [0, 1], got {self.gate_margin}")
+
+    def writer_policy(self) -> WriterPolicy:
+        """How ``ask`` writes its answer under this configuration (its writer fields)."""
+        return WriterPolicy(**{name: getattr(self, name) for name in WRITER_FIELDS})
 
     def policy(self) -> ContextPolicy:
         """How ``ask`` chooses its context under this configuration (the :data:`ASK` preset with

@@ -323,7 +323,8 @@ def choose(
 
     Example:
         >>> import covrag
-        >>> from covrag.pipeline import SELECT, choose
+        >>> from covrag.pipeline import SELECT
+        >>> from covrag.pipeline.context import choose
         >>> topic = covrag.Topic(
         ...     query_id="q1",
         ...     query="Should cities ban cars?",

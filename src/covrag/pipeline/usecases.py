@@ -6,9 +6,11 @@ translate their inputs into these functions' records and render what they return
 - :func:`plan`: a question -> its aspects (sub-questions, a QPlanner outline, or key points of
   its pool), each with answer sketches when asked.
 - :func:`select`: a topic under a resolved :class:`~covrag.pipeline.policy.ContextPolicy` -> a
-  context (:func:`select_topics`: many topics, on an executor).
+  context (:func:`select_topics`: many topics, on an executor; :func:`estimate` then
+  :func:`pick`: the same in two halves, for a caller that locks the model work;
+  :func:`aspects_for`: only the aspects it estimates against).
 - :func:`answer` (:mod:`covrag.pipeline.answer`): a question, passages and aspects -> a cited
-  answer, under a context policy and a :class:`~covrag.pipeline.config.WriterPolicy`.
+  answer, under a context policy and a :class:`~covrag.schema.writer.WriterPolicy`.
 - :func:`ask`: a question and a corpus -> a cited answer, every stage recorded.
 - :func:`evaluate`: a run -> its measures on gold labels.
 """
@@ -23,7 +25,7 @@ from covrag.errors import ConfigError
 from covrag.pipeline.answer import Answered, GatedEstimator, answer
 from covrag.pipeline.ask import ask as run_ask
 from covrag.pipeline.config import AskConfig
-from covrag.pipeline.context import Chosen, choose, selector_of
+from covrag.pipeline.context import Chosen, Estimated, choose, selector_of
 from covrag.pipeline.corpus import Corpus, DocumentOptions, open_corpus
 from covrag.pipeline.measures import JudgedAnswers, evaluate, judge_answers, report
 from covrag.pipeline.policy import ContextPolicy
@@ -50,6 +52,7 @@ __all__ = [
     "Answered",
     "Corpus",
     "DocumentOptions",
+    "Estimated",
     "EstimatorSpec",
     "FieldError",
     "GatedEstimator",
@@ -57,9 +60,12 @@ __all__ = [
     "PlanResult",
     "SelectorSpec",
     "answer",
+    "aspects_for",
     "ask",
+    "estimate",
     "evaluate",
     "open_corpus",
+    "pick",
     "plan",
     "select",
     "select_topics",
@@ -87,6 +93,40 @@ def select(topic: Topic, policy: ContextPolicy, *, llm: LLM | None = None) -> Ch
     :meth:`ContextPolicy.resolve`): aspects -> estimate -> floor / gate -> select."""
     policy.budget()  # a budget that limits nothing is an error before any model work
     return choose(topic, policy, llm=llm)
+
+
+def estimate(
+    topic: Topic,
+    policy: ContextPolicy,
+    *,
+    llm: LLM | None = None,
+    check: Callable[[Topic], None] | None = None,
+) -> Estimated:
+    """The model work of :func:`select` (aspects, token costs, relevance, coverage, the
+    filters), for a caller that holds a lock around it; :func:`pick` then selects, computing
+    only. ``check`` is called with the topic to estimate on, before estimating (a caller's
+    limits)."""
+    from covrag.pipeline.context import estimate_context
+
+    policy.budget()
+    return estimate_context(topic, policy, llm=llm, check=check)
+
+
+def pick(estimated: Estimated, policy: ContextPolicy) -> Chosen:
+    """The selection of :func:`select` after :func:`estimate`, under ``policy``'s budget."""
+    from covrag.pipeline.context import pick_context
+
+    return pick_context(estimated, policy)
+
+
+def aspects_for(
+    topic: Topic, policy: ContextPolicy, *, llm: LLM | None = None
+) -> tuple[Aspect, ...]:
+    """The aspects :func:`select` estimates coverage against: those of ``policy``'s aspect
+    source for ``topic`` (``pool``, ``query``, ``planner``, ...), else the topic's own."""
+    from covrag.pipeline.context import build_source, source_aspects
+
+    return source_aspects(topic, build_source(policy, llm)).topic.aspects
 
 
 def built(policy: ContextPolicy) -> ContextPolicy:

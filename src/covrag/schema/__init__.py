@@ -19,7 +19,9 @@ records of :mod:`covrag.types` (the records import nothing of this package):
 - :mod:`~covrag.schema.plan`: what ``covrag plan --json`` prints;
 - :mod:`~covrag.schema.http`, :mod:`~covrag.schema.http_answer`, :mod:`~covrag.schema.http_plan`:
   the server's requests and replies (``/v1/select``, ``/v1/answer``, ``/v1/plan``, errors);
-- :mod:`~covrag.schema.llm`: the structured replies asked of an LLM.
+- :mod:`~covrag.schema.llm`: the structured replies asked of an LLM;
+- :mod:`~covrag.schema.writer`: how an answer is written (``WriterPolicy``), which ``covrag ask``
+  and ``/v1/answer`` share.
 
 Records are built validated when written (a record that would not read back is never written)
 and checked when read: a bad value raises :class:`~covrag.errors.DataError` naming file, line

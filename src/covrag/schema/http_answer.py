@@ -3,7 +3,9 @@ its passages, then the final answer, every draft and critique, what the filters 
 what the context and the answer cover.
 
 The request's defaults are ``covrag ask``'s (:data:`ASK_DEFAULTS`, which a test holds equal to
-``covrag.pipeline.AskConfig``'s: a schema imports no pipeline).
+``covrag.pipeline.AskConfig``'s: a schema imports no pipeline); its writer fields are built from
+:class:`~covrag.schema.writer.WriterPolicy` (their defaults, :data:`~covrag.schema.writer.WRITER`),
+as ``AskConfig``'s are, and become one (:meth:`AnswerRequest.writer_policy`).
 
 The records an answer shares with the run file of ``covrag ask`` are the run file's models, so a
 served answer and a saved one are described once: each sentence is a
@@ -21,7 +23,7 @@ fields, warnings) is described here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Self
+from typing import Self, cast
 
 from pydantic import BaseModel, Field
 
@@ -29,30 +31,22 @@ from covrag.schema.answer import RunAnswer, RunSentence
 from covrag.schema.ask import AspectCoverageOut, FiltersOut
 from covrag.schema.generation import DraftOut, FallbackOut, InvalidCitationOut, LLMCostOut
 from covrag.schema.http import MAX_ASPECTS, MAX_CONTEXT, MAX_TEXT, AspectIn, PassageIn, Strict
-
-WriterName = Literal["synthesis", "extractive"]
-FeedbackMode = Literal["self", "pointers"]
-UnsupportedPolicy = Literal["quote", "drop", "mark"]
-Fallback = Literal["quote", "refuse"]
+from covrag.schema.writer import WRITER, WRITER_FIELDS, WriterPolicy
+from covrag.schema.writer import Fallback as Fallback  # re-exported
+from covrag.schema.writer import FeedbackMode as FeedbackMode  # re-exported
+from covrag.schema.writer import UnsupportedPolicy as UnsupportedPolicy  # re-exported
+from covrag.schema.writer import WriterName as WriterName  # re-exported
 
 
 @dataclass(frozen=True)
 class AskDefaults:
-    """The defaults of ``covrag ask`` that ``/v1/answer`` and ``/v1/plan`` share."""
+    """The defaults of ``covrag ask`` that ``/v1/answer`` and ``/v1/plan`` share (the writer's:
+    :data:`~covrag.schema.writer.WRITER`)."""
 
     floor: float = 0.5
     floor_question: bool = True
     gate: float = 0.5
     gate_margin: float = 0.1
-    writer: WriterName = "extractive"
-    passes: int = 0
-    feedback: FeedbackMode = "pointers"
-    max_words: int = 250
-    sentences: int = 6
-    rewrite_sentences: int = 9
-    max_tokens: int = 400
-    unsupported: UnsupportedPolicy = "quote"
-    fallback: Fallback = "quote"
     subquestions: int = 4
     answers: int = 0
 
@@ -104,27 +98,30 @@ class AnswerRequest(Strict):
         "is its similarity minus this margin (0: the gate as given)",
     )
     writer: WriterName = Field(
-        default=ASK_DEFAULTS.writer,
+        default=WRITER.writer,
         description="extractive (cited sentences close to the passages) or synthesis (one "
         "paragraph per covered aspect, in the writer's own words)",
     )
     passes: int = Field(
-        default=ASK_DEFAULTS.passes, ge=0, le=3, description="critique-and-rewrite passes"
+        default=WRITER.passes, ge=0, le=3, description="critique-and-rewrite passes"
     )
-    feedback: FeedbackMode = Field(default=ASK_DEFAULTS.feedback)
-    max_words: int = Field(
-        default=ASK_DEFAULTS.max_words, ge=1, le=5000, description="words per passage in prompts"
+    feedback: FeedbackMode = Field(default=WRITER.feedback)
+    max_words: int = Field(  # a request always cuts passages (None, no cut, is ask's only)
+        default=cast(int, WRITER.max_words),
+        ge=1,
+        le=5000,
+        description="words per passage in prompts",
     )
-    sentences: int = Field(default=ASK_DEFAULTS.sentences, ge=1, le=60)
-    rewrite_sentences: int = Field(default=ASK_DEFAULTS.rewrite_sentences, ge=1, le=80)
+    sentences: int = Field(default=WRITER.sentences, ge=1, le=60)
+    rewrite_sentences: int = Field(default=WRITER.rewrite_sentences, ge=1, le=80)
     max_tokens: int = Field(
-        default=ASK_DEFAULTS.max_tokens,
+        default=WRITER.max_tokens,
         ge=16,
         le=8192,
         description="most tokens per first answer (rewrites: 1.5x)",
     )
     unsupported: UnsupportedPolicy = Field(
-        default=ASK_DEFAULTS.unsupported,
+        default=WRITER.unsupported,
         description="answer sentences no passage supports (by text alignment or the support "
         "judge): quote = put in its place the passage sentence holding most of its words, "
         "quoted and cited, where one holds enough of it, else leave it out; drop = leave them "
@@ -132,7 +129,7 @@ class AnswerRequest(Strict):
         "unsupported",
     )
     fallback: Fallback = Field(
-        default=ASK_DEFAULTS.fallback,
+        default=WRITER.fallback,
         description="when no sentence of the model's reply is supported: quote = quote the "
         "passages, each quotation cited; refuse = give no answer, and say why",
     )
@@ -142,6 +139,10 @@ class AnswerRequest(Strict):
         "selected as each stage ends, token for each piece the LLM writes, then answer (this "
         "route's response) or error (an error's status and body)",
     )
+
+    def writer_policy(self) -> WriterPolicy:
+        """How the answer is written: the request's writer fields."""
+        return WriterPolicy(**{name: getattr(self, name) for name in WRITER_FIELDS})
 
 
 class AnswerDraftOut(RunAnswer):

@@ -34,7 +34,6 @@ from covrag.deadline import Deadline
 from covrag.embed import Encoder, default_encoder
 from covrag.llm.base import LLM
 from covrag.pipeline.answer import answer_estimator as pipeline_estimator
-from covrag.pipeline.config import AskConfig
 from covrag.pipeline.events import EventSink, EventStream
 from covrag.pipeline.policy import ANSWER
 from covrag.pipeline.usecases import FieldError, GatedEstimator, answer, plan
@@ -174,20 +173,6 @@ def _policy(request: AnswerRequest, config: ServerConfig) -> ContextPolicy:
     )
 
 
-def _settings(request: AnswerRequest) -> AskConfig:
-    return AskConfig(
-        writer=request.writer,
-        passes=request.passes,
-        feedback=request.feedback,
-        max_words=request.max_words,
-        sentences=request.sentences,
-        rewrite_sentences=request.rewrite_sentences,
-        max_tokens=request.max_tokens,
-        unsupported=request.unsupported,
-        fallback=request.fallback,
-    )
-
-
 def run_answer(
     request: AnswerRequest, llm: LLM, config: ServerConfig, sink: EventSink | None = None
 ) -> AnswerResponse:
@@ -200,7 +185,7 @@ def run_answer(
         _topic(request),
         llm,
         _policy(request, config),
-        _settings(request),
+        request.writer_policy(),
         support_judge=_locked("cross-encoder"),
         sink=sink,
     )

@@ -4,7 +4,7 @@ Everything here is synchronous and CPU-bound; the app runs it in a thread pool. 
 (embeddings, coverage estimation, every vector a selector reads) share process-wide models and
 caches that are not thread-safe, so they run under one lock
 (:class:`~covrag.server.gate.ModelGate`), waited for briefly and held under the request's
-deadline: the estimate step (:func:`~covrag.pipeline.estimate_context`). Selection only computes
+deadline: the estimate step (:func:`~covrag.pipeline.usecases.estimate`). Selection only computes
 and runs unlocked, under the deadline. The LLM routes take a second gate
 (:data:`LLM_GATE`) for their whole run, and this one for each scoring step.
 """
@@ -21,14 +21,8 @@ from typing import TypeVar
 from covrag.coverage.base import ESTIMATORS, CoverageEstimator, parse_estimator
 from covrag.deadline import Deadline, DeadlineExceeded, deadline_scope
 from covrag.errors import ConfigError, CovragError, DataError
-from covrag.pipeline import (
-    SERVER_SELECT,
-    ContextPolicy,
-    RelevanceSource,
-    choose,
-    estimate_context,
-    pick_context,
-)
+from covrag.pipeline import SERVER_SELECT, ContextPolicy, RelevanceSource
+from covrag.pipeline.usecases import estimate, pick, select
 from covrag.schema.http import (
     AspectIn,
     AspectOut,
@@ -235,11 +229,9 @@ def run_job(job: SelectJob, deadline: Deadline, wait_s: float) -> SelectResponse
     started = time.perf_counter()
     try:
         with MODEL_GATE.hold(deadline, wait_s):
-            estimated = estimate_context(
+            estimated = estimate(
                 job.topic,
                 policy,
-                selector=job.selector,
-                estimator=job.estimator,
                 check=(lambda t: check_pairs(dataclasses.replace(job, topic=t)))
                 if job.pool_aspects
                 else None,
@@ -253,7 +245,7 @@ def run_job(job: SelectJob, deadline: Deadline, wait_s: float) -> SelectResponse
     prepared = time.perf_counter()
     try:
         with deadline_scope(deadline):
-            selection = pick_context(estimated, policy).selection
+            selection = pick(estimated, policy).selection
     except DeadlineExceeded:
         raise
     except CovragError as exc:  # a bad setting, or exact's optimum not proven in time
@@ -288,7 +280,10 @@ def warm_up(config: ServerConfig) -> None:
     estimator = parse_estimator(config.default_coverage)
     with MODEL_LOCK:
         for spec in (config.default_selector, *label_free(config)):
-            choose(topic, SERVER_SELECT, selector=parse_selector(spec), estimator=estimator)
+            policy = dataclasses.replace(
+                SERVER_SELECT, selector=parse_selector(spec), coverage=estimator
+            )
+            select(topic, policy)
 
 
 def _response(
