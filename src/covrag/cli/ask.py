@@ -55,6 +55,7 @@ ASK_OPTIONS = (
     "floor",
     "gate",
     "gate_margin",
+    "names",
     "pool_aspects",
     "writer",
     "passes",

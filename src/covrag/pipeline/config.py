@@ -172,6 +172,13 @@ class AskConfig:
             "applied is the best passage's cosine minus this margin (0 = the gate as given)"
         ),
     )
+    names: bool = field(
+        default=ASK.names,
+        metadata=_help(
+            "name filter: a question naming something (an acronym or a code name such as TOML "
+            "or shutil.copy2) that no retrieved passage writes is refused, naming it"
+        ),
+    )
     pool_aspects: int = field(
         default=ASK.pool_aspects,
         metadata=_help(
@@ -231,6 +238,7 @@ class AskConfig:
             floor_question=self.floor_question,
             gate=self.gate,
             gate_margin=self.gate_margin,
+            names=self.names,
             pool_aspects=self.pool_aspects,
         )
 

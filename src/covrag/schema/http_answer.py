@@ -47,6 +47,7 @@ class AskDefaults:
     floor_question: bool = True
     gate: float = 0.5
     gate_margin: float = 0.1
+    names: bool = True
     subquestions: int = 4
     answers: int = 0
 
@@ -96,6 +97,12 @@ class AnswerRequest(Strict):
         le=1.0,
         description="with k: where even the best passage sits under the gate, the gate applied "
         "is its similarity minus this margin (0: the gate as given)",
+    )
+    names: bool = Field(
+        default=ASK_DEFAULTS.names,
+        description="with k: a question naming something (an acronym or a code name such as "
+        "TOML or shutil.copy2) that no given passage writes gets no context, and the refusal "
+        "names it (false: off)",
     )
     writer: WriterName = Field(
         default=WRITER.writer,

@@ -139,7 +139,7 @@ class FilterReport:
             return (
                 f"the name filter removed all {self.pool} retrieved passages: the question asks "
                 f"about {names}, which none of them writes, so the documents do not cover it "
-                "(names=False in the policy turns the filter off)"
+                "(--no-names, or names false, turns the filter off)"
             )
         support = (
             f"the best estimated probability of answering a sub-question (or the question) is "

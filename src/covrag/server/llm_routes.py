@@ -170,6 +170,7 @@ def _policy(request: AnswerRequest, config: ServerConfig) -> ContextPolicy:
         floor_question=request.floor_question,
         gate=request.gate,
         gate_margin=request.gate_margin,
+        names=request.names,
     )
 
 
