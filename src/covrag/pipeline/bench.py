@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,13 +25,14 @@ from covrag.evaluation import EvalResults, Judgments, Measure, evaluate, parse_m
 from covrag.evaluation.bench_results import ORACLE, BenchResult, MethodResult
 from covrag.evaluation.headroom import gap_closed
 from covrag.evaluation.stats import bootstrap_ci, holm, paired_randomization_test
+from covrag.pipeline.cache import TopicCache
 from covrag.pipeline.config import BenchConfig, PrepareConfig
-from covrag.pipeline.context import estimate_matrix, prepare_pool, select_step, source_aspects
 from covrag.pipeline.executor import Executor, SerialExecutor, preloaded
-from covrag.pipeline.inputs import with_inputs
-from covrag.pipeline.prepare import attach_coverage, config_for
+from covrag.pipeline.policy import ContextPolicy
+from covrag.pipeline.prepare import config_for
+from covrag.pipeline.usecases import estimate, select
 from covrag.plan.sources import AspectSource, GoldAspects
-from covrag.selectors.base import COVERAGE, Candidates, Selector, parse_selector
+from covrag.selectors.base import COVERAGE, Selector, parse_selector
 from covrag.selectors.exact import ExactSelector
 from covrag.tokens import with_token_costs
 from covrag.types import Budget, Selection, Topic
@@ -241,19 +241,14 @@ def _select_all(
     progress: Callable[[str], None] | None,
     executor: Executor | None = None,
 ) -> _Runs:
-    """Prepare each topic once per coverage source and run every method under every budget.
+    """Estimate each topic once per aspect source and estimator and run every method under
+    every budget (:func:`covrag.pipeline.usecases.select` with the topic's cache).
 
     The model step (aspects, embeddings, coverage) and the task step (selection) of each topic
     run on ``executor`` (default: this process); results are gathered in topic order.
     """
-    estimators = {
-        m.coverage_key: m.coverage
-        for _, m in named
-        if m.coverage is not None and m.coverage_key is not None
-    }
-    selectors = tuple(m.selector for _, m in named)
-    model_step = _TopicModels(config, dict(sources), estimators, selectors)
-    task_step = _TopicSelections(tuple(named), tuple(budgets))
+    model_step = _TopicModels(config, dict(sources), tuple(named))
+    task_step = _TopicSelections(tuple(named), tuple(budgets), config)
     done = (executor or SerialExecutor()).map(
         topics, [t.query_id for t in topics], preloaded(model_step), task_step, progress
     )
@@ -271,10 +266,12 @@ def _select_all(
 
 @dataclass(frozen=True)
 class _TopicInputs:
-    """A topic's model outputs: its base candidates and, per coverage key, the candidates with
-    that coverage attached; what the aspect sources and the estimators cost."""
+    """A topic's model outputs: the topic and its cache (:class:`TopicCache`: its pool, the
+    aspects of each source and each coverage matrix); what the aspect sources and the
+    estimators cost."""
 
-    prepared: dict[tuple[str, str] | None, Candidates]
+    topic: Topic
+    cache: TopicCache
     aspect_seconds: dict[str, float]
     coverage_cost: dict[tuple[str, str], tuple[int, float]]
 
@@ -288,47 +285,56 @@ class _TopicRuns:
     coverage_cost: dict[tuple[str, str], tuple[int, float]]
 
 
+def method_policy(method: Method, budget: Budget, config: PrepareConfig) -> ContextPolicy:
+    """The context policy of one method under one budget: no floor, no gate."""
+    return ContextPolicy(
+        selector=method.selector,
+        coverage=method.coverage,
+        aspects=method.aspects,
+        k=budget.max_passages,
+        max_tokens=budget.max_tokens,
+        relevance=config.relevance,
+        counter=config.counter,
+    )
+
+
 @dataclass(frozen=True)
 class _TopicModels:
-    """The model step of a bench topic: aspect sources, embeddings, the vectors the selectors
-    read and coverage matrices (the steps of :func:`covrag.pipeline.choose`, each run once per
-    topic, source and estimator)."""
+    """The model step of a bench topic: the estimate step of every method, into one
+    :class:`TopicCache`, so each aspect source and estimator runs once per topic."""
 
     config: PrepareConfig
     sources: dict[str, AspectSource]
-    estimators: dict[tuple[str, str], CoverageEstimator]
-    selectors: tuple[Selector, ...] = ()
+    named: tuple[tuple[str, Method], ...]
 
     def __call__(self, topic: Topic) -> _TopicInputs:
-        base = with_inputs(prepare_pool(topic, self.config), self.selectors)
-        prepared: dict[tuple[str, str] | None, Candidates] = {None: base}
-        names = sorted({k[0] for k in self.estimators})
-        found = {s: source_aspects(topic, self.sources[s]) for s in names}
+        cache = TopicCache(self.config, dict(self.sources))
         costs: dict[tuple[str, str], tuple[int, float]] = {}
-        for key, estimator in self.estimators.items():
-            estimated = found[key[0]].topic
-            matrix = estimate_matrix(base, estimated, estimator)
-            costs[key] = (matrix.pairs_scored, matrix.seconds)
-            prepared[key] = attach_coverage(base, matrix, estimated)
-        seconds = {name: sourced.seconds for name, sourced in found.items()}
-        return _TopicInputs(prepared, seconds, costs)
+        for _, method in self.named:
+            policy = method_policy(method, Budget(max_passages=1), self.config)
+            estimate(topic, policy, cache=cache)
+            if method.coverage_key is not None:
+                matrix = cache.matrices[method.coverage_key]
+                costs[method.coverage_key] = (matrix.pairs_scored, matrix.seconds)
+        seconds = {name: cache.sourced[name].seconds for name in sorted({k[0] for k in costs})}
+        return _TopicInputs(topic, cache, seconds, costs)
 
 
 @dataclass(frozen=True)
 class _TopicSelections:
-    """The task step of a bench topic: every method under every budget."""
+    """The task step of a bench topic: every method under every budget, from its cache."""
 
     named: tuple[tuple[str, Method], ...]
     budgets: tuple[Budget, ...]
+    config: PrepareConfig
 
     def __call__(self, inputs: _TopicInputs) -> _TopicRuns:
         selections: dict[tuple[str, Budget], tuple[Selection, float]] = {}
         for name, method in self.named:
-            candidates = inputs.prepared[method.coverage_key]
             for budget in self.budgets:
-                started = time.perf_counter()
-                selection = select_step(method.selector, candidates, budget)
-                selections[(name, budget)] = (selection, time.perf_counter() - started)
+                policy = method_policy(method, budget, self.config)
+                chosen = select(inputs.topic, policy, cache=inputs.cache)
+                selections[(name, budget)] = (chosen.selection, chosen.seconds["select"])
         return _TopicRuns(selections, inputs.aspect_seconds, inputs.coverage_cost)
 
 

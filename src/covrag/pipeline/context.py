@@ -11,7 +11,7 @@ selection's only.
 
 The steps are functions of their own (:func:`source_aspects`, :func:`prepare_pool`,
 :func:`estimate_matrix`, :func:`question_column`, :func:`pool_columns`, :func:`select_step`):
-``bench`` and ``cv`` score many methods per topic and call them with their caches, so that a
+``cv`` scores many methods per topic and calls them with its caches, so that a
 topic's pool, aspects and matrices are computed once whichever methods read them.
 """
 

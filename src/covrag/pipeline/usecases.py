@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from covrag.errors import ConfigError
 from covrag.pipeline.answer import Answered, GatedEstimator, answer
 from covrag.pipeline.ask import ask as run_ask
+from covrag.pipeline.cache import TopicCache
 from covrag.pipeline.config import AskConfig
 from covrag.pipeline.context import Chosen, Estimated, choose, selector_of
 from covrag.pipeline.corpus import Corpus, DocumentOptions, open_corpus
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from covrag.pipeline.ask_records import AskResult, StageCallback
     from covrag.pipeline.events import Event
     from covrag.pipeline.executor import Executor
+    from covrag.plan.sources import AspectSource
     from covrag.selectors.base import Candidates, Selector
     from covrag.types import CoverageMatrix, Selection
 
@@ -59,6 +61,7 @@ __all__ = [
     "LLMSpec",
     "PlanResult",
     "SelectorSpec",
+    "TopicCache",
     "answer",
     "aspects_for",
     "ask",
@@ -88,11 +91,21 @@ class FieldError(ConfigError):
         self.message = message
 
 
-def select(topic: Topic, policy: ContextPolicy, *, llm: LLM | None = None) -> Chosen:
+def select(
+    topic: Topic,
+    policy: ContextPolicy,
+    *,
+    llm: LLM | None = None,
+    cache: TopicCache | None = None,
+) -> Chosen:
     """Choose a context for ``topic`` under ``policy`` (resolve it first:
-    :meth:`ContextPolicy.resolve`): aspects -> estimate -> floor / gate -> select."""
+    :meth:`ContextPolicy.resolve`): aspects -> estimate -> floor / gate -> select. With a
+    ``cache`` of the topic, what an earlier policy over it estimated is reused (several
+    selectors and budgets over one topic: ``bench``, ``cv``, batch selection)."""
     policy.budget()  # a budget that limits nothing is an error before any model work
-    return choose(topic, policy, llm=llm)
+    if cache is None:
+        return choose(topic, policy, llm=llm)
+    return pick(cache.estimate(topic, policy, llm=llm), policy)
 
 
 def estimate(
@@ -101,14 +114,17 @@ def estimate(
     *,
     llm: LLM | None = None,
     check: Callable[[Topic], None] | None = None,
+    cache: TopicCache | None = None,
 ) -> Estimated:
     """The model work of :func:`select` (aspects, token costs, relevance, coverage, the
     filters), for a caller that holds a lock around it; :func:`pick` then selects, computing
     only. ``check`` is called with the topic to estimate on, before estimating (a caller's
-    limits)."""
+    limits); ``cache`` as in :func:`select`."""
     from covrag.pipeline.context import estimate_context
 
     policy.budget()
+    if cache is not None:
+        return cache.estimate(topic, policy, llm=llm, check=check)
     return estimate_context(topic, policy, llm=llm, check=check)
 
 
@@ -184,28 +200,47 @@ def select_topics(
     with the candidates they were chosen from, in topic order. The coverage estimator is the
     policy's (none when it names none); a batch applies no floor and no gate (the ``covrag
     select`` preset has none, :data:`~covrag.pipeline.policy.SELECT_BATCH`)."""
-    from covrag.coverage.base import parse_estimator
-    from covrag.pipeline.batch import select_topics as run_batch
     from covrag.pipeline.context import build_source
-    from covrag.pipeline.prepare import config_for
+    from covrag.pipeline.executor import SerialExecutor, preloaded
+    from covrag.selectors.base import COVERAGE
 
     if policy.floor or policy.gate or policy.pool_aspects:
         raise ConfigError("a batch selection applies no floor, gate or pool aspects")
     if policy.relevance == "auto":
         raise ConfigError("a batch selection reads one relevance source: dense, score or order")
-    selector = selector_of(policy)
-    spec = policy.coverage
-    estimator = parse_estimator(spec) if isinstance(spec, str) else spec
-    return run_batch(
-        topics,
-        selector,
-        policy.budget(),
-        estimator,
-        config_for([selector], policy.relevance, policy.counter),
-        source=build_source(policy, llm),
-        executor=executor,
-        progress=progress,
+    policy.budget()
+    policy = built(policy)
+    if policy.coverage is None and selector_of(policy).needs(COVERAGE):
+        raise ConfigError(f"{policy.selector!r} needs a coverage matrix (choose --coverage)")
+    model_step = _EstimateStep(policy, build_source(policy, llm))
+    return (executor or SerialExecutor()).map(
+        topics, [t.query_id for t in topics], preloaded(model_step), _PickStep(policy), progress
     )
+
+
+@dataclass(frozen=True)
+class _EstimateStep:
+    """The model step of :func:`select_topics` for one topic: :func:`estimate`, the aspect
+    source built once for every topic."""
+
+    policy: ContextPolicy
+    source: AspectSource | None
+
+    def __call__(self, topic: Topic) -> Estimated:
+        # Coverage is estimated against the chosen aspects; the run is judged on the gold labels.
+        named = self.policy.aspects
+        sources = {} if self.source is None or named is None else {named: self.source}
+        return estimate(topic, self.policy, cache=TopicCache(sources=sources))
+
+
+@dataclass(frozen=True)
+class _PickStep:
+    """The task step of :func:`select_topics`: :func:`pick`, with the candidates it read."""
+
+    policy: ContextPolicy
+
+    def __call__(self, estimated: Estimated) -> tuple[Selection, Candidates]:
+        return pick(estimated, self.policy).selection, estimated.kept
 
 
 @dataclass(frozen=True)
