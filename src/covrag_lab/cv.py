@@ -29,13 +29,15 @@ from covrag.coverage.base import CoverageEstimator
 from covrag.errors import ConfigError, DataError
 from covrag.evaluation import Judgments, evaluate, parse_measures
 from covrag.evaluation.stats import bootstrap_ci
-from covrag.pipeline.bench import Method, default_measures
+from covrag.pipeline.bench import Method, default_measures, method_policy
+from covrag.pipeline.cache import TopicCache
 from covrag.pipeline.config import PrepareConfig
-from covrag.pipeline.context import estimate_matrix, prepare_pool, select_step, source_aspects
-from covrag.pipeline.inputs import with_inputs
-from covrag.pipeline.prepare import attach_coverage, config_for
+from covrag.pipeline.policy import ContextPolicy
+from covrag.pipeline.prepare import config_for
+from covrag.pipeline.usecases import estimate, select
 from covrag.plan.sources import AspectSource, GoldAspects
-from covrag.selectors.base import Candidates, Selector
+from covrag.selectors.base import Selector
+from covrag.selectors.topk import TopKSelector
 from covrag.tokens import with_token_costs
 from covrag.types import Budget, CoverageMatrix, Topic
 from covrag_lab.cv_records import CVConfig as CVConfig  # re-exported
@@ -70,8 +72,10 @@ def assign_folds(query_ids: Sequence[str], folds: int, seed: int) -> dict[str, i
 class TopicScores:
     """Every value a cross-validation needs, each computed once.
 
-    Each topic's pool is prepared once; each (topic, aspect source) and (topic, estimator) once;
-    each (topic, method) selected and measured once, whichever folds ask for it.
+    Each topic has one :class:`~covrag.pipeline.cache.TopicCache`: its pool is prepared once,
+    each (topic, aspect source) and (topic, estimator) estimated once, whichever methods read
+    them; each (topic, method) is selected (:func:`covrag.pipeline.usecases.select` with the
+    topic's cache) and measured once, whichever folds ask for it.
     """
 
     def __init__(
@@ -87,32 +91,37 @@ class TopicScores:
         self.measures = [repr(m) for m in parse_measures(list(measures))]
         self.config = config
         self.sources: dict[str, AspectSource] = {"gold": GoldAspects(), **(sources or {})}
-        self._base: dict[str, Candidates] = {}
-        self._sourced: dict[tuple[str, str], Topic] = {}
-        self._matrices: dict[tuple[str, str, str], CoverageMatrix] = {}
+        self._caches: dict[str, TopicCache] = {}
         self._values: dict[tuple[str, str], dict[str, float]] = {}
         self.coverage_seconds: dict[str, float] = {}  # estimator repr -> seconds, all topics
 
+    def cache(self, query_id: str) -> TopicCache:
+        """The topic's cache: its pool, the aspects of each source, each coverage matrix."""
+        if query_id not in self._caches:
+            self._caches[query_id] = TopicCache(self.config, dict(self.sources))
+        return self._caches[query_id]
+
     def sourced(self, query_id: str, aspects: str) -> Topic:
         """The topic with the aspects of one source (``gold``: as it is)."""
-        key = (query_id, aspects)
-        if key not in self._sourced:
-            if aspects not in self.sources:
-                raise ConfigError(f"no aspect source {aspects!r} was given")
-            sourced = source_aspects(self.topics[query_id], self.sources[aspects])
-            self._sourced[key] = sourced.topic
-        return self._sourced[key]
+        policy = self._policy(Method(TopKSelector(), None, aspects))
+        return self.cache(query_id).aspects(self.topics[query_id], policy).topic
 
-    def matrix(self, query_id: str, estimator: CoverageEstimator, aspects: str) -> CoverageMatrix:
-        """One estimator's coverage matrix of one topic against one aspect source."""
-        key = (query_id, aspects, repr(estimator))
-        if key not in self._matrices:
-            sourced = self.sourced(query_id, aspects)
-            matrix = estimate_matrix(self.base(query_id), sourced, estimator)
-            spent = self.coverage_seconds.get(repr(estimator), 0.0)
-            self.coverage_seconds[repr(estimator)] = spent + matrix.seconds
-            self._matrices[key] = matrix
-        return self._matrices[key]
+    def matrix(
+        self,
+        query_id: str,
+        estimator: CoverageEstimator,
+        aspects: str,
+        selector: Selector | None = None,
+    ) -> CoverageMatrix:
+        """One estimator's coverage matrix of one topic against one aspect source (estimated
+        for ``selector``, default top-k, when it is not yet)."""
+        method = Method(selector or TopKSelector(), estimator, aspects)
+        key = (aspects, repr(estimator))
+        cache = self.cache(query_id)
+        if key not in cache.matrices:
+            estimate(self.topics[query_id], self._policy(method), cache=cache)
+            self._spent(cache, key)
+        return cache.matrices[key]
 
     def values(self, method: Method, query_ids: Sequence[str]) -> Values:
         """Measure -> query id -> value of ``method`` on these topics."""
@@ -121,22 +130,24 @@ class TopicScores:
                 self._values[(method.name, query_id)] = self._score(method, query_id)
         return {m: {q: self._values[(method.name, q)][m] for q in query_ids} for m in self.measures}
 
-    def base(self, query_id: str, selector: Selector | None = None) -> Candidates:
-        """The topic's pool as the selectors read it, without coverage; with what ``selector``
-        reads besides (:func:`~covrag.pipeline.inputs.with_inputs`, kept for the next)."""
-        if query_id not in self._base:
-            self._base[query_id] = prepare_pool(self.topics[query_id], self.config)
-        if selector is not None:
-            self._base[query_id] = with_inputs(self._base[query_id], [selector])
-        return self._base[query_id]
+    def _policy(self, method: Method) -> ContextPolicy:
+        if method.aspects not in self.sources:
+            raise ConfigError(f"no aspect source {method.aspects!r} was given")
+        return method_policy(method, self.budget, self.config)
+
+    def _spent(self, cache: TopicCache, key: tuple[str, str]) -> None:
+        """Count a newly estimated matrix's seconds against its estimator (``key[1]``)."""
+        spent = self.coverage_seconds.get(key[1], 0.0)
+        self.coverage_seconds[key[1]] = spent + cache.matrices[key].seconds
 
     def _score(self, method: Method, query_id: str) -> dict[str, float]:
+        cache = self.cache(query_id)
+        key = method.coverage_key
+        new = key is not None and key not in cache.matrices
         topic = self.topics[query_id]
-        candidates = self.base(query_id, method.selector)
-        if method.coverage is not None:
-            matrix = self.matrix(query_id, method.coverage, method.aspects)
-            candidates = attach_coverage(candidates, matrix, self.sourced(query_id, method.aspects))
-        selection = select_step(method.selector, candidates, self.budget)
+        selection = select(topic, self._policy(method), cache=cache).selection
+        if new and key is not None:
+            self._spent(cache, key)
         scores = evaluate(
             Judgments.from_topics([topic]), {query_id: selection.passage_ids}, self.measures
         )
@@ -184,7 +195,8 @@ class CalibratedThreshold:
 
         estimator = self.method.coverage
         assert estimator is not None
-        probs = [scores.matrix(q, estimator, "gold").probs.ravel() for q in train]
+        selector = self.method.selector
+        probs = [scores.matrix(q, estimator, "gold", selector).probs.ravel() for q in train]
         labels = [scores.topics[q].label_matrix().ravel() for q in train]
         threshold, _ = best_f1_threshold(np.concatenate(labels), np.concatenate(probs))
         fitted = dataclasses.replace(estimator, threshold=threshold)  # type: ignore[type-var]
