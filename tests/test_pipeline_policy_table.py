@@ -67,8 +67,8 @@ def test_the_server_and_the_integrations_choose_label_free_without_aspects() -> 
     config = ServerConfig()
     request = SelectRequest(query="q", passages=[{"id": "p", "text": "t"}])
     job = build_job(request, config, Menus.of(config))
-    assert repr(job.selector) == repr(CoverageChoice()._selector(None))
-    assert "facility-location" in repr(job.selector)
+    assert repr(job.policy.selector) == repr(CoverageChoice()._selector(None))
+    assert "facility-location" in repr(job.policy.selector)
 
 
 def test_a_batch_selection_refuses_a_floor() -> None:

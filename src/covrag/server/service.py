@@ -21,7 +21,7 @@ from typing import TypeVar
 from covrag.coverage.base import ESTIMATORS, CoverageEstimator, parse_estimator
 from covrag.deadline import Deadline, DeadlineExceeded, deadline_scope
 from covrag.errors import ConfigError, CovragError, DataError
-from covrag.pipeline import SERVER_SELECT, ContextPolicy, RelevanceSource
+from covrag.pipeline import SERVER_SELECT, ContextPolicy
 from covrag.pipeline.usecases import estimate, pick, select
 from covrag.schema.http import (
     AspectIn,
@@ -43,7 +43,7 @@ from covrag.server.specs import (
     SpecMenu,
     default_selector_specs,
 )
-from covrag.types import Aspect, Budget, CoverageMatrix, Passage, Selection, Topic
+from covrag.types import Aspect, CoverageMatrix, Passage, Selection, Topic
 
 T = TypeVar("T")
 
@@ -78,19 +78,26 @@ class RequestTooLarge(RequestFieldError):
 
 @dataclass(frozen=True)
 class SelectJob:
-    """A validated request, turned into covrag's records."""
+    """A validated request, turned into covrag's records: its topic and the one policy it is
+    selected under (:data:`~covrag.pipeline.SERVER_SELECT` with the request's fields)."""
 
     topic: Topic
-    selector: Selector
-    estimator: CoverageEstimator | None
-    budget: Budget
-    relevance: RelevanceSource
+    policy: ContextPolicy
     include_matrix: bool
-    #: The request gave no aspects for a selector that reads coverage: the pool's
-    #: representatives become the aspects (found under the model lock, in :func:`run_job`).
-    pool_aspects: bool = False
     #: The operator's cap on the pairs a pair model may score (``ServerConfig.max_pairs``).
     max_pairs: int | None = None
+
+    @property
+    def estimator(self) -> CoverageEstimator | None:
+        coverage = self.policy.coverage
+        assert coverage is None or isinstance(coverage, CoverageEstimator)
+        return coverage
+
+    @property
+    def pool_aspects(self) -> bool:
+        """The request gave no aspects for a selector that reads coverage: the pool's
+        representatives become the aspects (found under the model lock, in :func:`run_job`)."""
+        return self.policy.aspects == "pool"
 
 
 @dataclass(frozen=True)
@@ -168,17 +175,15 @@ def build_job(request: SelectRequest, config: ServerConfig, menus: Menus) -> Sel
         aspects=aspect_records(request.aspects),
         labels=labels,
     )
-    budget = SERVER_SELECT.budgeted(request.k, request.tokens).budget()
-    job = SelectJob(
-        topic,
-        selector,
-        estimator,
-        budget,
-        request.relevance,
-        request.include_matrix,
-        pool_aspects,
-        config.max_pairs,
+    policy = dataclasses.replace(
+        SERVER_SELECT.budgeted(request.k, request.tokens),
+        selector=selector,
+        coverage=estimator,
+        aspects="pool" if pool_aspects else None,
+        relevance=request.relevance,
     )
+    policy.budget()  # a budget that limits nothing is refused here, before any work
+    job = SelectJob(topic, policy, request.include_matrix, config.max_pairs)
     if not pool_aspects:
         check_pairs(job)
     return job
@@ -225,7 +230,7 @@ def run_job(job: SelectJob, deadline: Deadline, wait_s: float) -> SelectResponse
         ModelBusy: Another request held the model for longer than ``wait_s``.
         RequestFieldError: A field covrag cannot serve (e.g. over ``max_pairs``).
     """
-    policy = _policy(job)
+    policy = job.policy
     started = time.perf_counter()
     try:
         with MODEL_GATE.hold(deadline, wait_s):
@@ -252,20 +257,6 @@ def run_job(job: SelectJob, deadline: Deadline, wait_s: float) -> SelectResponse
         raise RequestFieldError("selector", str(exc)) from exc
     job = dataclasses.replace(job, topic=estimated.topic)
     return _response(job, selection, estimated.coverage, prepared - started)
-
-
-def _policy(job: SelectJob) -> ContextPolicy:
-    """The job as a :data:`~covrag.pipeline.SERVER_SELECT` policy: the pool's representatives
-    as the aspects when the request gave none for a selector that reads coverage."""
-    return dataclasses.replace(
-        SERVER_SELECT,
-        selector=job.selector,
-        coverage=job.estimator,
-        aspects="pool" if job.pool_aspects else None,
-        k=job.budget.max_passages,
-        max_tokens=job.budget.max_tokens,
-        relevance=job.relevance,
-    )
 
 
 def warm_up(config: ServerConfig) -> None:
