@@ -41,6 +41,9 @@ def test_a_name_is_written_as_an_option_a_last_part_or_a_word_in_any_case() -> N
         "shutil.move",
     )
     assert absent_names(["copy"], (Passage("d", "copy2(src, dst)"),)) == ("copy",)  # whole word
+    # an acronym's plural and singular are one name
+    urls = (Passage("e", "Each URL is fetched once; the IDs are kept."),)
+    assert absent_names(["URLs", "ID", "URIs"], urls) == ("URIs",)
 
 
 def test_an_absent_name_removes_every_passage_and_the_refusal_names_it() -> None:

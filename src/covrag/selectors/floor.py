@@ -197,11 +197,17 @@ def _below(score: float) -> str:
 
 def _writes(text: str, name: str) -> bool:
     """Whether ``text`` writes ``name``: an option as written, a dotted name by its last part
-    (pydoc writes ``copy2(src, dst)`` under ``shutil``), another name in any case."""
+    (pydoc writes ``copy2(src, dst)`` under ``shutil``), another name in any case, an
+    acronym in the singular or the plural ("URL" for "URLs", "URLs" for "URL")."""
     if name.startswith("-"):
         return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
     last = name.rsplit(".", 1)[-1] if "." in name.strip(".") else name
-    return re.search(rf"(?<![\w-]){re.escape(last)}(?![\w-])", text, re.IGNORECASE) is not None
+    # an acronym's plural ("URLs", "IDs") is written when its singular is
+    forms = [last, last[:-1]] if re.fullmatch(r"[A-Z0-9]{2,}s", last) else [last]
+    return any(
+        re.search(rf"(?<![\w-]){re.escape(form)}s?(?![\w-])", text, re.IGNORECASE) is not None
+        for form in forms
+    )
 
 
 def absent_names(names: Sequence[str], passages: Sequence[Passage]) -> tuple[str, ...]:
