@@ -91,3 +91,17 @@ def test_one_question_worded_twice_is_kept_once() -> None:
         "How do I copy a folder with scp?",
     ]
     assert "repeats an earlier sub-question" in notes[0]
+
+
+def test_a_looping_reply_is_noted_once_with_its_count() -> None:
+    loop = "What is the difference between copy2 and copytree?\n" * 12
+    kept, notes = parse_subquestions(
+        "What is the difference between shutil.copy and shutil.copy2?\n" + loop,
+        "What's the actual difference between shutil.copy and shutil.copy2?",
+        4,
+    )
+    assert len(kept) == 2
+    assert notes == [
+        "sub-question dropped: 'What is the difference between copy2 and copytree?' repeats an "
+        "earlier sub-question (11 times)"
+    ]

@@ -200,4 +200,18 @@ def parse_subquestions(text: str, question: str, most: int) -> tuple[list[str], 
             notes.append(f"sub-question dropped: {problem}")
             continue
         kept.append(candidate)
-    return kept, notes
+    return kept, _counted(notes)
+
+
+def _counted(notes: Sequence[str]) -> list[str]:
+    """``notes`` with a note written more than once given once, with its count (a reply that
+    loops writes one line a dozen times).
+
+    Example:
+        >>> _counted(["a", "b", "a", "a"])
+        ['a (3 times)', 'b']
+    """
+    counts = dict.fromkeys(notes, 0)
+    for note in notes:
+        counts[note] += 1
+    return [note if n == 1 else f"{note} ({n} times)" for note, n in counts.items()]
