@@ -84,3 +84,21 @@ def test_a_looping_reply_keeps_each_sentence_once() -> None:
     sentences = [(s.text, s.passage_ids) for s in parsed.answer.sentences]
     assert sentences == [("Uniforms keep students safe.", ("a", "b")), ("They cost money.", ("b",))]
     assert parsed.repeated == 40
+
+
+def test_numbers_after_the_word_passage_are_citations_too() -> None:
+    # the 1.5B writer cited a command as "[Passages 1, 4, 12]" (answer benchmark, manuals-02)
+    parsed = parse_citations(
+        'tar -czvf a.tar.gz --exclude="x" [Passages 1, 4, 12]\nIt is kept [passage 2]. '
+        "So is this [Source 3].",
+        ["a", "b", "c", "d"],
+    )
+    assert [(s.text, s.passage_ids) for s in parsed.answer.sentences] == [
+        ('tar -czvf a.tar.gz --exclude="x"', ("a", "d")),
+        ("It is kept.", ("b",)),
+        ("So is this.", ("c",)),
+    ]
+    assert parsed.invalid == (InvalidCitation(0, 12),)
+    # a bracket with other words in it is text, not a citation
+    kept = parse_citations("Read [the passage on keys] first [1].", ["a"]).answer.sentences[0]
+    assert kept.text == "Read [the passage on keys] first." and kept.passage_ids == ("a",)

@@ -17,8 +17,12 @@ from dataclasses import dataclass
 from covrag.text import split_sentences as sentences_of
 from covrag.types import Answer, Citation
 
-# A bracket that holds only numbers: [3], [1, 2], [1; 4], [2-4], [2–4].
-_BRACKET = re.compile(r"\[\s*(\d+(?:\s*(?:[,;]|-|–|and)\s*\d+)*)\s*\]")
+# A bracket that holds only numbers: [3], [1, 2], [1; 4], [2-4], [2–4]; or the numbers after
+# "Passage(s)" or "Source(s)", as a small model writes them too: [Passages 1, 4, 5].
+_BRACKET = re.compile(
+    r"\[\s*(?:(?:passages?|sources?)\s*)?(\d+(?:\s*(?:[,;]|-|–|and)\s*\d+)*)\s*\]",
+    re.IGNORECASE,
+)
 _RANGE = re.compile(r"(\d+)\s*[-–]\s*(\d+)")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•]+|\d+[.)]|#+)\s+")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
