@@ -145,3 +145,48 @@ def test_a_sentence_stated_as_written_is_not_quoted_again_nor_code_replaced() ->
     assert replaced == [] and out[1] is paraphrase  # its one quotation is already stated
     code = Citation("char buffer;", (), check=SupportCheck((), "unsupported", 0.0))
     assert best_quote(code.text, PASSAGES, word_weights(PASSAGES)) is None
+
+
+def test_a_sentence_naming_an_option_is_replaced_by_its_definition() -> None:
+    from covrag.generate.requote import defines, definitions
+    from covrag.types import SupportCheck
+
+    assert defines("ServerAliveInterval Sets a timeout interval", "ServerAliveInterval")
+    assert defines("copy2(src, dst) Copy data and metadata.", "shutil.copy2")
+    assert defines("-q, --quiet, --silent Quiet; do not write anything.", "--quiet")
+    assert defines("-o ctl_path Specify the control path.", "-o")
+    # a name written in passing is no definition, nor one that only begins the same way
+    assert not defines(
+        "As such, you probably want the ServerAliveInterval option.", "ServerAliveInterval"
+    )
+    assert not defines("ServerAliveIntervals are sent.", "ServerAliveInterval")
+    assert not defines("-qq twice as quiet", "-q")
+    # a paraphrase holding too few of the definition's words to be quoted for them
+    said = Citation(
+        "To keep an SSH session alive, use ServerAliveInterval so that a periodic message "
+        "goes to the remote end.",
+        (),
+        check=SupportCheck((), "unsupported", 0.0),
+    )
+    assert best_quote(said.text, PASSAGES, word_weights(PASSAGES)) is None
+    found = definitions(said.text, PASSAGES)
+    assert [(p.id, p.text[a:b]) for p, (a, b) in found] == [
+        ("ssh#97", PASSAGES[4].text)  # the whole definition: one sentence
+    ]
+    out, replaced = requote([said], PASSAGES)
+    assert replaced == [said]
+    assert out[0].passage_ids == ("ssh#97",) and out[0].text.startswith("\u201cServerAliveInterval")
+    assert out[0].check is not None and out[0].check.verified == "aligned"
+    # curl's --keepalive-time is not quoted for a sentence that never names it
+    assert all(p.id != "curl#137" for p, _ in found)
+
+
+def test_a_sentence_naming_two_functions_gets_both_definitions_once() -> None:
+    from covrag.generate.requote import definitions
+
+    sentence = "shutil.copy2 keeps timestamps while shutil.copy keeps only permission bits."
+    found = definitions(sentence, PASSAGES)
+    assert [p.id for p, _ in found] == ["shutil#28", "shutil#27"]
+    # a definition already in the answer is not quoted again
+    taken = {(found[0][0].id, found[0][1])}
+    assert [p.id for p, _ in definitions(sentence, PASSAGES, taken)] == ["shutil#27"]

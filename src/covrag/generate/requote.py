@@ -54,6 +54,9 @@ TALK_WORDS = frozenset(
     "passage passages document documents fact facts states stated state supported says said "
     "mentioned mentions according provides provided explains explained".split()
 )
+#: A sentence naming several options or functions is replaced by at most this many of their
+#: definitions.
+MAX_DEFINITIONS = 2
 #: A quotation longer than this many characters is not a sentence but a block (a table, a
 #: synopsis): it is not quoted in a sentence's place.
 MAX_QUOTE_CHARS = 600
@@ -178,15 +181,67 @@ def requote(
         if s.framing or s.supported:
             out.append(s)
             continue
-        found = best_quote(s.text, candidates(s.text, passages), weights, taken)
-        if found is None:
+        allowed = candidates(s.text, passages)
+        found = best_quote(s.text, allowed, weights, taken)
+        quotes = [found[:2]] if found is not None else definitions(s.text, allowed, taken)
+        if not quotes:
             out.append(s)
             continue
-        passage, span, _ = found
-        taken.add((passage.id, span))
         written = s.check.written if s.check is not None else s.passage_ids
-        check = SupportCheck(written, "aligned", 1.0, passage.id, span)
-        text = f"\u201c{passage.text[span[0] : span[1]]}\u201d"
-        out.append(dataclasses.replace(s, text=text, passage_ids=(passage.id,), check=check))
+        for passage, span in quotes:
+            taken.add((passage.id, span))
+            check = SupportCheck(written, "aligned", 1.0, passage.id, span)
+            text = f"\u201c{passage.text[span[0] : span[1]]}\u201d"
+            out.append(dataclasses.replace(s, text=text, passage_ids=(passage.id,), check=check))
         replaced.append(s)
     return out, replaced
+
+
+# A man page's option list before its description: "-q, --quiet, --silent", "-o ctl_path".
+_OPTION_LIST = re.compile(r"(?:-{1,2}[A-Za-z0-9][\w-]*(?:=\S+|\s+<[^>]*>)?,?\s+)+")
+
+
+def defines(text: str, name: str) -> bool:
+    """Whether ``text`` (a passage sentence) opens with the definition of ``name``: the name
+    itself ("ServerAliveInterval Sets a timeout ...", ``copy2(src, dst)`` for
+    ``shutil.copy2``), or a man page's option list that holds it ("-q, --quiet, --silent
+    Quiet; ..." for ``--quiet``)."""
+    head = text.lstrip()
+    last = name.rsplit(".", 1)[-1] if "." in name.strip(".") and not name.startswith("-") else name
+    if re.match(rf"{re.escape(last)}(?![\w-])", head):
+        return True
+    if not name.startswith("-"):
+        return False
+    listed = _OPTION_LIST.match(head)
+    return listed is not None and _writes(listed.group(0), name)
+
+
+def definitions(
+    sentence: str,
+    passages: Sequence[Passage],
+    taken: set[tuple[str, tuple[int, int]]] | None = None,
+    most: int = MAX_DEFINITIONS,
+) -> list[tuple[Passage, tuple[int, int]]]:
+    """The passage sentences that define the code names ``sentence`` writes (:func:`defines`),
+    one per name, in the sentence's order, at most ``most``: what a sentence that says what an
+    option or a function does meant, in the words of the document that defines it. A
+    definition shorter than :data:`MIN_QUOTE_WORDS` words (an option line alone) runs on to the
+    sentence after it; one already in the answer is not quoted again."""
+    found: list[tuple[Passage, tuple[int, int]]] = []
+    for name in code_names(sentence):
+        for p in passages:
+            spans = [sp for sp in quote_spans(p.text) if sp[1] > sp[0]]
+            at = next((i for i, (a, b) in enumerate(spans) if defines(p.text[a:b], name)), None)
+            if at is None:
+                continue
+            start, end = spans[at]
+            if len(words(p.text[start:end])) < MIN_QUOTE_WORDS and at + 1 < len(spans):
+                end = spans[at + 1][1]
+            if end - start > MAX_QUOTE_CHARS or _overlaps(p.id, start, end, taken):
+                continue
+            if (p, (start, end)) not in found:
+                found.append((p, (start, end)))
+            break
+        if len(found) == most:
+            break
+    return found
