@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from covrag.schema.ask import FiltersOut
-from covrag.selectors.floor import absent_names, filter_pool
+from covrag.selectors.base import Candidates
+from covrag.selectors.floor import absent_names, filter_pool, subject_documents
 from covrag.text import subject_names
 from covrag.types import Passage
 from test_select_floor import pool
@@ -53,10 +56,106 @@ def test_an_absent_name_removes_every_passage_and_the_refusal_names_it() -> None
     reason = report.reason()
     assert reason is not None and "name filter" in reason and "'LZMA2'" in reason
     assert FiltersOut.model_validate(report.as_dict()).absent == ["LZMA2"]
-    # a name a passage writes keeps the pool as the other filters leave it
+    # a name every document writes keeps the pool as the other filters leave it
     written = dataclasses.replace(
         candidates,
-        passages=(Passage("p0", "LZMA2 text", tokens=5), *candidates.passages[1:]),
+        passages=tuple(
+            Passage(p.id, f"LZMA2 {p.text}", tokens=5, metadata={"doc_id": "xz.1"})
+            for p in candidates.passages
+        ),
     )
     kept, report = filter_pool(written, 0.0, names=["LZMA2"])
     assert len(kept) == len(candidates) and report.absent == () and report.reason() is None
+    assert report.off_subject == 0
+
+
+def manuals_pool() -> Candidates:
+    """Five passages of three manuals, as a search for an SSH keepalive question pools them."""
+    texts = {
+        ("ssh_config.5", "ServerAliveInterval"): "ServerAliveInterval Sets a timeout interval in "
+        "seconds after which if no data has been received from the server, ssh(1) will send a "
+        "message through the encrypted channel.",
+        ("ssh_config.5", "ServerAliveCountMax"): "ServerAliveCountMax Sets the number of server "
+        "alive messages which may be sent without receiving any messages back.",
+        ("curl.1", "keepalive"): "--keepalive-time <seconds> This option sets the time a "
+        "connection needs to remain idle before sending keepalive probes.",
+        ("curl.1", "no-keepalive"): "--no-keepalive Disables the use of keepalive messages on the "
+        "TCP connection.",
+        ("ssh.1", "-o"): "-o option Can be used to give options in the format used in the "
+        "configuration file.",
+    }
+    base = pool()
+    passages = tuple(
+        Passage(f"p{i}", text, tokens=5, metadata={"doc_id": f"{doc}.txt", "title": doc})
+        for i, ((doc, _), text) in enumerate(texts.items())
+    )
+    return dataclasses.replace(base, passages=passages)
+
+
+QUESTION = "How do I keep an SSH connection from timing out when idle?"
+
+
+def test_the_passages_of_a_document_that_never_writes_the_asked_name_go() -> None:
+    candidates = manuals_pool()
+    assert subject_documents(["SSH"], QUESTION, candidates.passages).tolist() == [
+        True,  # ssh_config: its title shares "ssh" with the question, and it writes ssh(1)
+        True,
+        False,  # curl: neither passage writes SSH, and "curl" is not a word of the question
+        False,
+        True,  # ssh: by its title
+    ]
+    kept, report = filter_pool(candidates, 0.0, names=["SSH"], question=QUESTION)
+    assert [p.metadata["title"] for p in kept.passages] == ["ssh_config.5"] * 2 + ["ssh.1"]
+    assert report.off_subject == 2 and report.kept == 3 and report.absent == ()
+    assert FiltersOut.model_validate(report.as_dict()).off_subject == 2
+    # one passage of a document writing the name keeps all of that document's passages
+    curl_ssh = dataclasses.replace(
+        candidates,
+        passages=(
+            *candidates.passages[:3],
+            Passage(
+                "p3",
+                "--ssh-compression Enables SSH compression.",
+                tokens=5,
+                metadata={"doc_id": "curl.1.txt", "title": "curl.1"},
+            ),
+            candidates.passages[4],
+        ),
+    )
+    assert subject_documents(["SSH"], QUESTION, curl_ssh.passages).all()
+    # a question naming the document's subject by its title keeps it ("curl")
+    asked = "How do I send a POST request with curl?"
+    assert subject_documents(["POST"], asked, candidates.passages)[2:4].all()
+
+
+def test_the_subject_test_steps_aside_without_names_or_when_no_document_is_about_them() -> None:
+    candidates = manuals_pool()
+    assert subject_documents([], QUESTION, candidates.passages).all()
+    # no document writes LZMA2: absent_names refuses instead, and nothing is counted off subject
+    kept, report = filter_pool(candidates, 0.0, names=["LZMA2"], question=QUESTION)
+    assert len(kept) == 0 and report.absent == ("LZMA2",) and report.off_subject == 0
+    # the words that say what kind a document is ("manual", "README") name no subject
+    readme = (
+        Passage("r", "Install with make.", metadata={"doc_id": "README.md", "title": "README"}),
+        Passage("z", "zstd is fast.", metadata={"doc_id": "zstd.txt"}),
+    )
+    assert subject_documents(["zstd"], "What does the README say about zstd?", readme).tolist() == [
+        False,
+        True,
+    ]
+
+
+def test_the_refusal_says_the_name_filter_took_passages_the_other_filters_left() -> None:
+    candidates = manuals_pool()
+    # the only passages clearing the floor are curl's
+    probs = np.array(
+        [[0.1, 0.1, 0.0], [0.1, 0.1, 0.0], [0.9, 0.1, 0.0], [0.7, 0.1, 0.0], [0.1, 0.1, 0.0]]
+    )
+    assert candidates.coverage is not None
+    coverage = dataclasses.replace(candidates.coverage, probs=probs)
+    kept, report = filter_pool(
+        dataclasses.replace(candidates, coverage=coverage), 0.5, names=["SSH"], question=QUESTION
+    )
+    assert len(kept) == 0 and report.off_subject == 2 and report.cleared_floor == 2
+    reason = report.reason()
+    assert reason is not None and "name filter removed 2" in reason and "--no-names" in reason

@@ -285,6 +285,8 @@ def refine(
         similarity=similarity,
         gate_margin=policy.gate_margin,
         names=subject_names(question or topic.query) if policy.names else (),
+        question=question or topic.query,
+        gate_scope=policy.gate_scope,
     )
     seconds["filter"] = time.perf_counter() - started
     wanted = None

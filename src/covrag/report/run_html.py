@@ -231,10 +231,16 @@ def _filters_note(filters: FiltersOut | None) -> str:
         if filters.gate > 0
         else "no topic gate"
     )
+    names = (
+        f"; the name filter removed {filters.off_subject} passages of documents not about the "
+        "names the question asks about"
+        if filters.off_subject
+        else ""
+    )
     return (
-        f'<p class="filters">Filters before selection: {floor}; {gate}; <b>{filters.kept}</b> '
-        "clear both and are the only candidates the selector saw: a covered dot on any other "
-        "row does not make its aspect covered.</p>"
+        f'<p class="filters">Filters before selection: {floor}; {gate}{names}; '
+        f"<b>{filters.kept}</b> clear every filter and are the only candidates the selector "
+        "saw: a covered dot on any other row does not make its aspect covered.</p>"
     )
 
 

@@ -55,13 +55,19 @@ class FiltersOut(BaseModel):
     gate: float
     cleared_floor: int
     cleared_gate: int
-    kept: int = Field(description="candidates that clear both")
+    kept: int = Field(description="candidates that clear every filter")
     best_support: float
     best_similarity: float | None = Field(description="None without a gate")
     absent: list[str] = Field(
         default=[],
         description="the question's names no retrieved passage writes (the name filter then "
         "keeps nothing)",
+    )
+    off_subject: int = Field(
+        default=0,
+        description="candidates removed by the name filter as passages of documents that are "
+        "not about the question's names (none of their pooled passages writes one, nor does "
+        "their title share a word with the question)",
     )
 
 

@@ -21,7 +21,11 @@ A third test reads the question's names (:func:`covrag.text.subject_names`: "TOM
 ``shutil.copy2``, ``-mtime``): when no passage of the pool writes one of them, the corpus does not
 document what the question asks about, and every passage goes (:func:`absent_names`); the
 refusal names the missing name. Without it, a question about TOML is answered from the nearest
-passages about other formats.
+passages about other formats. When some passages write them, the same test keeps only the
+passages of documents that are about them (:func:`subject_documents`): a document is, when one of
+its pooled passages writes one of the names or its title shares a word with the question. The
+curl manual's ``--keepalive-time`` passage answers "keep an idle connection alive" as well as
+ssh_config's ``ServerAliveInterval`` does, but nothing of curl's in the pool writes SSH.
 
 The selector then chooses among what is left and returns fewer than ``k`` passages (possibly
 none) when fewer clear the floor. The coverage probability is the relevance signal here: a
@@ -40,6 +44,7 @@ import numpy as np
 
 from covrag.errors import ConfigError
 from covrag.selectors.base import Candidates, Selector
+from covrag.text import STOPWORDS, words
 from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Passage, Selection
 
 
@@ -115,6 +120,8 @@ class FilterReport:
         best_support: The highest support of any candidate (0 without coverage).
         best_similarity: The highest similarity to the question (None without a gate).
         absent: The question's names no passage of the pool writes (all passages go then).
+        off_subject: Candidates removed as passages of documents not about the question's names
+            (:func:`subject_documents`), whatever the floor and the gate said of them.
     """
 
     pool: int
@@ -126,6 +133,7 @@ class FilterReport:
     best_support: float = 0.0
     best_similarity: float | None = None
     absent: tuple[str, ...] = ()
+    off_subject: int = 0
 
     def reason(self) -> str | None:
         """Why nothing was kept, naming the filter, the best score and the option that would
@@ -168,6 +176,14 @@ class FilterReport:
                 f"the topic gate removed all {self.cleared_floor} passages that cleared the "
                 f"coverage floor: {closeness}"
             )
+        if self.off_subject:
+            return (
+                f"no passage clears every filter: {self.cleared_floor} of {self.pool} clear the "
+                f"coverage floor ({self.floor:.2f}), {self.cleared_gate} the topic gate "
+                f"({self.gate:.2f}), and the name filter removed {self.off_subject} passages "
+                "of documents that never write the names the question asks about (a lower "
+                "--floor or --gate, or --no-names, lets them in)"
+            )
         return (
             f"no passage clears both filters: {self.cleared_floor} of {self.pool} clear the "
             f"coverage floor ({self.floor:.2f}) and {self.cleared_gate} the topic gate "
@@ -187,6 +203,7 @@ class FilterReport:
             if self.best_similarity is None
             else round(self.best_similarity, 6),
             "absent": list(self.absent),
+            "off_subject": self.off_subject,
         }
 
 
@@ -215,6 +232,72 @@ def absent_names(names: Sequence[str], passages: Sequence[Passage]) -> tuple[str
     return tuple(n for n in names if not any(_writes(p.text, n) for p in passages))
 
 
+_TITLE_SPLIT = re.compile(r"[^A-Za-z0-9]+")
+# Words of a file name that say what kind of document it is, not what it is about.
+_TITLE_FORM = frozenset(
+    "readme manual guide user license licence faq txt md rst html htm pdf doc docs text man "
+    "info index".split()
+)
+
+
+def _document(passage: Passage) -> str:
+    """The document a passage was cut from (its ``doc_id``, ``source`` or ``title``; itself
+    when it names none)."""
+    meta = passage.metadata
+    return str(meta.get("doc_id") or meta.get("source") or meta.get("title") or passage.id)
+
+
+def _title_words(passage: Passage) -> set[str]:
+    """The words of a passage's document title or file name that could name a subject (not
+    its kind: "README", "manual", "txt"; not a number)."""
+    meta = passage.metadata
+    title = " ".join(str(meta.get(key) or "") for key in ("title", "doc_id"))
+    return {
+        w.lower()
+        for w in _TITLE_SPLIT.split(title)
+        if len(w) >= 2 and not w.isdigit() and w.lower() not in _TITLE_FORM | STOPWORDS
+    }
+
+
+def subject_documents(
+    names: Sequence[str], question: str, passages: Sequence[Passage]
+) -> np.ndarray:
+    """Per passage, whether its document is about what the question names: one of the
+    document's passages among ``passages`` writes one of ``names`` (:func:`_writes`), or the
+    document's title shares a word with ``question`` ("ssh_config.5" for a question about SSH).
+    All True without names, or when no document is about them (:func:`absent_names` speaks then).
+
+    Example: for "How do I keep an SSH connection from timing out when idle?", the passages of
+    ssh_config (its title, and passages writing "ssh") are kept; curl's manual, none of whose
+    pooled passages writes SSH, is not, though its ``--keepalive-time`` passage matches the
+    question's words.
+    """
+    n = len(passages)
+    if not names or not n:
+        return np.ones(n, dtype=bool)
+    asked = set(words(question)) - STOPWORDS
+    about = {
+        _document(p)
+        for p in passages
+        if any(_writes(p.text, name) for name in names) or _title_words(p) & asked
+    }
+    if not about:
+        return np.ones(n, dtype=bool)
+    return np.array([_document(p) in about for p in passages], dtype=bool)
+
+
+#: What the topic gate reads: each passage's own similarity (``passage``), or whether a passage
+#: of its document clears both the gate and the floor (``document``).
+GATE_SCOPES = ("passage", "document")
+
+
+def _whole_documents(mask: np.ndarray, passages: Sequence[Passage]) -> np.ndarray:
+    """``mask`` spread to documents: True for every passage of a document one of whose
+    passages is True."""
+    chosen = {_document(p) for p, on in zip(passages, mask, strict=True) if on}
+    return np.array([_document(p) in chosen for p in passages], dtype=bool)
+
+
 def filter_pool(
     candidates: Candidates,
     floor: float,
@@ -224,6 +307,8 @@ def filter_pool(
     similarity: FloatArray | None = None,
     gate_margin: float = 0.0,
     names: Sequence[str] = (),
+    question: str = "",
+    gate_scope: str = "passage",
 ) -> tuple[Candidates, FilterReport]:
     """The candidates whose :func:`passage_support` reaches ``floor`` (all of them at 0) and,
     with a ``gate`` above 0, whose ``similarity`` to the question reaches ``gate``; and a
@@ -238,12 +323,15 @@ def filter_pool(
     worded unlike any one passage) keeps the passages close to its best instead of none; the
     report names the gate that applied. ``names`` (the question's:
     :func:`covrag.text.subject_names`) must each be written by a candidate, else none is kept
-    (:func:`absent_names`).
+    (:func:`absent_names`); when they are, only the candidates of documents about them are
+    (:func:`subject_documents`, reading the ``question``'s words for titles).
     """
     if not 0.0 <= floor <= 1.0:
         raise ConfigError(f"the coverage floor must lie in [0, 1], got {floor}")
     if not 0.0 <= gate <= 1.0:
         raise ConfigError(f"the topic gate must lie in [0, 1] (0: no gate), got {gate}")
+    if gate_scope not in GATE_SCOPES:
+        raise ConfigError(f"the gate's scope must be one of {GATE_SCOPES}, got {gate_scope!r}")
     if not 0.0 <= gate_margin <= 1.0:
         raise ConfigError(
             f"the gate margin must lie in [0, 1] (0: a fixed gate), got {gate_margin}"
@@ -273,10 +361,16 @@ def filter_pool(
         if gate_margin > 0.0 and best_similarity is not None:
             gate = max(min(gate, best_similarity - gate_margin), 0.0)
         by_gate = values >= gate
+        if gate_scope == "document":
+            by_gate = _whole_documents(by_gate & by_floor, candidates.passages)
     keep = by_floor & by_gate
     absent = absent_names(names, candidates.passages) if n else ()
+    on_subject = subject_documents(names, question, candidates.passages)
+    off_subject = int((keep & ~on_subject).sum())
+    keep &= on_subject
     if absent:
         keep = np.zeros(n, dtype=bool)
+        off_subject = 0
     report = FilterReport(
         pool=n,
         floor=floor,
@@ -287,6 +381,7 @@ def filter_pool(
         best_support=float(support.max()) if n else 0.0,
         best_similarity=best_similarity,
         absent=absent,
+        off_subject=off_subject,
     )
     if keep.all():
         return candidates, report
