@@ -66,6 +66,12 @@ STAGES = ("plan", "retrieve", "estimate", "select", "generate")
 #: Other filters and selectors scored on the same pool and coverage with ``--stage context``
 #: (fields of the ask policy they change).
 VARIANTS: dict[str, dict[str, Any]] = {
+    "document gate": {"gate_scope": "document"},
+    "document gate, fixed gate": {"gate_scope": "document", "gate_margin": 0.0},
+    "document gate, gate 0.6": {"gate_scope": "document", "gate": 0.6},
+    "no name filter": {"names": False},
+    "document gate, k 12": {"gate_scope": "document", "k": 12},
+    "k 12": {"k": 12},
     "relative gate, margin 0.1": {"gate_margin": 0.1},
     "relative gate, margin 0.05": {"gate_margin": 0.05},
     "gate 0.6": {"gate": 0.6},

@@ -17,7 +17,7 @@ DOCUMENTED = {
     "SELECT_BATCH": (10, "dense", 0.0, 0.0),
     "SERVER_SELECT": (10, "dense", 0.0, 0.0),
     "INTEGRATIONS": (5, "auto", 0.0, 0.0),
-    "ASK": (8, "score", 0.5, 0.5),
+    "ASK": (12, "score", 0.5, 0.5),
     "ANSWER": (None, "order", 0.5, 0.5),
     "BENCH": (10, "dense", 0.0, 0.0),
 }
@@ -41,6 +41,8 @@ def test_each_preset_is_what_the_table_says(name: str) -> None:
     row = _table_rows()[name]
     if floor or gate:
         assert f"{floor} / {gate}" in row or "as ask" in row
+        # a gate read by document says so (ANSWER's "as ask" carries ASK's)
+        assert ("(document)" in row) == (policy.gate_scope == "document" and "as ask" not in row)
     else:
         assert row.rstrip("| ").endswith("none")
 
