@@ -144,7 +144,7 @@ def test_filters_and_aspect_coverage_use_one_threshold() -> None:
     note = re.search(r'<p class="filters">(.*?)</p>', page)
     assert note is not None
     assert f"coverage floor <b>{filters['floor']:g}</b>: {filters['cleared_floor']} of" in note[1]
-    assert f"<b>{filters['kept']}</b> clear both" in note[1]
+    assert f"<b>{filters['kept']}</b> clear every filter" in note[1]
     assert f"floor {filters['floor']:g}</text>" in page  # drawn on the scale
     # Per wanted aspect: in context and in answer, as the run recorded them.
     aspects = _section(page, "Aspects")
