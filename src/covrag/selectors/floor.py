@@ -32,7 +32,6 @@ cross-validation (docs/experiments/13-coverage-floor.md); 0 disables the floor.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,6 +39,7 @@ import numpy as np
 
 from covrag.errors import ConfigError
 from covrag.selectors.base import Candidates, Selector
+from covrag.text import writes
 from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Passage, Selection
 
 
@@ -195,24 +195,9 @@ def _below(score: float) -> str:
     return f"{max(0.0, np.floor(score * 100.0) / 100.0):.2f}"
 
 
-def _writes(text: str, name: str) -> bool:
-    """Whether ``text`` writes ``name``: an option as written, a dotted name by its last part
-    (pydoc writes ``copy2(src, dst)`` under ``shutil``), another name in any case, an
-    acronym in the singular or the plural ("URL" for "URLs", "URLs" for "URL")."""
-    if name.startswith("-"):
-        return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
-    last = name.rsplit(".", 1)[-1] if "." in name.strip(".") else name
-    # an acronym's plural ("URLs", "IDs") is written when its singular is
-    forms = [last, last[:-1]] if re.fullmatch(r"[A-Z0-9]{2,}s", last) else [last]
-    return any(
-        re.search(rf"(?<![\w-]){re.escape(form)}s?(?![\w-])", text, re.IGNORECASE) is not None
-        for form in forms
-    )
-
-
 def absent_names(names: Sequence[str], passages: Sequence[Passage]) -> tuple[str, ...]:
-    """The ``names`` no passage of ``passages`` writes (see :func:`_writes`)."""
-    return tuple(n for n in names if not any(_writes(p.text, n) for p in passages))
+    """The ``names`` no passage of ``passages`` writes (:func:`covrag.text.writes`, ``loose``)."""
+    return tuple(n for n in names if not any(writes(p.text, n, loose=True) for p in passages))
 
 
 def filter_pool(
