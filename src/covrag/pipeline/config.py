@@ -8,7 +8,7 @@ written once, here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -25,6 +25,7 @@ from covrag.schema.writer import Fallback as Fallback  # re-exported
 from covrag.schema.writer import FeedbackMode as FeedbackMode  # re-exported
 from covrag.schema.writer import UnsupportedPolicy as UnsupportedPolicy  # re-exported
 from covrag.schema.writer import WriterName as WriterName  # re-exported
+from covrag.selectors.base import EMBEDDINGS, PIECES, Selector
 from covrag.tokens import TokenCounter
 
 RelevanceSource = Literal["dense", "score", "order"]
@@ -116,6 +117,21 @@ class PrepareConfig:
     def resolved_encoder(self) -> Encoder:
         """The encoder to use: the given one, or the process-wide default (never stored)."""
         return self.encoder if self.encoder is not None else default_encoder()
+
+
+def config_for(
+    selectors: Iterable[Selector],
+    relevance: RelevanceSource = "dense",
+    counter: TokenCounter | None = None,
+) -> PrepareConfig:
+    """The preparation these selectors need: embeddings and pieces only when one reads them."""
+    chosen = list(selectors)
+    return PrepareConfig(
+        relevance=relevance,
+        embeddings=any(s.needs(EMBEDDINGS) for s in chosen),
+        pieces=any(s.needs(PIECES) for s in chosen),
+        counter=counter,
+    )
 
 
 @dataclass(frozen=True)
