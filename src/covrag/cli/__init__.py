@@ -24,7 +24,8 @@ from covrag.cli import (
     select,
     serve,
 )
-from covrag.cli.common import command_parser, run_command
+from covrag.cli.common import run_command
+from covrag.cli.parsers import command_parser
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 

@@ -13,7 +13,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from covrag.cli.common import command_parser, run_command
+from covrag.cli.common import run_command
+from covrag.cli.parsers import command_parser
 from covrag_lab.cli import cv, eval_planner, train
 
 __all__ = ["COMMANDS", "build_parser", "main"]
