@@ -47,7 +47,7 @@ from covrag.data import load_dataset
 from covrag.embed import Encoder
 from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline.bench import Method, build_methods
-from covrag.pipeline.prepare import config_for
+from covrag.pipeline.config import config_for
 from covrag.plan.pool import PoolAspectFinder
 from covrag.plan.sources import PoolAspects
 from covrag.types import Budget, Topic

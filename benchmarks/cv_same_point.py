@@ -50,7 +50,7 @@ import numpy as np
 from covrag.data import load_dataset
 from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline.bench import Method, build_methods
-from covrag.pipeline.prepare import config_for
+from covrag.pipeline.config import config_for
 from covrag.types import Budget, Topic
 from covrag_lab.cv import CVConfig, TopicScores, assign_folds, cv_measures
 from covrag_lab.train.same_point import SamePointConfig, export_encoder_onnx, train_same_point

@@ -84,6 +84,10 @@ def test_fit_and_train_options_default_to_the_configs() -> None:
     assert train.lr == config.learning_rate and train.base_model == config.base_model
     assert train.precision == config.precision == "fp32"
     assert train.min_train_auc == config.min_train_auc == 0.55
+    from covrag_lab.cli.train import COVERAGE_FIELDS
+
+    fields = {name: getattr(train, dest) for dest, name in COVERAGE_FIELDS.items()}
+    assert TrainConfig(**fields) == config
 
 
 def test_bench_options_come_from_bench_config() -> None:

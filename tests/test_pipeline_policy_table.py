@@ -51,6 +51,87 @@ def test_ask_builds_its_policy_from_the_ask_preset() -> None:
     assert AskConfig().policy() == presets.ASK
 
 
+def test_every_context_field_of_ask_config_is_the_ask_presets() -> None:
+    from covrag.pipeline.config import CONTEXT_FIELDS
+    from covrag.pipeline.policy import policy_field
+    from covrag.schema.writer import WRITER_FIELDS
+
+    specs = {f.name: f for f in dataclasses.fields(AskConfig)}
+    # every AskConfig field that a policy also has is declared a context field (the writer's
+    # max_tokens is the writer's), so adding one cannot leave AskConfig and the policy apart
+    shared = {name for name in specs if name not in WRITER_FIELDS and _is_policy_field(name)}
+    assert shared == set(CONTEXT_FIELDS)
+    for name in CONTEXT_FIELDS:
+        assert specs[name].default == presets.ASK.value(name), name
+        assert specs[name].metadata["help"] == policy_field(name).metadata["help"], name
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("subquestions", 7),
+        ("decompose_style", "points"),
+        ("answers", 2),
+        ("k", 3),
+        ("selector", "greedy-coverage"),
+        ("coverage", "embedding"),
+        ("floor", 0.25),
+        ("floor_question", False),
+        ("gate", 0.0),
+        ("gate_margin", 0.3),
+        ("gate_scope", "passage"),
+        ("names", False),
+        ("pool_aspects", 4),
+        ("outline", True),
+    ],
+)
+def test_ask_config_policy_round_trips_each_context_field(name: str, value: object) -> None:
+    from covrag.pipeline.config import CONTEXT_FIELDS
+
+    assert name in CONTEXT_FIELDS and value != presets.ASK.value(name)
+    policy = AskConfig(**{name: value}).policy()  # type: ignore[arg-type]
+    assert policy.value(name) == value
+    assert policy == presets.ASK.with_values(**{name: value})
+
+
+def test_every_context_field_is_round_tripped_above() -> None:
+    from covrag.pipeline.config import CONTEXT_FIELDS
+
+    marks = test_ask_config_policy_round_trips_each_context_field.pytestmark  # type: ignore[attr-defined]
+    (parametrized,) = [m for m in marks if m.name == "parametrize"]
+    assert {name for name, _ in parametrized.args[1]} == set(CONTEXT_FIELDS)
+
+
+def test_a_policy_field_is_the_policys_or_its_aspect_options() -> None:
+    from covrag.errors import ConfigError
+    from covrag.pipeline.policy import policy_field
+
+    assert policy_field("floor").name == "floor"
+    assert policy_field("subquestions").name == "subquestions"
+    with pytest.raises(ConfigError, match="no field"):
+        policy_field("passes")
+    with pytest.raises(ConfigError, match="no field"):
+        presets.ASK.with_values(passes=1)
+
+
+def test_ask_and_the_answer_requests_read_one_set_of_numbers() -> None:
+    from covrag.schema.defaults import ASK_DEFAULTS
+
+    for name, value in dataclasses.asdict(ASK_DEFAULTS).items():
+        assert presets.ASK.value(name) == value, name
+
+
+def _is_policy_field(name: str) -> bool:
+    from covrag.errors import ConfigError
+    from covrag.pipeline.policy import policy_field
+
+    try:
+        policy_field(name)
+    except ConfigError:
+        return False
+    return True
+
+
 def test_the_label_free_default_is_resolved_once_for_the_server_and_the_integrations() -> None:
     for preset in (presets.SERVER_SELECT, presets.INTEGRATIONS):
         free = preset.resolve(aspects_given=False, selector_named=False)

@@ -67,3 +67,24 @@ def test_a_short_question_in_capitals_counts_its_words() -> None:
 def test_word_overlap_ignores_case_and_scaffolding() -> None:
     assert word_overlap("Who leads NATO?", "who leads nato") == 1.0
     assert word_overlap("What is the role of NATO?", "What is the role of the EU?") == 1 / 3
+
+
+def test_writes_takes_an_option_with_its_case_and_other_names_in_any_case() -> None:
+    from covrag.text import writes
+
+    assert writes("run it with -D set", "-D") and not writes("run it with -D set", "-d")
+    assert writes("Use --Location", "--Location") and not writes("Use --Location", "--location")
+    assert writes("Call Subprocess.Run here", "subprocess.run")
+    assert not writes("the ServerAliveIntervals", "ServerAliveInterval")  # a whole word
+    assert not writes("e-mail", "mail")  # a dash joins words
+
+
+def test_writes_loose_reads_a_dotted_name_by_its_last_part_and_plurals_as_one() -> None:
+    from covrag.text import writes
+
+    assert writes("copy2(src, dst) copies", "shutil.copy2", loose=True)
+    assert not writes("copy2(src, dst) copies", "shutil.copy2")
+    assert writes("Each URL is read", "URLs", loose=True)
+    assert writes("the URLs are read", "URL", loose=True)
+    assert not writes("the URLs are read", "URL")
+    assert not writes("run it with -D set", "-d", loose=True)  # an option keeps its case

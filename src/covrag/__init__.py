@@ -203,20 +203,16 @@ def ask_stream(
         ...     elif isinstance(event, AnswerEvent):
         ...         answer = event.result.generation.answer
     """
-    from covrag.pipeline.events import EventSink, EventStream
+    from covrag.pipeline.events import EventStream
     from covrag.pipeline.usecases import ask as run_ask
 
-    def run(sink: EventSink) -> AskResult:
-        return run_ask(
-            question,
-            corpus,
-            llm=llm,
-            config=config,
-            include=include,
-            exclude=exclude,
-            aspects=aspects,
-            on_stage=sink.stage,
-            on_event=sink.emit,
-        )
-
-    return EventStream(run)
+    return EventStream.of(
+        run_ask,
+        question,
+        corpus,
+        llm=llm,
+        config=config,
+        include=include,
+        exclude=exclude,
+        aspects=aspects,
+    )

@@ -142,3 +142,29 @@ def subject_names(question: str) -> list[str]:
             found.append(m.group(0))
     out = [n for n in found if not _LITERAL.search(bare[: max(bare.find(n), 0)])]
     return list(dict.fromkeys(out))
+
+
+def writes(text: str, name: str, *, loose: bool = False) -> bool:
+    """Whether ``text`` writes ``name`` as a whole word: an option as written, with its case
+    (``-d`` is not ``-D``), another name in any case. ``loose`` (whether a passage writes a name
+    a question asks about: :mod:`covrag.selectors.floor`'s name filter) also takes a dotted name
+    by its last part (pydoc writes ``copy2(src, dst)`` under ``shutil``), and a name or an
+    acronym in the singular or the plural ("URL" for "URLs", "URLs" for "URL").
+
+    Example:
+        >>> writes("pass -D to it", "-d"), writes("Read the urls.", "URLs", loose=True)
+        (False, True)
+        >>> writes("copy2(src, dst) copies metadata", "shutil.copy2", loose=True)
+        True
+    """
+    if name.startswith("-"):
+        return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
+    if not loose:
+        return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.IGNORECASE) is not None
+    last = name.rsplit(".", 1)[-1] if "." in name.strip(".") else name
+    # an acronym's plural ("URLs", "IDs") is written when its singular is
+    forms = [last, last[:-1]] if re.fullmatch(r"[A-Z0-9]{2,}s", last) else [last]
+    return any(
+        re.search(rf"(?<![\w-]){re.escape(form)}s?(?![\w-])", text, re.IGNORECASE) is not None
+        for form in forms
+    )

@@ -31,9 +31,8 @@ from covrag.evaluation import Judgments, evaluate, parse_measures
 from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline.bench import Method, default_measures, method_policy
 from covrag.pipeline.cache import TopicCache
-from covrag.pipeline.config import PrepareConfig
+from covrag.pipeline.config import PrepareConfig, config_for
 from covrag.pipeline.policy import ContextPolicy
-from covrag.pipeline.prepare import config_for
 from covrag.pipeline.usecases import estimate, select
 from covrag.plan.sources import AspectSource, GoldAspects
 from covrag.selectors.base import Selector

@@ -12,7 +12,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from covrag import __version__
 from covrag.cli import (
     ask,
     bench,
@@ -25,7 +24,8 @@ from covrag.cli import (
     select,
     serve,
 )
-from covrag.cli.common import Subparsers, run_command
+from covrag.cli.common import run_command
+from covrag.cli.parsers import command_parser
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -50,40 +50,15 @@ COMMANDS = (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    """The top-level parser: its help lists the commands in the order of :data:`COMMANDS`."""
-
-    def format_help(self) -> str:
-        formatter = self._get_formatter()
-        formatter.add_usage(self.usage, self._actions, self._mutually_exclusive_groups)
-        formatter.add_text(self.description)
-        sub = next(a for a in self._actions if isinstance(a, argparse._SubParsersAction))
-        entries = {entry.dest: entry for entry in sub._choices_actions}
-        formatter.start_section("commands")
-        formatter.add_arguments([entries[name] for name in COMMANDS])
-        formatter.end_section()
-        formatter.start_section("options")
-        formatter.add_arguments([a for a in self._actions if a.option_strings])
-        formatter.end_section()
-        formatter.add_text(self.epilog)
-        return formatter.format_help()
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="covrag",
-        description="Build RAG context that covers the whole question, and measure it.",
+    return command_parser(
+        "covrag",
+        "Build RAG context that covers the whole question, and measure it.",
+        MODULES,
+        commands=COMMANDS,
         epilog="Cross-validation, training and fitting are covrag-lab's commands "
         "(pip install 'covrag[lab]').",
     )
-    parser.add_argument("--version", action="version", version=f"covrag {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    sub: Subparsers = parser.add_subparsers(
-        dest="command", required=True, metavar="command", parser_class=argparse.ArgumentParser
-    )
-    for module in MODULES:
-        module.register(sub)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -44,7 +44,8 @@ DEFAULT_ASK_OUT = Path("ask-run.json")
 #: QTree outline was never measured in ask; a trained or random outline, section 17).
 #: ``aspect_source`` stays: the key points read off the pool are the label-free way to
 #: sub-questions grounded in the corpus (issue 36; docs/experiments/keypoint-aspects.md);
-#: ``gate_margin`` is measured on the answer benchmark (benchmarks/bench_answer_nuggets.py).
+#: ``gate_margin`` and ``gate_scope`` are measured on the answer benchmark
+#: (benchmarks/bench_answer_nuggets.py).
 ASK_OPTIONS = (
     "subquestions",
     "aspect_source",
@@ -55,6 +56,7 @@ ASK_OPTIONS = (
     "floor",
     "gate",
     "gate_margin",
+    "gate_scope",
     "names",
     "pool_aspects",
     "writer",

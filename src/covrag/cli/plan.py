@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -15,6 +15,9 @@ from rich.tree import Tree
 from covrag.cli.common import Subparsers, add_llm_args, build_llm
 from covrag.errors import ConfigError, StructuredOutputError
 from covrag.schema.plan import PlanSplit, plan_split_record, plan_tree_record
+
+if TYPE_CHECKING:
+    from covrag.pipeline.usecases import PlanResult
 
 
 def register(sub: Subparsers) -> None:
@@ -86,9 +89,22 @@ def _split(query: Any, subquestions: Any) -> PlanSplit:
     )
 
 
-def run_plan(args: argparse.Namespace, console: Console) -> int:
+def _plan(args: argparse.Namespace, llm: Any, **how: Any) -> PlanResult:
+    """The plan use case over the command's request, its include / exclude and its count of
+    sub-questions; ``how`` is the rest (a tree, or the pool)."""
     from covrag.pipeline.usecases import plan
 
+    return plan(
+        args.request,
+        llm,
+        include=args.include,
+        exclude=args.exclude,
+        subquestions=args.subquestions,
+        **how,
+    )
+
+
+def run_plan(args: argparse.Namespace, console: Console) -> int:
     llm = build_llm(args.llm)
     if args.from_pool:
         if args.tree:
@@ -97,23 +113,15 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
     doing = "planning the QTree and outlines" if args.tree else "splitting and decomposing"
     with console.status(f"{doing} with {llm.describe()} ...", spinner="dots"):
         try:
-            planned = plan(
-                args.request,
-                llm,
-                include=args.include,
-                exclude=args.exclude,
-                subquestions=args.subquestions,
-                outline=args.tree,
-                split=True,
-                depth=args.depth,
-                branching=args.branching,
+            planned = _plan(
+                args, llm, outline=args.tree, split=True, depth=args.depth, branching=args.branching
             )
         except StructuredOutputError as exc:
             if args.json or not args.tree:
                 raise
             console.print(f"\n[bold red]QTree / outlines could not be planned[/]: {exc}")
             return 1
-    usage = llm.usage.as_dict()
+    usage = planned.usage
     if args.json:
         if planned.plan is None:
             record = plan_split_record(_split(planned.query, planned.subquestions), usage)
@@ -131,22 +139,12 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
 def _plan_from_pool(args: argparse.Namespace, llm: Any, console: Console) -> int:
     """``--from-pool``: the key points of the question's pool, their questions and what was
     dropped."""
-    from covrag.pipeline.usecases import plan
-
     with console.status(
         f"retrieving and reading the pool with {llm.describe()} ...", spinner="dots"
     ):
-        planned = plan(
-            args.request,
-            llm,
-            include=args.include,
-            exclude=args.exclude,
-            subquestions=args.subquestions,
-            pool=args.index or args.corpus,
-            pool_k=args.pool,
-        )
+        planned = _plan(args, llm, pool=args.index or args.corpus, pool_k=args.pool)
     query, found = planned.query, planned.subquestions
-    usage = llm.usage.as_dict()
+    usage = planned.usage
     if args.json:
         split = _split(query, found)
         record = plan_split_record(split, usage)

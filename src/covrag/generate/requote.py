@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from covrag.generate.alignment import sentence_spans
 from covrag.generate.attribution import candidates
-from covrag.text import code_names, content_words, words
+from covrag.text import code_names, content_words, words, writes
 from covrag.types import Citation, Passage, SupportCheck
 
 #: The share of the sentence's weighted content words the quoted sentence must hold. Set by
@@ -107,13 +107,6 @@ def _weight(words: Iterable[str], weights: Mapping[str, float], unseen: float) -
     return sum(weights.get(w, unseen) for w in words)
 
 
-def _writes(text: str, name: str) -> bool:
-    """Whether ``text`` writes ``name``: an option with its case (``-d`` is not ``-D``), another
-    name in any case."""
-    flags = 0 if name.startswith("-") else re.IGNORECASE
-    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, flags) is not None
-
-
 def _overlaps(
     passage_id: str, start: int, end: int, taken: set[tuple[str, tuple[int, int]]] | None
 ) -> bool:
@@ -141,7 +134,7 @@ def best_quote(
     unseen = math.log(1.0 + n)  # a word no passage writes weighs as much as the rarest
     total = _weight(wanted, weights, unseen)
     common = math.log(2.0)  # the weight of a word written by every passage
-    names = [m for m in code_names(sentence) if any(_writes(p.text, m) for p in passages)]
+    names = [m for m in code_names(sentence) if any(writes(p.text, m) for p in passages)]
     best: tuple[float, int, Passage, tuple[int, int]] | None = None
     for p in passages:
         for start, end in quote_spans(p.text):
@@ -153,7 +146,7 @@ def best_quote(
             shared = wanted & stems(text)
             if len(shared) < REQUOTE_MIN_WORDS or all(weights[w] <= common for w in shared):
                 continue
-            if any(not _writes(text, m) for m in names):
+            if any(not writes(text, m) for m in names):
                 continue
             share = _weight(shared, weights, unseen) / total
             key = (share, -len(text))
@@ -213,7 +206,7 @@ def defines(text: str, name: str) -> bool:
     if not name.startswith("-"):
         return False
     listed = _OPTION_LIST.match(head)
-    return listed is not None and _writes(listed.group(0), name)
+    return listed is not None and writes(listed.group(0), name)
 
 
 def definitions(

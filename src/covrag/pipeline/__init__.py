@@ -45,6 +45,7 @@ from covrag.pipeline.config import (
     BenchConfig,
     PrepareConfig,
     RelevanceSource,
+    config_for,
 )
 from covrag.pipeline.context import Chosen, Estimated
 from covrag.pipeline.events import (
@@ -71,7 +72,6 @@ from covrag.pipeline.policy import (
 from covrag.pipeline.prepare import (
     Prepared,
     attach_coverage,
-    config_for,
     embed_pieces,
     prepare,
 )

@@ -52,7 +52,6 @@ from covrag.pipeline.config import AskConfig
 from covrag.pipeline.context import Chosen, estimate_context, pick_context
 from covrag.pipeline.events import (
     Event,
-    EventSink,
     EventStream,
     PlannedEvent,
     RetrievedEvent,
@@ -280,22 +279,17 @@ def ask_stream(
         ...     if isinstance(event, TokenEvent):
         ...         print(event.text, end="", flush=True)
     """
-
-    def run(sink: EventSink) -> AskResult:
-        return ask(
-            question,
-            llm,
-            retriever,
-            config,
-            include=include,
-            exclude=exclude,
-            aspects=aspects,
-            estimator=estimator,
-            on_stage=sink.stage,
-            on_event=sink.emit,
-        )
-
-    return EventStream(run)
+    return EventStream.of(
+        ask,
+        question,
+        llm,
+        retriever,
+        config,
+        include=include,
+        exclude=exclude,
+        aspects=aspects,
+        estimator=estimator,
+    )
 
 
 def _generate(

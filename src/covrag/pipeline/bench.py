@@ -26,10 +26,9 @@ from covrag.evaluation.bench_results import ORACLE, BenchResult, MethodResult
 from covrag.evaluation.headroom import gap_closed
 from covrag.evaluation.stats import bootstrap_ci, holm, paired_randomization_test
 from covrag.pipeline.cache import TopicCache
-from covrag.pipeline.config import BenchConfig, PrepareConfig
+from covrag.pipeline.config import BenchConfig, PrepareConfig, config_for
 from covrag.pipeline.executor import Executor, SerialExecutor, preloaded
 from covrag.pipeline.policy import ContextPolicy
-from covrag.pipeline.prepare import config_for
 from covrag.pipeline.usecases import estimate, select
 from covrag.plan.sources import AspectSource, GoldAspects
 from covrag.selectors.base import COVERAGE, Selector, parse_selector

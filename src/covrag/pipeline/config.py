@@ -8,23 +8,25 @@ written once, here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, cast
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
 
 from covrag.embed import Encoder, default_encoder
 from covrag.errors import ConfigError
-from covrag.pipeline.policy import ASK, ContextPolicy
+from covrag.pipeline.policy import ASK, ContextPolicy, policy_field
 from covrag.pipeline.policy import DEFAULT_COVERAGE as DEFAULT_COVERAGE  # re-exported
 from covrag.pipeline.policy import DEFAULT_FLOOR as DEFAULT_FLOOR  # re-exported
 from covrag.pipeline.policy import DEFAULT_GATE as DEFAULT_GATE  # re-exported
 from covrag.pipeline.policy import DEFAULT_SELECTOR as DEFAULT_SELECTOR  # re-exported
 from covrag.registry import check_seed
+from covrag.schema.defaults import GateScope
 from covrag.schema.writer import WRITER_FIELDS, WriterPolicy
 from covrag.schema.writer import Fallback as Fallback  # re-exported
 from covrag.schema.writer import FeedbackMode as FeedbackMode  # re-exported
 from covrag.schema.writer import UnsupportedPolicy as UnsupportedPolicy  # re-exported
 from covrag.schema.writer import WriterName as WriterName  # re-exported
+from covrag.selectors.base import EMBEDDINGS, PIECES, Selector
 from covrag.tokens import TokenCounter
 
 RelevanceSource = Literal["dense", "score", "order"]
@@ -41,6 +43,33 @@ def _help(text: str, **extra: object) -> dict[str, object]:
 
 
 _WRITER = {f.name: f for f in fields(WriterPolicy)}
+
+#: The fields of :class:`AskConfig` that are :class:`~covrag.pipeline.policy.ContextPolicy`'s
+#: (or its aspect options'): their defaults are the :data:`ASK` preset's, their help the policy
+#: field's (:func:`~covrag.pipeline.policy.policy_field`), and :meth:`AskConfig.policy` hands
+#: them back to the policy.
+CONTEXT_FIELDS: tuple[str, ...] = (
+    "subquestions",
+    "decompose_style",
+    "answers",
+    "k",
+    "selector",
+    "coverage",
+    "floor",
+    "floor_question",
+    "gate",
+    "gate_margin",
+    "gate_scope",
+    "names",
+    "pool_aspects",
+    "outline",
+)
+
+
+def _context(name: str) -> Any:
+    """A context field of :class:`AskConfig`: the :data:`ASK` preset's value as its default and
+    the policy field's help."""
+    return field(default=ASK.value(name), metadata=policy_field(name).metadata)
 
 
 def _writer(name: str) -> Any:
@@ -92,17 +121,29 @@ class PrepareConfig:
         return self.encoder if self.encoder is not None else default_encoder()
 
 
+def config_for(
+    selectors: Iterable[Selector],
+    relevance: RelevanceSource = "dense",
+    counter: TokenCounter | None = None,
+) -> PrepareConfig:
+    """The preparation these selectors need: embeddings and pieces only when one reads them."""
+    chosen = list(selectors)
+    return PrepareConfig(
+        relevance=relevance,
+        embeddings=any(s.needs(EMBEDDINGS) for s in chosen),
+        pieces=any(s.needs(PIECES) for s in chosen),
+        counter=counter,
+    )
+
+
 @dataclass(frozen=True)
 class AskConfig:
     """How :func:`covrag.pipeline.ask` runs each stage (help texts in the field metadata); its
-    writer fields are :class:`~covrag.schema.writer.WriterPolicy`'s (:meth:`writer_policy`)."""
+    context fields (:data:`CONTEXT_FIELDS`) are :class:`~covrag.pipeline.policy.ContextPolicy`'s
+    under the :data:`ASK` preset (:meth:`policy`), its writer fields
+    :class:`~covrag.schema.writer.WriterPolicy`'s (:meth:`writer_policy`)."""
 
-    subquestions: int = field(
-        default=ASK.aspect_options.subquestions,
-        metadata=_help(
-            "sub-questions the LLM writes (DES: 10); with aspect_source grounded, at most this many"
-        ),
-    )
+    subquestions: int = _context("subquestions")
     aspect_source: Literal["grounded", "llm", "keypoints"] = field(
         default="grounded",
         metadata=_help(
@@ -114,85 +155,23 @@ class AskConfig:
             "passage covers are dropped with a warning)"
         ),
     )
-    decompose_style: DecomposeStyle = field(
-        default=cast(DecomposeStyle, ASK.aspect_options.decompose_style),
-        metadata=_help(
-            "how the LLM is asked for sub-questions: factors = DES's (one sub-question per "
-            "factor a complete answer weighs); points = the specific claims a complete answer "
-            "states, each as the narrow question a passage making it answers"
-        ),
-    )
-    answers: int = field(
-        default=ASK.aspect_options.answers,
-        metadata=_help(
-            "answer sketches per sub-question: short statements an answer would make, written "
-            "by the LLM, which the estimator scores passages against beside the sub-question "
-            "(0 = none)"
-        ),
-    )
+    decompose_style: DecomposeStyle = _context("decompose_style")
+    answers: int = _context("answers")
     pool: int = field(default=50, metadata=_help("candidate passages to retrieve"))
-    k: int = field(default=cast(int, ASK.k), metadata=_help("passages in the answer's context"))
-    selector: str = field(
-        default=cast(str, ASK.selector),
-        metadata=_help("selector spec (greedy-coverage, expected-coverage, 'mmr(lam=0.7)', ...)"),
-    )
-    coverage: str = field(
-        default=cast(str, ASK.coverage),
-        metadata=_help("coverage estimator spec (cross-encoder, embedding, ...)"),
-    )
-    floor: float = field(
-        default=ASK.floor,
-        metadata=_help(
-            "coverage floor: only passages with at least this estimated probability of "
-            "answering a sub-question (or the question, see floor_question) are selected, so "
-            "the context may hold fewer than k (0, with gate 0, always fills k)"
-        ),
-    )
-    floor_question: bool = field(
-        default=ASK.floor_question,
-        metadata=_help(
-            "whether a passage that the estimator says answers the question itself clears the "
-            "floor too, not only one that answers a sub-question (on by default: broad "
-            "sub-questions score lower than the question they come from; False: the floor "
-            "reads the sub-questions only)"
-        ),
-    )
-    gate: float = field(
-        default=ASK.gate,
-        metadata=_help(
-            "topic gate: only passages whose embedding (the packaged MiniLM) has at least this "
-            "cosine similarity to the question are selected: a passage from another subject "
-            "can answer a broad sub-question (0 = no gate)"
-        ),
-    )
-    gate_margin: float = field(
-        default=ASK.gate_margin,
-        metadata=_help(
-            "relative topic gate: where even the best passage sits under the gate, the gate "
-            "applied is the best passage's cosine minus this margin (0 = the gate as given)"
-        ),
-    )
-    names: bool = field(
-        default=ASK.names,
-        metadata=_help(
-            "name filter: a question naming something (an acronym or a code name such as TOML "
-            "or shutil.copy2) that no retrieved passage writes is refused, naming it"
-        ),
-    )
-    pool_aspects: int = field(
-        default=ASK.pool_aspects,
-        metadata=_help(
-            "also select to cover this many representatives of the pool (facility location), "
-            "beside the sub-questions (0 = the sub-questions only)"
-        ),
-    )
+    k: int = _context("k")
+    selector: str = _context("selector")
+    coverage: str = _context("coverage")
+    floor: float = _context("floor")
+    floor_question: bool = _context("floor_question")
+    gate: float = _context("gate")
+    gate_margin: float = _context("gate_margin")
+    gate_scope: GateScope = _context("gate_scope")
+    names: bool = _context("names")
+    pool_aspects: int = _context("pool_aspects")
     writer: WriterName = _writer("writer")
     passes: int = _writer("passes")
     feedback: FeedbackMode = _writer("feedback")
-    outline: bool = field(
-        default=ASK.aspect_options.outline,
-        metadata=_help("plan a QTree outline (QPlanner) and write along the best one"),
-    )
+    outline: bool = _context("outline")
     max_words: int | None = _writer("max_words")
     sentences: int = _writer("sentences")
     rewrite_sentences: int = _writer("rewrite_sentences")
@@ -221,26 +200,8 @@ class AskConfig:
 
     def policy(self) -> ContextPolicy:
         """How ``ask`` chooses its context under this configuration (the :data:`ASK` preset with
-        this configuration's fields)."""
-        return replace(
-            ASK,
-            selector=self.selector,
-            coverage=self.coverage,
-            aspect_options=replace(
-                ASK.aspect_options,
-                subquestions=self.subquestions,
-                decompose_style=self.decompose_style,
-                answers=self.answers,
-                outline=self.outline,
-            ),
-            k=self.k,
-            floor=self.floor,
-            floor_question=self.floor_question,
-            gate=self.gate,
-            gate_margin=self.gate_margin,
-            names=self.names,
-            pool_aspects=self.pool_aspects,
-        )
+        this configuration's :data:`CONTEXT_FIELDS`)."""
+        return ASK.with_values(**{name: getattr(self, name) for name in CONTEXT_FIELDS})
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,10 @@ import numpy as np
 
 from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.llm.base import LLM
-from covrag.pipeline.config import PrepareConfig
+from covrag.pipeline.config import PrepareConfig, config_for
 from covrag.pipeline.inputs import question_similarity, with_inputs
 from covrag.pipeline.policy import DEFAULT_COVERAGE, ContextPolicy
-from covrag.pipeline.prepare import attach_coverage, config_for, prepare
+from covrag.pipeline.prepare import attach_coverage, prepare
 from covrag.plan.pool import PoolAspectFinder
 from covrag.plan.sources import AspectSource, SourcedTopic, source_class
 from covrag.selectors.base import COVERAGE, Candidates, Selector, parse_selector

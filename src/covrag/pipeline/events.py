@@ -166,6 +166,16 @@ class EventStream(Generic[R]):
         self._wake: Callable[[], None] | None = None
         self._started = False
 
+    @classmethod
+    def of(cls, run: Callable[..., R], /, *args: Any, **kwargs: Any) -> EventStream[R]:
+        """The events of ``run(*args, **kwargs)``, a pipeline that reports through its
+        ``on_stage`` and ``on_event`` callbacks (``ask``): they are the stream's sink's."""
+
+        def reported(sink: EventSink) -> R:
+            return run(*args, on_stage=sink.stage, on_event=sink.emit, **kwargs)
+
+        return cls(reported)
+
     def start(self, executor: Executor | None = None) -> EventStream[R]:
         """Start the work on ``executor`` (none: a thread of its own); starting twice does
         nothing."""

@@ -26,11 +26,15 @@ ArgKP, and above plain facility location on Perspectrum with a model that never 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from dataclasses import Field, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from covrag.errors import ConfigError
 from covrag.plan.sources import AspectOptions
+from covrag.schema.defaults import ASK_DEFAULTS, GateScope
+from covrag.schema.defaults import DEFAULT_FLOOR as DEFAULT_FLOOR  # re-exported
+from covrag.schema.defaults import DEFAULT_GATE as DEFAULT_GATE  # re-exported
+from covrag.schema.defaults import DEFAULT_GATE_MARGIN as DEFAULT_GATE_MARGIN  # re-exported
 from covrag.types import Budget
 
 if TYPE_CHECKING:
@@ -43,25 +47,6 @@ if TYPE_CHECKING:
 DEFAULT_SELECTOR = "expected-coverage"
 #: The coverage estimator used wherever a caller names none: the shipped cross-encoder.
 DEFAULT_COVERAGE = "cross-encoder"
-#: The coverage floor of ``ask``: a passage enters the context only when the estimator gives it
-#: at least this probability of answering one wanted aspect (or the question itself).
-DEFAULT_FLOOR = 0.5
-#: The topic gate of ``ask``: a passage enters the context only when its MiniLM cosine to the
-#: question reaches this (``covrag.selectors.floor``); it holds for the packaged MiniLM only.
-#: Floor and gate were chosen together by leave-topics-out cross-validation over 28 ArgKP
-#: train + dev topics (the LLM's sub-questions) and 40 Perspectrum-evidence train + dev topics
-#: (docs/experiments/20-question-aware-coverage.md, "A topic gate").
-DEFAULT_GATE = 0.5
-
-#: The relative gate of ``ask``: where even the best passage's cosine is under the gate, the gate
-#: applied is that cosine minus this margin. On the answer benchmark's five corpora
-#: (benchmarks/answers/, ``bench_answer_nuggets.py --stage context``) the context's nugget recall
-#: with it is at least the fixed gate's on every corpus (manuals 0.68 -> 0.76, licences 0.25 ->
-#: 0.42, guides 0.56 -> 0.58, python-api and compression unchanged; 0.51 -> 0.57 pooled), and a
-#: cross-document question whose passages all sit under 0.5 gets a context instead of a refusal.
-#: Chosen on all five corpora: leaving one out, the pre-written rule (best pooled recall on the
-#: other four) picks no stable variant (docs/experiments/29-answer-benchmark.md).
-DEFAULT_GATE_MARGIN = 0.1
 #: The selector where the caller gives no aspects and names no selector (``/v1/select``, the
 #: integrations): facility location over the shipped same-point bi-encoder. Chosen from the CV
 #: tables of docs/experiments/23-label-free-cv-table.md and
@@ -73,6 +58,11 @@ DEFAULT_GATE_MARGIN = 0.1
 #: chosen on ArgKP (4 of 5 folds) and checked on Perspectrum; the former default (pool
 #: representatives + the cross-encoder) was -0.058 on Perspectrum.
 LABEL_FREE_SELECTOR = "facility-location(similarity='same-point', contrast=1)"
+
+
+def _help(text: str) -> dict[str, object]:
+    return {"help": text}
+
 
 #: ``auto``: the passages' scores when every passage has one, else their order.
 Relevance = Literal["auto", "dense", "score", "order"]
@@ -106,24 +96,96 @@ class ContextPolicy:
         label_free: The selector spec used when the caller names no selector and gives no
             aspects (None: ``selector`` then too).
         counter: Token counter for the budget (None: MiniLM WordPiece).
+
+    The fields ``covrag ask`` sets carry its options' help in ``metadata["help"]``
+    (:class:`~covrag.pipeline.AskConfig` reads it, and its defaults from :data:`ASK`).
     """
 
-    selector: str | Selector = DEFAULT_SELECTOR
-    coverage: str | CoverageEstimator | None = None
+    selector: str | Selector = field(
+        default=DEFAULT_SELECTOR,
+        metadata=_help("selector spec (greedy-coverage, expected-coverage, 'mmr(lam=0.7)', ...)"),
+    )
+    coverage: str | CoverageEstimator | None = field(
+        default=None, metadata=_help("coverage estimator spec (cross-encoder, embedding, ...)")
+    )
     aspects: str | None = None
     aspect_options: AspectOptions = AspectOptions()
-    k: int | None = 10
+    k: int | None = field(default=10, metadata=_help("passages in the answer's context"))
     max_tokens: int | None = None
     relevance: Relevance = "dense"
-    floor: float = 0.0
-    floor_question: bool = False
-    gate: float = 0.0
-    gate_margin: float = 0.0
-    gate_scope: str = "passage"
-    pool_aspects: int = 0
-    names: bool = False
+    floor: float = field(
+        default=0.0,
+        metadata=_help(
+            "coverage floor: only passages with at least this estimated probability of "
+            "answering a sub-question (or the question, see floor_question) are selected, so "
+            "the context may hold fewer than k (0, with gate 0, always fills k)"
+        ),
+    )
+    floor_question: bool = field(
+        default=False,
+        metadata=_help(
+            "whether a passage that the estimator says answers the question itself clears the "
+            "floor too, not only one that answers a sub-question (on by default: broad "
+            "sub-questions score lower than the question they come from; False: the floor "
+            "reads the sub-questions only)"
+        ),
+    )
+    gate: float = field(
+        default=0.0,
+        metadata=_help(
+            "topic gate: only passages whose embedding (the packaged MiniLM) has at least this "
+            "cosine similarity to the question are selected: a passage from another subject "
+            "can answer a broad sub-question (0 = no gate)"
+        ),
+    )
+    gate_margin: float = field(
+        default=0.0,
+        metadata=_help(
+            "relative topic gate: where even the best passage sits under the gate, the gate "
+            "applied is the best passage's cosine minus this margin (0 = the gate as given)"
+        ),
+    )
+    gate_scope: GateScope = field(
+        default="passage",
+        metadata=_help(
+            "what the topic gate reads: passage = each passage's own cosine; document = a "
+            "passage clears the gate when a passage of its document clears the gate and the "
+            "floor (an option's definition is worded unlike the question; its manual's "
+            "passage that names the subject is not)"
+        ),
+    )
+    pool_aspects: int = field(
+        default=0,
+        metadata=_help(
+            "also select to cover this many representatives of the pool (facility location), "
+            "beside the sub-questions (0 = the sub-questions only)"
+        ),
+    )
+    names: bool = field(
+        default=False,
+        metadata=_help(
+            "name filter: a question naming something (an acronym or a code name such as TOML "
+            "or shutil.copy2) that no retrieved passage writes is refused, naming it"
+        ),
+    )
     label_free: str | None = None
     counter: TokenCounter | None = field(default=None, compare=False)
+
+    def value(self, name: str) -> Any:
+        """The value of the field ``name``: this policy's, or its aspect options'
+        (:func:`policy_field`)."""
+        owner = self.aspect_options if name in _OPTION_FIELDS else self
+        policy_field(name)  # an unknown name is an error, not an attribute of something else
+        return getattr(owner, name)
+
+    def with_values(self, **values: Any) -> ContextPolicy:
+        """This policy with the named fields set, each on the policy or on its aspect options
+        (:func:`policy_field`)."""
+        for name in values:
+            policy_field(name)
+        options = {n: v for n, v in values.items() if n in _OPTION_FIELDS}
+        own = {n: v for n, v in values.items() if n not in _OPTION_FIELDS}
+        return replace(self, aspect_options=replace(self.aspect_options, **options), **own)
 
     def budget(self) -> Budget:
         """The budget of ``k`` and ``max_tokens`` (ConfigError when neither limits anything)."""
@@ -145,6 +207,23 @@ class ContextPolicy:
         if k is None and max_tokens is None:
             return self
         return replace(self, k=k, max_tokens=max_tokens)
+
+
+_OWN_FIELDS = {f.name: f for f in fields(ContextPolicy) if f.name != "aspect_options"}
+_OPTION_FIELDS = {f.name: f for f in fields(AspectOptions)}
+
+
+def policy_field(name: str) -> Field[Any]:
+    """The field ``name`` of :class:`ContextPolicy`, or of its :class:`AspectOptions` (no name is
+    both's): where an option's help (``metadata["help"]``) is written.
+
+    Raises:
+        ConfigError: ``name`` is neither's field.
+    """
+    found = _OWN_FIELDS.get(name) or _OPTION_FIELDS.get(name)
+    if found is None:
+        raise ConfigError(f"a context policy has no field {name!r}")
+    return found
 
 
 #: ``covrag.select``: the topic's own aspects, at most 10 passages, MiniLM relevance.
@@ -172,18 +251,22 @@ INTEGRATIONS = ContextPolicy(aspects="pool", k=5, relevance="auto", label_free=L
 #: benchmark's context stage, leaving one corpus out: the rule "best pooled context nugget
 #: recall on the other four corpora" chose them in all five folds, and each held-out corpus
 #: gained (0.54 -> 0.62 pooled; docs/experiments/32-document-gate.md).
+#: Its filters' numbers and the planner's counts are :data:`covrag.schema.defaults.ASK_DEFAULTS`
+#: (``/v1/answer`` and ``/v1/plan`` default to them too).
 ASK = ContextPolicy(
     coverage=DEFAULT_COVERAGE,
     aspects="planner",
-    aspect_options=AspectOptions(subquestions=4, answers=0),
-    k=12,
+    aspect_options=AspectOptions(
+        subquestions=ASK_DEFAULTS.subquestions, answers=ASK_DEFAULTS.answers
+    ),
+    k=ASK_DEFAULTS.k,
     relevance="score",
-    floor=DEFAULT_FLOOR,
-    floor_question=True,
-    gate=DEFAULT_GATE,
-    gate_margin=DEFAULT_GATE_MARGIN,
-    gate_scope="document",
-    names=True,
+    floor=ASK_DEFAULTS.floor,
+    floor_question=ASK_DEFAULTS.floor_question,
+    gate=ASK_DEFAULTS.gate,
+    gate_margin=ASK_DEFAULTS.gate_margin,
+    gate_scope=ASK_DEFAULTS.gate_scope,
+    names=ASK_DEFAULTS.names,
 )
 #: ``POST /v1/answer`` with ``k``: the request's aspects and passages in their order, floor and
 #: gate as ``ask`` (the request's fields default to them); ``gold`` coverage, which needs

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,9 +12,9 @@ import numpy as np
 from covrag.coverage.base import CoverageEstimator
 from covrag.embed import Encoder
 from covrag.errors import ConfigError
-from covrag.pipeline.config import PrepareConfig, RelevanceSource
+from covrag.pipeline.config import PrepareConfig, RelevanceSource, config_for
 from covrag.pipeline.inputs import with_inputs
-from covrag.selectors.base import EMBEDDINGS, PIECES, Candidates, Selector
+from covrag.selectors.base import Candidates, Selector
 from covrag.text import split_sentences
 from covrag.tokens import TokenCounter, with_token_costs
 from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Selection, Topic
@@ -118,21 +117,6 @@ def attach_coverage(candidates: Candidates, coverage: CoverageMatrix, topic: Top
     )
 
 
-def config_for(
-    selectors: Iterable[Selector],
-    relevance: RelevanceSource = "dense",
-    counter: TokenCounter | None = None,
-) -> PrepareConfig:
-    """The preparation these selectors need: embeddings and pieces only when one reads them."""
-    chosen = list(selectors)
-    return PrepareConfig(
-        relevance=relevance,
-        embeddings=any(s.needs(EMBEDDINGS) for s in chosen),
-        pieces=any(s.needs(PIECES) for s in chosen),
-        counter=counter,
-    )
-
-
 def prepare_for(
     topic: Topic,
     selector: Selector,
@@ -141,7 +125,7 @@ def prepare_for(
     relevance: RelevanceSource = "dense",
     counter: TokenCounter | None = None,
 ) -> Prepared:
-    """Prepare a topic as ``selector`` needs it (:func:`config_for` and
+    """Prepare a topic as ``selector`` needs it (:func:`~covrag.pipeline.config.config_for` and
     :func:`~covrag.pipeline.inputs.with_inputs`), with ``estimator``'s coverage when one is
     given."""
     prepared = prepare(topic, estimator, config_for([selector], relevance, counter))

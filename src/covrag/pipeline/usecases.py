@@ -18,7 +18,7 @@ translate their inputs into these functions' records and render what they return
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from covrag.errors import ConfigError
@@ -253,6 +253,8 @@ class PlanResult:
         plan: The QPlanner plan (QTree, judged outlines, baseline), with ``outline``.
         aspects: The sub-questions, then the include / exclude aspects, with their sketches.
         warnings: What could not be done (an aspect without a usable sketch).
+        usage: What the LLM spent planning (:meth:`~covrag.llm.base.Usage.as_dict`'s keys: the
+            change in its running totals).
     """
 
     query: Any
@@ -260,6 +262,7 @@ class PlanResult:
     plan: Any
     aspects: tuple[Aspect, ...]
     warnings: tuple[str, ...] = ()
+    usage: dict[str, float] = field(default_factory=dict)
 
 
 def plan(
@@ -300,6 +303,7 @@ def plan(
     from covrag.plan.planner import QPlanner
     from covrag.plan.sketch import AnswerSketcher
 
+    before = llm.usage.as_dict()
     planner = QPlanner(
         llm, subquestions=subquestions, depth=depth, branching=branching, encoder=encoder
     )
@@ -331,7 +335,9 @@ def plan(
     warnings: list[str] = []  # an aspect the LLM gives no usable sketch keeps none
     if answers:
         aspects = AnswerSketcher(llm, n=answers).sketch_aspects(aspects, query.base, warnings)
-    return PlanResult(query, found, tree, tuple(aspects), tuple(warnings))
+    after = llm.usage.as_dict()
+    usage = {key: after[key] - before[key] for key in after}
+    return PlanResult(query, found, tree, tuple(aspects), tuple(warnings), usage)
 
 
 def ask(

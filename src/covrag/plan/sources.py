@@ -44,9 +44,14 @@ ASPECT_SOURCES: Registry[AspectSource] = Registry("aspect source")
 """Aspect source classes by name (``gold``, ``llm``, ``pool``, ``query``)."""
 
 
+def _help(text: str) -> dict[str, object]:
+    return {"help": text}
+
+
 @dataclass(frozen=True)
 class AspectOptions:
-    """What the sources are built from (the CLI sets ``subquestions`` only).
+    """What the sources are built from (the CLI sets ``subquestions`` only). The help of the
+    fields ``covrag ask`` sets (``metadata["help"]``) is its options' (``AskConfig``'s).
 
     Attributes:
         subquestions: Sub-questions per query (``llm``).
@@ -58,12 +63,34 @@ class AspectOptions:
         outline: Plan a QPlanner outline, whose sub-questions become the aspects (``planner``).
     """
 
-    subquestions: int = 10
+    subquestions: int = dataclasses.field(
+        default=10,
+        metadata=_help(
+            "sub-questions the LLM writes (DES: 10); with aspect_source grounded, at most this many"
+        ),
+    )
     pool_k: int = 10
     pool_rewrite: bool = False
-    decompose_style: str = "factors"
-    answers: int = 3
-    outline: bool = False
+    decompose_style: str = dataclasses.field(
+        default="factors",
+        metadata=_help(
+            "how the LLM is asked for sub-questions: factors = DES's (one sub-question per "
+            "factor a complete answer weighs); points = the specific claims a complete answer "
+            "states, each as the narrow question a passage making it answers"
+        ),
+    )
+    answers: int = dataclasses.field(
+        default=3,
+        metadata=_help(
+            "answer sketches per sub-question: short statements an answer would make, written "
+            "by the LLM, which the estimator scores passages against beside the sub-question "
+            "(0 = none)"
+        ),
+    )
+    outline: bool = dataclasses.field(
+        default=False,
+        metadata=_help("plan a QTree outline (QPlanner) and write along the best one"),
+    )
 
 
 @dataclass(frozen=True)

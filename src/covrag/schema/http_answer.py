@@ -2,8 +2,9 @@
 its passages, then the final answer, every draft and critique, what the filters let through and
 what the context and the answer cover.
 
-The request's defaults are ``covrag ask``'s (:data:`ASK_DEFAULTS`, which a test holds equal to
-``covrag.pipeline.AskConfig``'s: a schema imports no pipeline); its writer fields are built from
+The request's defaults are ``covrag ask``'s (:data:`~covrag.schema.defaults.ASK_DEFAULTS`, which
+the pipeline's ``ASK`` preset, and so ``covrag.pipeline.AskConfig``, is built from: a schema
+imports no pipeline); its writer fields are built from
 :class:`~covrag.schema.writer.WriterPolicy` (their defaults, :data:`~covrag.schema.writer.WRITER`),
 as ``AskConfig``'s are, and become one (:meth:`AnswerRequest.writer_policy`).
 
@@ -22,13 +23,14 @@ fields, warnings) is described here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Self, cast
 
 from pydantic import BaseModel, Field
 
 from covrag.schema.answer import RunAnswer, RunSentence
 from covrag.schema.ask import AspectCoverageOut, FiltersOut
+from covrag.schema.defaults import ASK_DEFAULTS as ASK_DEFAULTS  # re-exported
+from covrag.schema.defaults import AskDefaults as AskDefaults  # re-exported
 from covrag.schema.generation import DraftOut, FallbackOut, InvalidCitationOut, LLMCostOut
 from covrag.schema.http import MAX_ASPECTS, MAX_CONTEXT, MAX_TEXT, AspectIn, PassageIn, Strict
 from covrag.schema.writer import WRITER, WRITER_FIELDS, WriterPolicy
@@ -36,23 +38,6 @@ from covrag.schema.writer import Fallback as Fallback  # re-exported
 from covrag.schema.writer import FeedbackMode as FeedbackMode  # re-exported
 from covrag.schema.writer import UnsupportedPolicy as UnsupportedPolicy  # re-exported
 from covrag.schema.writer import WriterName as WriterName  # re-exported
-
-
-@dataclass(frozen=True)
-class AskDefaults:
-    """The defaults of ``covrag ask`` that ``/v1/answer`` and ``/v1/plan`` share (the writer's:
-    :data:`~covrag.schema.writer.WRITER`)."""
-
-    floor: float = 0.5
-    floor_question: bool = True
-    gate: float = 0.5
-    gate_margin: float = 0.1
-    names: bool = True
-    subquestions: int = 4
-    answers: int = 0
-
-
-ASK_DEFAULTS = AskDefaults()
 
 
 class AnswerRequest(Strict):

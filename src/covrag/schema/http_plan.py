@@ -6,9 +6,9 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from covrag.schema.ask import OutlinePlanOut
+from covrag.schema.defaults import ASK_DEFAULTS
 from covrag.schema.generation import LLMCostOut
 from covrag.schema.http import MAX_TEXT, Strict
-from covrag.schema.http_answer import ASK_DEFAULTS
 
 
 class PlanRequest(Strict):

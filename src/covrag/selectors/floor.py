@@ -43,8 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from covrag.errors import ConfigError
+from covrag.schema.defaults import GateScope
 from covrag.selectors.base import Candidates, Selector
-from covrag.text import STOPWORDS, words
+from covrag.text import STOPWORDS, words, writes
 from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Passage, Selection
 
 
@@ -212,24 +213,9 @@ def _below(score: float) -> str:
     return f"{max(0.0, np.floor(score * 100.0) / 100.0):.2f}"
 
 
-def _writes(text: str, name: str) -> bool:
-    """Whether ``text`` writes ``name``: an option as written, a dotted name by its last part
-    (pydoc writes ``copy2(src, dst)`` under ``shutil``), another name in any case, an
-    acronym in the singular or the plural ("URL" for "URLs", "URLs" for "URL")."""
-    if name.startswith("-"):
-        return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
-    last = name.rsplit(".", 1)[-1] if "." in name.strip(".") else name
-    # an acronym's plural ("URLs", "IDs") is written when its singular is
-    forms = [last, last[:-1]] if re.fullmatch(r"[A-Z0-9]{2,}s", last) else [last]
-    return any(
-        re.search(rf"(?<![\w-]){re.escape(form)}s?(?![\w-])", text, re.IGNORECASE) is not None
-        for form in forms
-    )
-
-
 def absent_names(names: Sequence[str], passages: Sequence[Passage]) -> tuple[str, ...]:
-    """The ``names`` no passage of ``passages`` writes (see :func:`_writes`)."""
-    return tuple(n for n in names if not any(_writes(p.text, n) for p in passages))
+    """The ``names`` no passage of ``passages`` writes (:func:`covrag.text.writes`, ``loose``)."""
+    return tuple(n for n in names if not any(writes(p.text, n, loose=True) for p in passages))
 
 
 _TITLE_SPLIT = re.compile(r"[^A-Za-z0-9]+")
@@ -263,7 +249,8 @@ def subject_documents(
     names: Sequence[str], question: str, passages: Sequence[Passage]
 ) -> np.ndarray:
     """Per passage, whether its document is about what the question names: one of the
-    document's passages among ``passages`` writes one of ``names`` (:func:`_writes`), or the
+    document's passages among ``passages`` writes one of ``names`` (:func:`covrag.text.writes`,
+    ``loose``), or the
     document's title shares a word with ``question`` ("ssh_config.5" for a question about SSH).
     All True without names, or when no document is about them (:func:`absent_names` speaks then).
 
@@ -279,16 +266,15 @@ def subject_documents(
     about = {
         _document(p)
         for p in passages
-        if any(_writes(p.text, name) for name in names) or _title_words(p) & asked
+        if any(writes(p.text, name, loose=True) for name in names) or _title_words(p) & asked
     }
     if not about:
         return np.ones(n, dtype=bool)
     return np.array([_document(p) in about for p in passages], dtype=bool)
 
 
-#: What the topic gate reads: each passage's own similarity (``passage``), or whether a passage
-#: of its document clears both the gate and the floor (``document``).
-GATE_SCOPES = ("passage", "document")
+#: The scopes of the topic gate (:data:`covrag.schema.defaults.GateScope`).
+GATE_SCOPES: tuple[GateScope, ...] = ("passage", "document")
 
 
 def _whole_documents(mask: np.ndarray, passages: Sequence[Passage]) -> np.ndarray:
@@ -296,6 +282,35 @@ def _whole_documents(mask: np.ndarray, passages: Sequence[Passage]) -> np.ndarra
     passages is True."""
     chosen = {_document(p) for p, on in zip(passages, mask, strict=True) if on}
     return np.array([_document(p) in chosen for p in passages], dtype=bool)
+
+
+def _check(floor: float, gate: float, gate_margin: float, gate_scope: str) -> None:
+    """ConfigError naming the first setting of :func:`filter_pool` out of its range."""
+    if not 0.0 <= floor <= 1.0:
+        raise ConfigError(f"the coverage floor must lie in [0, 1], got {floor}")
+    if not 0.0 <= gate <= 1.0:
+        raise ConfigError(f"the topic gate must lie in [0, 1] (0: no gate), got {gate}")
+    if gate_scope not in GATE_SCOPES:
+        raise ConfigError(f"the gate's scope must be one of {GATE_SCOPES}, got {gate_scope!r}")
+    if not 0.0 <= gate_margin <= 1.0:
+        raise ConfigError(
+            f"the gate margin must lie in [0, 1] (0: a fixed gate), got {gate_margin}"
+        )
+
+
+def _gate(
+    similarity: FloatArray | None, n: int, gate: float, gate_margin: float
+) -> tuple[np.ndarray, float, float | None]:
+    """Which of ``n`` candidates clear the topic gate, the gate applied (relative where the
+    best is weak: :func:`filter_pool`) and the best similarity."""
+    if similarity is None or len(similarity) != n:
+        got = "none" if similarity is None else len(similarity)
+        raise ValueError(f"a topic gate needs one similarity per candidate ({n}), got {got}")
+    values = np.asarray(similarity, dtype=np.float64)
+    best = float(values.max()) if n else None
+    if gate_margin > 0.0 and best is not None:
+        gate = max(min(gate, best - gate_margin), 0.0)
+    return values >= gate, gate, best
 
 
 def filter_pool(
@@ -308,7 +323,7 @@ def filter_pool(
     gate_margin: float = 0.0,
     names: Sequence[str] = (),
     question: str = "",
-    gate_scope: str = "passage",
+    gate_scope: GateScope = "passage",
 ) -> tuple[Candidates, FilterReport]:
     """The candidates whose :func:`passage_support` reaches ``floor`` (all of them at 0) and,
     with a ``gate`` above 0, whose ``similarity`` to the question reaches ``gate``; and a
@@ -326,16 +341,7 @@ def filter_pool(
     (:func:`absent_names`); when they are, only the candidates of documents about them are
     (:func:`subject_documents`, reading the ``question``'s words for titles).
     """
-    if not 0.0 <= floor <= 1.0:
-        raise ConfigError(f"the coverage floor must lie in [0, 1], got {floor}")
-    if not 0.0 <= gate <= 1.0:
-        raise ConfigError(f"the topic gate must lie in [0, 1] (0: no gate), got {gate}")
-    if gate_scope not in GATE_SCOPES:
-        raise ConfigError(f"the gate's scope must be one of {GATE_SCOPES}, got {gate_scope!r}")
-    if not 0.0 <= gate_margin <= 1.0:
-        raise ConfigError(
-            f"the gate margin must lie in [0, 1] (0: a fixed gate), got {gate_margin}"
-        )
+    _check(floor, gate, gate_margin, gate_scope)
     n = len(candidates)
     by_floor = np.ones(n, dtype=bool)
     by_gate = np.ones(n, dtype=bool)
@@ -353,14 +359,7 @@ def filter_pool(
         support = passage_support(candidates)
     best_similarity = None
     if gate > 0.0:
-        if similarity is None or len(similarity) != n:
-            got = "none" if similarity is None else len(similarity)
-            raise ValueError(f"a topic gate needs one similarity per candidate ({n}), got {got}")
-        values = np.asarray(similarity, dtype=np.float64)
-        best_similarity = float(values.max()) if n else None
-        if gate_margin > 0.0 and best_similarity is not None:
-            gate = max(min(gate, best_similarity - gate_margin), 0.0)
-        by_gate = values >= gate
+        by_gate, gate, best_similarity = _gate(similarity, n, gate, gate_margin)
         if gate_scope == "document":
             by_gate = _whole_documents(by_gate & by_floor, candidates.passages)
     keep = by_floor & by_gate

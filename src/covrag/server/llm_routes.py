@@ -90,7 +90,6 @@ class _LockedEncoder(Encoder):
 def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
     """Decompose (and outline) a question; blocking, call from a thread."""
     started = time.perf_counter()
-    before = llm.usage.as_dict()
     try:
         planned = plan(
             request.question,
@@ -113,8 +112,7 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
             rationale=tree.best.rationale,
             baseline_score=tree.baseline.score,
         )
-    after = llm.usage.as_dict()
-    spent = {k: after[k] - before[k] for k in ("calls", "cached_calls", "prompt_tokens")}
+    spent = planned.usage
     return PlanResponse(
         request=query.request,
         base=query.base,
@@ -128,11 +126,9 @@ def run_plan(request: PlanRequest, llm: LLM) -> PlanResponse:
             calls=int(spent["calls"]),
             cached_calls=int(spent["cached_calls"]),
             prompt_tokens=int(spent["prompt_tokens"]),
-            completion_tokens=int(after["completion_tokens"] - before["completion_tokens"]),
-            seconds=round(float(after["seconds"] - before["seconds"]), 3),
-            reused_prompt_tokens=int(
-                after["reused_prompt_tokens"] - before["reused_prompt_tokens"]
-            ),
+            completion_tokens=int(spent["completion_tokens"]),
+            seconds=round(float(spent["seconds"]), 3),
+            reused_prompt_tokens=int(spent["reused_prompt_tokens"]),
         ),
         seconds=time.perf_counter() - started,
         warnings=list(planned.warnings),

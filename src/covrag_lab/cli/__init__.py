@@ -13,8 +13,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from covrag.cli.common import Subparsers, run_command
-from covrag.version import __version__
+from covrag.cli.common import run_command
+from covrag.cli.parsers import command_parser
 from covrag_lab.cli import cv, eval_planner, train
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -29,18 +29,11 @@ COMMANDS = ("cv", "fit", "train", "qrels", "eval-planner")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="covrag-lab",
-        description="covrag's research commands: cross-validate, train, fit and evaluate.",
+    return command_parser(
+        "covrag-lab",
+        "covrag's research commands: cross-validate, train, fit and evaluate.",
+        MODULES,
     )
-    parser.add_argument("--version", action="version", version=f"covrag-lab {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    sub: Subparsers = parser.add_subparsers(
-        dest="command", required=True, metavar="command", parser_class=argparse.ArgumentParser
-    )
-    for module in MODULES:
-        module.register(sub)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

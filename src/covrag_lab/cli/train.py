@@ -39,6 +39,16 @@ def progress_iter(items: Iterable[T], total: int, label: str, console: Console) 
             progress.advance(task)
 
 
+#: The ``train coverage`` options that set a :class:`~covrag_lab.train.coverage.TrainConfig`
+#: field: the option's ``args`` name -> the field (its default is the option's).
+COVERAGE_FIELDS = {
+    "base_model": "base_model",
+    "lr": "learning_rate",
+    "precision": "precision",
+    "min_train_auc": "min_train_auc",
+}
+
+
 def register(sub: Subparsers) -> None:
     """Register ``covrag-lab fit``, ``covrag-lab train`` and ``covrag-lab qrels``."""
     p = sub.add_parser("fit", help="fit a learned selector (LMVU)")
@@ -109,21 +119,22 @@ def _add_train_coverage(train: Subparsers) -> None:
         help="labelled dev data for ROC-AUC and the threshold",
     )
     p.add_argument("--out", required=True, type=Path, help="model folder to write")
+    fields = COVERAGE_FIELDS  # the options that set a TrainConfig field take its default
     p.add_argument(
         "--base-model",
-        default=field_default(TrainConfig, "base_model"),
+        default=field_default(TrainConfig, fields["base_model"]),
         help="model to start from (default: the packaged MiniLM encoder)",
     )
     p.add_argument(
         "--lr",
         type=float,
-        default=field_default(TrainConfig, "learning_rate"),
+        default=field_default(TrainConfig, fields["lr"]),
         help="peak learning rate (the shipped model's second stage: 2e-5; default: %(default)s)",
     )
     p.add_argument(
         "--precision",
         choices=PRECISIONS,
-        default=field_default(TrainConfig, "precision"),
+        default=field_default(TrainConfig, fields["precision"]),
         help="bf16: bfloat16 autocast of the forward pass, about 2x faster on a CPU with "
         "AVX512-BF16 or AMX (weights and optimiser state stay fp32)",
     )
@@ -136,7 +147,7 @@ def _add_train_coverage(train: Subparsers) -> None:
     p.add_argument(
         "--min-train-auc",
         type=float,
-        default=field_default(TrainConfig, "min_train_auc"),
+        default=field_default(TrainConfig, fields["min_train_auc"]),
         help="refuse to write a model whose ROC-AUC on a sample of its own training pairs is "
         "below this after 100+ steps (a collapsed run: 0.5 is chance); 0 turns the check off",
     )
@@ -300,12 +311,7 @@ def run_train_coverage(args: argparse.Namespace, console: Console) -> int:
     inputs = [("--datasets", name) for name in args.datasets]
     inputs += [("--dev", name) for name in args.dev] + [("--base-model", args.base_model)]
     check_outputs(inputs, [], [("--out", args.out), ("--onnx-out", args.onnx_out)])
-    config = TrainConfig(
-        base_model=args.base_model,
-        learning_rate=args.lr,
-        precision=args.precision,
-        min_train_auc=args.min_train_auc,
-    )
+    config = TrainConfig(**{name: getattr(args, dest) for dest, name in COVERAGE_FIELDS.items()})
     ratio = args.neg_ratio if args.neg_ratio > 0 else None
     train = training_pairs(args.datasets, neg_ratio=ratio, seed=config.seed)
     dev = training_pairs(args.dev, neg_ratio=ratio, seed=config.seed)

@@ -25,7 +25,9 @@ import numpy as np
 from covrag.coverage.gold import GoldCoverage
 from covrag.errors import ConfigError, DataError
 from covrag.files import atomic_write_bytes
-from covrag.pipeline import PrepareConfig, attach_coverage, prepare
+from covrag.pipeline import ContextPolicy, PrepareConfig
+from covrag.pipeline.cache import TopicCache
+from covrag.pipeline.usecases import estimate
 from covrag.selectors.base import Candidates, Selector
 from covrag.selectors.greedy import GreedyCoverageSelector
 from covrag.selectors.lmvu import LMVUModel, feature_state
@@ -203,6 +205,14 @@ def topic_states(
                 yield state.features(pool), gains
 
 
+def _with_gold_coverage(topic: Topic, prepare_config: PrepareConfig) -> Candidates:
+    """The topic's whole pool prepared as ``prepare_config`` says (LMVU's features read the
+    embeddings and the sentence pieces), with its gold coverage: the estimate use case's
+    candidates (before any filter: the policy has none)."""
+    policy = ContextPolicy(selector=TopKSelector(), coverage=GoldCoverage())
+    return estimate(topic, policy, cache=TopicCache(prepare_config)).candidates
+
+
 def build_training_set(
     datasets: Sequence[tuple[str, Sequence[Topic]]],
     config: StateConfig | None = None,
@@ -222,10 +232,10 @@ def build_training_set(
         # (building datasets together or apart and joining gives the same rows).
         rng = np.random.default_rng(config.seed)
         for topic in topics:
-            prepared = prepare(topic, None, prepare_config).candidates
-            gold = GoldCoverage().estimate(topic)
-            candidates = attach_coverage(prepared, gold, topic)
-            for features, gain in topic_states(candidates, gold.covered, config, rng):
+            candidates = _with_gold_coverage(topic, prepare_config)
+            assert candidates.coverage is not None
+            covered = candidates.coverage.covered
+            for features, gain in topic_states(candidates, covered, config, rng):
                 rows.append(features)
                 gains.append(gain)
                 groups.append(np.full(len(gain), state_id, dtype=np.int64))

@@ -127,6 +127,32 @@ def _quiet(trainer: Any) -> Any:
     return trainer
 
 
+def _train(
+    stage: str,
+    trainer_class: Any,
+    args: Any,
+    model: Any,
+    tokenizer: Any,
+    data: Any,
+    out: Path,
+    config: PlannerTrainConfig,
+    progress: Progress | None,
+) -> dict[str, Any]:
+    """Train the LoRA adapters of ``model`` with a TRL trainer (``stage`` ``sft`` or ``dpo``:
+    ``trainer_class`` under ``args``), quietly, then :func:`_finish` into ``out``."""
+    _, peft, _ = _imports()
+    trainer = trainer_class(
+        model=model,
+        args=args,
+        train_dataset=data,
+        processing_class=tokenizer,
+        peft_config=_lora(peft, config),
+        callbacks=_callback(stage, progress),
+    )
+    _quiet(trainer).train()
+    return _finish(trainer, tokenizer, out)
+
+
 def _finish(trainer: Any, tokenizer: Any, folder: Path) -> dict[str, Any]:
     """Merge the adapters, save the plain model, and the stage's log."""
     merged = trainer.model.merge_and_unload()
@@ -147,7 +173,7 @@ def train_sft(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """LoRA SFT of the base on ``rows`` (prompt, completion); saves the merged model to ``out``."""
-    datasets, peft, trl = _imports()
+    datasets, _, trl = _imports()
     model, tokenizer = load_causal_lm(config.base_model)
     data = datasets.Dataset.from_list(
         [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]
@@ -156,16 +182,7 @@ def train_sft(
         **_common(config, out, config.sft_epochs, config.sft_learning_rate),
         completion_only_loss=True,
     )
-    trainer = trl.SFTTrainer(
-        model=model,
-        args=args,
-        train_dataset=data,
-        processing_class=tokenizer,
-        peft_config=_lora(peft, config),
-        callbacks=_callback("sft", progress),
-    )
-    _quiet(trainer).train()
-    return _finish(trainer, tokenizer, out)
+    return _train("sft", trl.SFTTrainer, args, model, tokenizer, data, out, config, progress)
 
 
 def train_dpo(
@@ -176,7 +193,7 @@ def train_dpo(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """LoRA DPO from the model in ``start`` (also the reference); saves the merged model."""
-    datasets, peft, trl = _imports()
+    datasets, _, trl = _imports()
     model, tokenizer = load_causal_lm(str(start))
     keys = ("prompt", "chosen", "rejected")
     data = datasets.Dataset.from_list([{k: r[k] for k in keys} for r in rows])
@@ -184,16 +201,7 @@ def train_dpo(
         **_common(config, out, config.dpo_epochs, config.dpo_learning_rate),
         beta=config.dpo_beta,
     )
-    trainer = trl.DPOTrainer(
-        model=model,
-        args=args,
-        train_dataset=data,
-        processing_class=tokenizer,
-        peft_config=_lora(peft, config),
-        callbacks=_callback("dpo", progress),
-    )
-    _quiet(trainer).train()
-    return _finish(trainer, tokenizer, out)
+    return _train("dpo", trl.DPOTrainer, args, model, tokenizer, data, out, config, progress)
 
 
 def _versions() -> dict[str, str]:

@@ -1,0 +1,60 @@
+"""The numbers of ``covrag ask``'s defaults, written once: the pipeline's :data:`ASK` preset
+(:mod:`covrag.pipeline.policy`, and through it :class:`~covrag.pipeline.AskConfig`) is built from
+them, and the requests of ``/v1/answer`` and ``/v1/plan`` (:mod:`covrag.schema.http_answer`,
+:mod:`covrag.schema.http_plan`) default to them; a schema imports no pipeline, so they live here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+#: The coverage floor of ``ask``: a passage enters the context only when the estimator gives it
+#: at least this probability of answering one wanted aspect (or the question itself).
+DEFAULT_FLOOR = 0.5
+#: The topic gate of ``ask``: a passage enters the context only when its MiniLM cosine to the
+#: question reaches this (``covrag.selectors.floor``); it holds for the packaged MiniLM only.
+#: Floor and gate were chosen together by leave-topics-out cross-validation over 28 ArgKP
+#: train + dev topics (the LLM's sub-questions) and 40 Perspectrum-evidence train + dev topics
+#: (docs/experiments/20-question-aware-coverage.md, "A topic gate").
+DEFAULT_GATE = 0.5
+
+#: The relative gate of ``ask``: where even the best passage's cosine is under the gate, the gate
+#: applied is that cosine minus this margin. On the answer benchmark's five corpora
+#: (benchmarks/answers/, ``bench_answer_nuggets.py --stage context``) the context's nugget recall
+#: with it is at least the fixed gate's on every corpus (manuals 0.68 -> 0.76, licences 0.25 ->
+#: 0.42, guides 0.56 -> 0.58, python-api and compression unchanged; 0.51 -> 0.57 pooled), and a
+#: cross-document question whose passages all sit under 0.5 gets a context instead of a refusal.
+#: Chosen on all five corpora: leaving one out, the pre-written rule (best pooled recall on the
+#: other four) picks no stable variant (docs/experiments/29-answer-benchmark.md).
+DEFAULT_GATE_MARGIN = 0.1
+
+
+#: What the topic gate reads: each passage's own similarity (``passage``), or whether a passage
+#: of its document clears both the gate and the floor (``document``;
+#: :mod:`covrag.selectors.floor`).
+GateScope = Literal["passage", "document"]
+
+
+@dataclass(frozen=True)
+class AskDefaults:
+    """The defaults of ``covrag ask`` that ``/v1/answer`` and ``/v1/plan`` share (the writer's:
+    :data:`~covrag.schema.writer.WRITER`): the filters, and the planner's sub-questions (at most
+    4, grounded in a first search) with no answer sketches."""
+
+    floor: float = DEFAULT_FLOOR
+    floor_question: bool = True
+    gate: float = DEFAULT_GATE
+    gate_margin: float = DEFAULT_GATE_MARGIN
+    # the gate read by document, and 12 passages: chosen leaving one corpus out on the answer
+    # benchmark (docs/experiments/32-document-gate.md); /v1/answer selects only when the request
+    # gives its k
+    gate_scope: GateScope = "document"
+    names: bool = True
+    k: int = 12
+    subquestions: int = 4
+    answers: int = 0
+
+
+#: ``covrag ask``'s defaults: what :data:`covrag.pipeline.policy.ASK` is built from.
+ASK_DEFAULTS = AskDefaults()
