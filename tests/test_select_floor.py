@@ -121,3 +121,30 @@ def test_the_filter_report_names_the_filter_that_emptied_the_pool() -> None:
     assert report.kept == 1 and report.reason() is None  # p0 clears both
     empty = Candidates("q", "question", (), relevance=np.zeros(0), coverage=None)
     assert (filter_pool(empty, 0.0)[1].reason() or "").startswith("nothing was retrieved")
+
+
+def test_the_gate_read_by_document_lets_in_the_passages_of_a_document_that_clears_it() -> None:
+    import dataclasses
+
+    base = pool()
+    docs = ["ssh_config", "ssh_config", "curl", "curl", "ssh_config"]
+    candidates = dataclasses.replace(
+        base,
+        passages=tuple(
+            dataclasses.replace(p, metadata={"doc_id": d})
+            for p, d in zip(base.passages, docs, strict=True)
+        ),
+    )
+    # floor 0.25 keeps p0, p1, p4 (support 0.9, 0.6, 0.3); only p0 and p2 are near the question
+    similarity = np.array([0.8, 0.2, 0.7, 0.1, 0.3])
+    kept, report = filter_pool(candidates, 0.25, gate=0.5, similarity=similarity)
+    assert [p.id for p in kept.passages] == ["p0"] and report.cleared_gate == 2
+    kept, report = filter_pool(
+        candidates, 0.25, gate=0.5, similarity=similarity, gate_scope="document"
+    )
+    # p1 and p4 are ssh_config's, whose p0 clears gate and floor; curl's p2 clears the gate but
+    # not the floor, so curl's p3 gains nothing
+    assert [p.id for p in kept.passages] == ["p0", "p1", "p4"]
+    assert report.cleared_gate == 4 and report.kept == 3
+    with pytest.raises(ConfigError, match="scope"):
+        filter_pool(candidates, 0.25, gate=0.5, similarity=similarity, gate_scope="section")  # type: ignore[arg-type]

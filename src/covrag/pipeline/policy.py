@@ -12,7 +12,7 @@ is written here or nowhere:
 | :data:`SELECT_BATCH` | ``covrag select`` | ``--aspects`` | 10 | ``--relevance`` | none |
 | :data:`SERVER_SELECT` | ``/v1/select`` | the request's, else label-free | 10 | as asked | none |
 | :data:`INTEGRATIONS` | the integrations | given, else label-free | 5 | auto | none |
-| :data:`ASK` | ``covrag ask`` | ``planner`` | 12 | score | 0.5 / 0.5 (document) |
+| :data:`ASK` | ``covrag ask`` | ``planner`` | 8 | score | 0.5 / 0.5 (document) |
 | :data:`ANSWER` | ``/v1/answer`` (with ``k``) | the request's | the request's | order | as ask |
 | :data:`BENCH` | ``covrag bench`` / ``cv`` | ``--aspects`` | ``--budgets`` | dense | none |
 
@@ -244,15 +244,13 @@ SERVER_SELECT = ContextPolicy(label_free=LABEL_FREE_SELECTOR)
 #: docs/experiments/20-question-aware-coverage.md).
 INTEGRATIONS = ContextPolicy(aspects="pool", k=5, relevance="auto", label_free=LABEL_FREE_SELECTOR)
 #: ``covrag ask`` (the defaults of :class:`covrag.pipeline.AskConfig`): the planner's aspects
-#: (at most 4 sub-questions, grounded in a first search, no sketches), 12 passages of the
+#: (at most 4 sub-questions, grounded in a first search, no sketches), 8 passages of the
 #: retrieved pool by its scores, behind the coverage floor (the question counts), the topic
 #: gate (read by document: a passage of a document one of whose passages clears the gate and the
-#: floor clears it) and the name filter. The document gate and k = 12 were chosen on the answer
-#: benchmark's context stage, leaving one corpus out: the rule "best pooled context nugget
-#: recall on the other four corpora" chose them in all five folds, and each held-out corpus
-#: gained (0.54 -> 0.62 pooled; docs/experiments/32-document-gate.md).
-#: Its filters' numbers and the planner's counts are :data:`covrag.schema.defaults.ASK_DEFAULTS`
-#: (``/v1/answer`` and ``/v1/plan`` default to them too).
+#: floor clears it too) and the name filter. 12 passages raise the context's nugget recall on the
+#: answer benchmark, leaving one corpus out (0.54 -> 0.62 with the gate by document), but the
+#: 1.5B writer states fewer nuggets from them (V_strict 0.37 -> 0.31;
+#: docs/experiments/32-document-gate.md).
 ASK = ContextPolicy(
     coverage=DEFAULT_COVERAGE,
     aspects="planner",

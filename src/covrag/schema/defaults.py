@@ -46,12 +46,11 @@ class AskDefaults:
     floor_question: bool = True
     gate: float = DEFAULT_GATE
     gate_margin: float = DEFAULT_GATE_MARGIN
-    # the gate read by document, and 12 passages: chosen leaving one corpus out on the answer
-    # benchmark (docs/experiments/32-document-gate.md); /v1/answer selects only when the request
-    # gives its k
+    # the gate read by document (docs/experiments/32-document-gate.md); /v1/answer selects only
+    # when the request gives its k
     gate_scope: GateScope = "document"
     names: bool = True
-    k: int = 12
+    k: int = 8
     subquestions: int = 4
     answers: int = 0
 

@@ -360,8 +360,8 @@ def filter_pool(
     best_similarity = None
     if gate > 0.0:
         by_gate, gate, best_similarity = _gate(similarity, n, gate, gate_margin)
-        if gate_scope == "document":
-            by_gate = _whole_documents(by_gate & by_floor, candidates.passages)
+        if gate_scope == "document":  # also the passages of a document that clears both
+            by_gate = by_gate | _whole_documents(by_gate & by_floor, candidates.passages)
     keep = by_floor & by_gate
     absent = absent_names(names, candidates.passages) if n else ()
     on_subject = subject_documents(names, question, candidates.passages)
