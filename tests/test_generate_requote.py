@@ -96,7 +96,11 @@ def test_the_checker_quotes_in_place_keeps_the_written_sentence_and_says_so() ->
     texts = [s.text for s in checked.answer.sentences]
     assert texts[0].startswith("\u201ccopy(src, dst")
     assert texts[1].startswith("\u201ccopy2(src, dst")
-    assert len(texts) == 2 and checked.fallback is None
+    # nothing the writer wrote holds, so the answer is the fallback's quotations, led by the two
+    # that stand for what it wrote, none quoted twice
+    assert checked.fallback == "quote" and len(texts) == len(set(texts)) > 2
+    spans = [(s.check.passage_id, s.check.span) for s in checked.answer.sentences if s.check]
+    assert len(spans) == len(set(spans))
     for s in checked.answer.sentences:
         assert s.check is not None and s.check.verified == "aligned" and s.check.span is not None
         passage = next(p for p in PASSAGES if p.id == s.passage_ids[0])
@@ -104,10 +108,27 @@ def test_the_checker_quotes_in_place_keeps_the_written_sentence_and_says_so() ->
     # the check records what the writer wrote, and where it came from
     assert checked.answer.sentences[1].check.written == ("shutil#1",)  # type: ignore[union-attr]
     assert {s.text for s in checked.answer.dropped} == {w.text for w in written}
-    assert any("replaced by the passage sentence" in w for w in support_warnings(checked))
-    # the old policy drops them all: nothing is left, so the answer is the fallback
+    warnings = support_warnings(checked)
+    assert warnings[0].endswith("the answer quotes the selected passages instead")
+    assert warnings[1].startswith("the quotations are led by 2 quoted in place of sentences")
+    # the old policy drops them all: nothing is left, so the answer is the fallback, unled
     dropped = SupportChecker(unsupported="drop").check(draft, PASSAGES)
     assert dropped.fallback == "quote"
+    unled = [s.text for s in dropped.answer.sentences]
+    assert [t for t in unled if t not in texts[:2]] == texts[2:] and len(unled) > len(texts[2:])
+
+
+def test_a_quotation_beside_a_sentence_the_writer_wrote_is_no_fallback() -> None:
+    passage = PASSAGES[1]
+    start = passage.text.index("copy2(")
+    written = (
+        Citation(passage.text[start:], ("shutil#28",)),  # stated as written: it holds
+        Citation("shutil.copy copies data and the mode bits of the file.", ()),
+    )
+    checked = SupportChecker().check(Draft(ParsedAnswer(Answer(written)), "raw", 2), PASSAGES)
+    assert checked.fallback is None
+    texts = [s.text for s in checked.answer.sentences]
+    assert texts[0] == passage.text[start:] and texts[1].startswith("\u201ccopy(src, dst")
 
 
 def test_a_span_is_quoted_once() -> None:

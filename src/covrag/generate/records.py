@@ -120,8 +120,7 @@ def support_warnings(draft: Draft) -> tuple[str, ...]:
             f"{len(unsupported)} sentence(s) that no passage supports were dropped from "
             "the answer: " + "; ".join(repr(s.text) for s in unsupported)
         )
-    if draft.fallback is None:
-        found.extend(draft.tidied)
+    found.extend(draft.tidied)  # a fallback keeps only the notes about what it shows
     return tuple(found)
 
 

@@ -214,7 +214,9 @@ class SupportChecker:
         sentences = self.check_sentences(reworded, passages)
         replaced: list[Citation] = []
         if self.unsupported == "quote":
+            checked = {id(s) for s in sentences}
             sentences, replaced = requote(sentences, passages)
+        quotes = set() if not replaced else {id(s) for s in sentences} - checked
         drop = self.unsupported != "mark"
         unsupported_out = [not s.framing and not s.supported and drop for s in sentences]
         tidied = tidy(sentences, unsupported_out, {p.id: document_of(p) for p in passages})
@@ -244,11 +246,26 @@ class SupportChecker:
         )
         fallback = None
         answer = Answer(tuple(kept), dropped)
-        if not any(s.supported for s in kept):
+        # the fallback when nothing the model wrote holds: a quotation in place of one of its
+        # sentences does not stand for an answer, but leads the fallback's quotations
+        if not any(s.supported and id(s) not in quotes for s in kept):
             fallback = self.fallback
-            unsupported = tuple(s for s in sentences if not s.framing)
+            unsupported = (
+                *replaced,
+                *(s for s in sentences if not s.framing and id(s) not in quotes),
+            )
+            led = [s for s in kept if id(s) in quotes] if self.fallback == "quote" else []
+            # the tidy notes are about sentences the fallback does not show
+            notes = (
+                (
+                    f"the quotations are led by {len(led)} quoted in place of sentences no "
+                    "passage holds: " + "; ".join(repr(s.text) for s in replaced),
+                )
+                if led
+                else ()
+            )
             if self.fallback == "quote":
-                answer = Answer(quoted_answer(passages, context), unsupported)
+                answer = Answer(_after(led, quoted_answer(passages, context)), unsupported)
             else:
                 answer = Answer((refusal(len(unsupported)),), unsupported)
             invalid = ()
@@ -256,6 +273,15 @@ class SupportChecker:
         return dataclasses.replace(
             draft, parsed=parsed, checked=True, fallback=fallback, tidied=notes
         )
+
+
+def _after(first: Sequence[Citation], rest: Sequence[Citation]) -> tuple[Citation, ...]:
+    """``first``, then the sentences of ``rest`` that quote no span ``first`` quotes."""
+    spans = {(s.check.passage_id, s.check.span) for s in first if s.check is not None}
+    return (
+        *first,
+        *(s for s in rest if s.check is None or (s.check.passage_id, s.check.span) not in spans),
+    )
 
 
 def _span(span: tuple[int, int], passage: Passage) -> tuple[int, int]:
