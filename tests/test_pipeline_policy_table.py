@@ -79,7 +79,7 @@ def test_every_context_field_of_ask_config_is_the_ask_presets() -> None:
         ("floor_question", False),
         ("gate", 0.0),
         ("gate_margin", 0.3),
-        ("gate_scope", "passage"),
+        ("gate_scope", "document"),
         ("names", False),
         ("pool_aspects", 4),
         ("outline", True),

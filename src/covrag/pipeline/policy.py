@@ -12,7 +12,7 @@ is written here or nowhere:
 | :data:`SELECT_BATCH` | ``covrag select`` | ``--aspects`` | 10 | ``--relevance`` | none |
 | :data:`SERVER_SELECT` | ``/v1/select`` | the request's, else label-free | 10 | as asked | none |
 | :data:`INTEGRATIONS` | the integrations | given, else label-free | 5 | auto | none |
-| :data:`ASK` | ``covrag ask`` | ``planner`` | 8 | score | 0.5 / 0.5 (document) |
+| :data:`ASK` | ``covrag ask`` | ``planner`` | 8 | score | 0.5 / 0.5 |
 | :data:`ANSWER` | ``/v1/answer`` (with ``k``) | the request's | the request's | order | as ask |
 | :data:`BENCH` | ``covrag bench`` / ``cv`` | ``--aspects`` | ``--budgets`` | dense | none |
 
@@ -246,11 +246,10 @@ INTEGRATIONS = ContextPolicy(aspects="pool", k=5, relevance="auto", label_free=L
 #: ``covrag ask`` (the defaults of :class:`covrag.pipeline.AskConfig`): the planner's aspects
 #: (at most 4 sub-questions, grounded in a first search, no sketches), 8 passages of the
 #: retrieved pool by its scores, behind the coverage floor (the question counts), the topic
-#: gate (read by document: a passage of a document one of whose passages clears the gate and the
-#: floor clears it too) and the name filter. 12 passages raise the context's nugget recall on the
-#: answer benchmark, leaving one corpus out (0.54 -> 0.62 with the gate by document), but the
-#: 1.5B writer states fewer nuggets from them (V_strict 0.37 -> 0.31;
-#: docs/experiments/32-document-gate.md).
+#: gate (by passage) and the name filter. 12 passages and the gate read by document raise the
+#: context's nugget recall on the answer benchmark, leaving one corpus out (0.54 -> 0.62), but
+#: the 1.5B writer states fewer nuggets from them (V_strict 0.37 -> 0.31; the gate by document
+#: alone, 0.34 -> 0.26: docs/experiments/32-document-gate.md).
 ASK = ContextPolicy(
     coverage=DEFAULT_COVERAGE,
     aspects="planner",
