@@ -41,7 +41,7 @@ The rules:
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import pytest
@@ -423,9 +423,23 @@ def entry_step_calls(
 ) -> list[str]:
     """``entry module -> step module.name`` for every step function (or step module) an entry
     point imports, through re-exports, in functions and under ``TYPE_CHECKING`` too."""
+    return _steps_imported(
+        imports,
+        steps,
+        lambda importer: layer(importer) in ENTRY_POINTS and importer != "covrag.__main__",
+    )
+
+
+def _steps_imported(
+    imports: Mapping[str, Mapping[str, tuple[str, str]]],
+    steps: Mapping[str, frozenset[str]],
+    checked: Callable[[str], bool],
+) -> list[str]:
+    """``importer -> step module.name`` for every step (or step module) a ``checked`` module
+    imports, each name charged to the module that defines it."""
     found = []
     for importer, names in sorted(imports.items()):
-        if layer(importer) not in ENTRY_POINTS or importer == "covrag.__main__":
+        if not checked(importer):
             continue
         for source, name in sorted(names.values()):
             module, defined = defining_name(source, name, imports)
@@ -503,16 +517,12 @@ def step_imports(
     """``module -> step module.name`` for every step (or step module) a pipeline module outside
     :data:`STEP_USERS`, or a ``covrag_lab`` module, imports, through re-exports."""
     skip = STEP_USERS | set(allowed)
-    found = []
-    for importer, names in sorted(imports.items()):
+
+    def checked(importer: str) -> bool:
         ours = importer.partition(".")[0] == "covrag_lab" or layer(importer) == "pipeline"
-        if not ours or importer in skip:
-            continue
-        for source, name in sorted(names.values()):
-            module, defined = defining_name(source, name, imports)
-            if defined in steps.get(module, ()) or (not defined and module in STEP_MODULES):
-                found.append(f"{importer} -> {module}{'.' if defined else ''}{defined}")
-    return found
+        return ours and importer not in skip
+
+    return _steps_imported(imports, steps, checked)
 
 
 def test_pipeline_and_lab_modules_use_the_use_cases_not_the_steps() -> None:
