@@ -84,6 +84,21 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "gate": 0.3,
     },
     "retriever order, no filters": {"selector": "topk", "floor": 0.0, "gate": 0.0},
+    "question order (dense)": {"selector": "topk", "relevance": "dense"},
+    "question order (sentences)": {"selector": "topk", "relevance": "sentences"},
+    "question order (dense), no floor": {"selector": "topk", "relevance": "dense", "floor": 0.0},
+    "question order (sentences), no floor": {
+        "selector": "topk",
+        "relevance": "sentences",
+        "floor": 0.0,
+    },
+    "question order (sentences), no filters": {
+        "selector": "topk",
+        "relevance": "sentences",
+        "floor": 0.0,
+        "gate": 0.0,
+    },
+    "MMR (sentences)": {"selector": "mmr", "relevance": "sentences"},
 }
 
 
@@ -208,13 +223,26 @@ def _variants(
     estimated: Any, policy: Any, refine: Any, selector_of: Any, pick: Any
 ) -> dict[str, list[str]]:
     """The passages each of :data:`VARIANTS` selects from the same pool and coverage."""
+    from covrag.pipeline.context import prepare_config, prepare_pool
+
     variants = {}
     for name, overrides in VARIANTS.items():
         other = dataclasses.replace(policy, **overrides)
         question_text = estimated.candidates.query if other.floor_question else None
+        candidates = estimated.candidates
+        if other.relevance != policy.relevance:  # the same pool and coverage, ranked otherwise
+            ranked = prepare_pool(
+                estimated.topic, prepare_config(other, selector_of(other), estimated.topic)
+            )
+            candidates = dataclasses.replace(
+                candidates,
+                relevance=ranked.relevance,
+                embeddings=ranked.embeddings,
+                query_embedding=ranked.query_embedding,
+            )
         refined = refine(
             estimated.topic,
-            estimated.candidates,
+            candidates,
             selector_of(other),
             estimated.estimator,
             other,

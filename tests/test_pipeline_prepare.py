@@ -116,3 +116,29 @@ def test_attach_coverage_on_bundled_data_matches_prepare() -> None:
     assert attached.coverage is not None and with_coverage.coverage is not None
     assert np.array_equal(attached.coverage.probs, with_coverage.coverage.probs)
     assert attached.passages == with_coverage.passages
+
+
+def test_sentence_relevance_adds_the_nearest_sentence_to_the_passage_cosine() -> None:
+    question = "How do I keep an SSH connection alive when idle?"
+    answer = (
+        "The manual has many sections. It lists options for files, colours and paths. "
+        "ServerAliveInterval keeps an idle SSH connection alive."
+    )
+    topic = Topic(
+        "q",
+        question,
+        (Passage("long", answer), Passage("near", "SSH connections and SSH keys.")),
+        (),
+    )
+    config = PrepareConfig(relevance="sentences")
+    candidates = prepare(topic, None, config).candidates
+    dense = prepare(topic, None, PrepareConfig(relevance="dense")).candidates
+    assert candidates.piece_embeddings is not None and candidates.piece_owner is not None
+    encoder = config.resolved_encoder()
+    q = encoder.encode([question])[0]
+    best = max(float(encoder.encode([s])[0] @ q) for s in answer.split(". "))
+    # the passage's own cosine plus that of its sentence nearest the question
+    assert candidates.relevance[0] == pytest.approx(dense.relevance[0] + best, abs=0.02)
+    # a passage of one sentence is its own nearest sentence
+    assert candidates.relevance[1] == pytest.approx(2 * dense.relevance[1], abs=1e-6)
+    assert config_for([], "sentences").pieces

@@ -17,6 +17,7 @@ from covrag.generate.critique import (
     aspects_in_answer,
 )
 from covrag.generate.generator import CritiqueRewriteGenerator, Writer, rewrite_verdict
+from covrag.generate.nearest import NearestQuotes
 from covrag.generate.records import (
     Critique,
     Draft,
@@ -38,6 +39,7 @@ WRITERS: dict[str, type[CitedWriter] | type[SynthesisWriter]] = {
 __all__ = [
     "FEEDBACK_MODES",
     "JUDGE_THRESHOLD",
+    "NearestQuotes",
     "WRITERS",
     "SupportChecker",
     "support_warnings",

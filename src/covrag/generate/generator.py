@@ -9,6 +9,7 @@ from typing import Protocol
 
 from covrag.errors import ConfigError
 from covrag.generate.critique import Critic, CritiqueContext
+from covrag.generate.nearest import NearestQuotes
 from covrag.generate.records import Critique, Draft, GenerationResult, WritingContext
 from covrag.generate.support import SupportChecker
 from covrag.generate.synthesis import nothing_found
@@ -98,6 +99,8 @@ class CritiqueRewriteGenerator:
         checker: Checks and repairs the citations of every draft; None leaves drafts as the
             writer returns them (what the benchmarks compare against; ``covrag ask`` and the
             server always check).
+        nearest: Adds to every checked draft the context sentences nearest the question that
+            it does not state (:class:`~covrag.generate.nearest.NearestQuotes`); None = none.
 
     Example:
         >>> from covrag.llm import parse_llm
@@ -116,6 +119,7 @@ class CritiqueRewriteGenerator:
         *,
         passes: int = 2,
         checker: SupportChecker | None = None,
+        nearest: NearestQuotes | None = None,
     ):
         if passes < 0:
             raise ConfigError(f"passes must be >= 0, got {passes}")
@@ -125,19 +129,26 @@ class CritiqueRewriteGenerator:
         self.critic = critic
         self.passes = passes
         self.checker = checker
+        self.nearest = nearest
 
     def __repr__(self) -> str:
         return (
             f"CritiqueRewriteGenerator({self.writer!r}, {self.critic!r}, passes={self.passes}, "
-            f"checker={self.checker!r})"
+            f"checker={self.checker!r}, nearest={self.nearest!r})"
         )
 
     def _checked(
-        self, draft: Draft, passages: Sequence[Passage], context: WritingContext | None
+        self,
+        question: str,
+        draft: Draft,
+        passages: Sequence[Passage],
+        context: WritingContext | None,
     ) -> Draft:
         if self.checker is None:
             return draft
         checked = self.checker.check(draft, passages, context)
+        if self.nearest is not None:
+            checked = self.nearest.add(question, checked, passages)
         for problem in checked.problems:
             if problem not in draft.problems:
                 logger.warning("answer to %d passages: %s", len(passages), problem)
@@ -164,7 +175,7 @@ class CritiqueRewriteGenerator:
         passages = tuple(passages)
         if passages:
             first = self.writer.write(question, passages, outline=outline, context=context)
-            first = self._checked(first, passages, context)
+            first = self._checked(question, first, passages, context)
         else:  # nothing cleared the floor: say so, and ask no model
             first = nothing_found(context or WritingContext())
         drafts: list[Draft] = [first]
@@ -179,7 +190,7 @@ class CritiqueRewriteGenerator:
             draft = self.writer.rewrite(
                 question, passages, drafts[-1], critique.feedback, outline=outline, context=context
             )
-            draft = self._checked(draft, passages, context)
+            draft = self._checked(question, draft, passages, context)
             verdict = rewrite_verdict(drafts[-1], draft)
             if verdict.startswith("rejected"):
                 logger.warning("pass %d: %s; the previous draft is kept", i, verdict)

@@ -47,10 +47,15 @@ def quote(
     passage: Passage, aspect: Aspect | None, weights: Mapping[str, float] | None = None
 ) -> Citation:
     """One quotation of ``passage``: an exact sentence of it, in quotation marks, cited."""
-    start, end = quote_span(passage, aspect, weights)
+    span = quote_span(passage, aspect, weights)
+    return quotation(passage, span, None if aspect is None else aspect.id)
+
+
+def quotation(passage: Passage, span: tuple[int, int], aspect_id: str | None = None) -> Citation:
+    """``passage.text[span]`` in quotation marks, cited, with that span in its check."""
+    start, end = span
     check = SupportCheck((), "aligned", 1.0, passage.id, (start, end))
-    text = f"\u201c{passage.text[start:end]}\u201d"
-    return Citation(text, (passage.id,), None if aspect is None else aspect.id, check=check)
+    return Citation(f"\u201c{passage.text[start:end]}\u201d", (passage.id,), aspect_id, check=check)
 
 
 def quoted_answer(

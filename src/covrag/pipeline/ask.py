@@ -36,6 +36,7 @@ from covrag.generate import (
     Critic,
     CritiqueContext,
     CritiqueRewriteGenerator,
+    NearestQuotes,
     SupportChecker,
     SynthesisWriter,
     Writer,
@@ -138,7 +139,11 @@ def build_generator(
     checker = SupportChecker(
         support_judge, unsupported=config.unsupported, fallback=config.fallback
     )
-    return CritiqueRewriteGenerator(writer, critic, passes=config.passes, checker=checker)
+    # what the writer left unstated, nearest the question: quoted after its sentences
+    nearest = NearestQuotes(config.quotes) if config.quotes else None
+    return CritiqueRewriteGenerator(
+        writer, critic, passes=config.passes, checker=checker, nearest=nearest
+    )
 
 
 def _plan(

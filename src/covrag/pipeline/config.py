@@ -29,9 +29,9 @@ from covrag.schema.writer import WriterName as WriterName  # re-exported
 from covrag.selectors.base import EMBEDDINGS, PIECES, Selector
 from covrag.tokens import TokenCounter
 
-RelevanceSource = Literal["dense", "score", "order"]
+RelevanceSource = Literal["dense", "sentences", "score", "order"]
 DecomposeStyle = Literal["factors", "points"]  # covrag.plan.decompose.STYLES
-RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "score", "order")
+RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "sentences", "score", "order")
 
 #: The most resamples of a bootstrap or permutation test (``--n-resamples``): far above the
 #: 10,000 that give stable p-values, far below what would not fit in memory.
@@ -89,6 +89,7 @@ class PrepareConfig:
         default="dense",
         metadata=_help(
             "relevance signal: dense = MiniLM cosine to the query (the DES bi-encoder score), "
+            "sentences = that plus the cosine of the passage's sentence nearest the query, "
             "score = the passages' own retriever scores, order = pool order (first = most "
             "relevant)"
         ),
@@ -131,7 +132,7 @@ def config_for(
     return PrepareConfig(
         relevance=relevance,
         embeddings=any(s.needs(EMBEDDINGS) for s in chosen),
-        pieces=any(s.needs(PIECES) for s in chosen),
+        pieces=relevance == "sentences" or any(s.needs(PIECES) for s in chosen),
         counter=counter,
     )
 
@@ -178,6 +179,7 @@ class AskConfig:
     max_tokens: int = _writer("max_tokens")
     unsupported: UnsupportedPolicy = _writer("unsupported")
     fallback: Fallback = _writer("fallback")
+    quotes: int = _writer("quotes")
 
     def __post_init__(self) -> None:
         if self.feedback.startswith("oracle"):

@@ -65,7 +65,7 @@ def _help(text: str) -> dict[str, object]:
 
 
 #: ``auto``: the passages' scores when every passage has one, else their order.
-Relevance = Literal["auto", "dense", "score", "order"]
+Relevance = Literal["auto", "dense", "sentences", "score", "order"]
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,8 @@ class ContextPolicy:
         aspect_options: What the aspect sources are built from (sub-questions, sketches, ...).
         k: At most this many passages (None: no limit on the count).
         max_tokens: At most this many tokens (None: no limit on the tokens).
-        relevance: ``dense`` (MiniLM cosine to the query), ``score``, ``order`` or ``auto``.
+        relevance: ``dense`` (MiniLM cosine to the query), ``sentences`` (that plus the cosine
+            of the passage's sentence nearest the query), ``score``, ``order`` or ``auto``.
         floor: The coverage floor (0: none; :mod:`covrag.selectors.floor`).
         floor_question: Whether a passage that answers the question itself clears the floor.
         gate: The topic gate: the least MiniLM cosine to the question (0: none).

@@ -42,7 +42,7 @@ def prepare(
     coverage: CoverageMatrix | None = estimator.estimate(topic) if estimator else None
 
     encoder: Encoder | None = None
-    if config.relevance == "dense" or config.embeddings or config.pieces:
+    if config.relevance in ("dense", "sentences") or config.embeddings or config.pieces:
         encoder = config.resolved_encoder()
     embeddings = query_embedding = None
     if encoder is not None:
@@ -50,15 +50,19 @@ def prepare(
         query_embedding = encoder.encode([topic.query])[0]
 
     piece_embeddings = piece_owner = None
-    if config.pieces:
+    if config.pieces or config.relevance == "sentences":
         if encoder is None or embeddings is None:
             raise ConfigError("piece embeddings need the encoder (install covrag[embed])")
         piece_embeddings, piece_owner = embed_pieces(topic, embeddings, encoder)
 
     n = len(topic.passages)
-    if config.relevance == "dense":
+    if config.relevance in ("dense", "sentences"):
         assert embeddings is not None and query_embedding is not None
         relevance = embeddings @ query_embedding
+        if config.relevance == "sentences":
+            assert piece_embeddings is not None and piece_owner is not None
+            nearest = nearest_piece(piece_embeddings @ query_embedding, piece_owner, n)
+            relevance = relevance + nearest
     elif config.relevance == "score":
         missing = [p.id for p in topic.passages if p.score is None]
         if missing:
@@ -103,6 +107,13 @@ def embed_pieces(
             0, dtype=np.int64
         )
     return np.concatenate(vectors), np.array(owners, dtype=np.int64)
+
+
+def nearest_piece(similarity: FloatArray, owner: IntArray, n: int) -> FloatArray:
+    """Per passage (``0 .. n - 1``), the greatest ``similarity`` of its pieces (sentences)."""
+    best = np.full(n, -np.inf)
+    np.maximum.at(best, owner, similarity)
+    return np.where(np.isfinite(best), best, 0.0)
 
 
 def attach_coverage(candidates: Candidates, coverage: CoverageMatrix, topic: Topic) -> Candidates:

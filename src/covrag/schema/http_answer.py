@@ -125,6 +125,13 @@ class AnswerRequest(Strict):
         description="when no sentence of the model's reply is supported: quote = quote the "
         "passages, each quotation cited; refuse = give no answer, and say why",
     )
+    quotes: int = Field(
+        default=WRITER.quotes,
+        ge=0,
+        le=12,
+        description="after the check, add to a written answer this many context sentences "
+        "nearest the question that it does not state, quoted and cited (0 = none)",
+    )
     stream: bool = Field(
         default=False,
         description="answer with server-sent events (text/event-stream): planned, retrieved and "

@@ -83,12 +83,21 @@ class WriterPolicy:
             "passages by sub-question, each quotation cited; refuse = give no answer, and say why"
         ),
     )
+    quotes: int = field(
+        default=3,
+        metadata=_help(
+            "after the check, add to a written answer this many context sentences nearest the "
+            "question that it does not state, quoted and cited (0 = none)"
+        ),
+    )
 
     def __post_init__(self) -> None:
         if self.feedback.startswith("oracle"):
             raise ConfigError("oracle feedback modes need gold labels: use them in benchmarks")
         if self.passes < 0:
             raise ConfigError(f"passes must be >= 0, got {self.passes}")
+        if self.quotes < 0:
+            raise ConfigError(f"quotes must be >= 0, got {self.quotes}")
 
 
 #: The writer settings where a caller gives none (``covrag ask``'s, ``/v1/answer``'s).

@@ -1,0 +1,128 @@
+"""The context sentences nearest the question that a checked answer does not state, added to it
+as quotations.
+
+A 1.5B writer cites a passage and states one thing of it: on the answer benchmark
+(``benchmarks/bench_answer_nuggets.py``), the context held 0.54 of the nuggets and the answer
+stated 0.27 with support, and most of those it missed were in passages it cited
+(docs/experiments/33-nearest-sentences.md). The sentence of a manual page that answers the
+question is usually the one worded most like it. So after the citation check
+(:mod:`covrag.generate.support`), :class:`NearestQuotes` adds to the answer the ``quotes``
+context sentences nearest the question (cosine of the packaged MiniLM encoder's vectors) that
+the answer does not already state (no kept sentence writes most of their words). Each is an
+exact span of its passage, in quotation marks and cited, verified ``aligned`` (a reader finds
+it word for word), after the written sentences and before a closing framing sentence; the
+draft's notes say how many were added.
+
+The fallback's quotations (when nothing the writer wrote holds) get them too: those are chosen
+by the words of each sub-question, these by the question. An answer with no supported, cited
+sentence gets none: nothing is added to a refusal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from covrag.embed import Encoder, default_encoder
+from covrag.errors import ConfigError
+from covrag.generate.quotes import quotation
+from covrag.generate.records import Draft
+from covrag.generate.requote import MIN_QUOTE_WORDS, quote_spans, stems
+from covrag.text import words
+from covrag.types import Answer, Citation, Passage
+
+#: A context sentence is stated already when a kept sentence writes this share of its word stems.
+#: A kept sentence's aligned span is no test: alignment needs most of the sentence's words in the
+#: passage, not most of the passage's sentence in the sentence, and the sentences it overlaps
+#: were often stated in part (on the answer benchmark, excluding them lowered V_strict).
+STATED_SHARE = 0.8
+
+
+def _stated(text: str, kept: Sequence[Citation]) -> bool:
+    """Whether a kept sentence writes most of ``text``'s word stems."""
+    wanted = stems(text)
+    return bool(wanted) and any(
+        len(wanted & stems(sentence.text)) >= STATED_SHARE * len(wanted) for sentence in kept
+    )
+
+
+def candidates(
+    passages: Sequence[Passage], kept: Sequence[Citation]
+) -> list[tuple[Passage, tuple[int, int]]]:
+    """Each sentence of ``passages`` long enough to quote that ``kept`` does not state."""
+    found = []
+    for passage in passages:
+        for start, end in quote_spans(passage.text):
+            text = passage.text[start:end]
+            if len(words(text)) < MIN_QUOTE_WORDS or _stated(text, kept):
+                continue
+            found.append((passage, (start, end)))
+    return found
+
+
+class NearestQuotes:
+    """Adds the context sentences nearest the question to a checked answer (module docs).
+
+    Args:
+        quotes: How many to add at most (0 = none).
+        encoder: Embeds the question and the sentences; None = the packaged MiniLM, loaded on
+            first use.
+    """
+
+    def __init__(self, quotes: int = 3, encoder: Encoder | None = None) -> None:
+        if quotes < 0:
+            raise ConfigError(f"quotes must be >= 0, got {quotes}")
+        self.quotes = quotes
+        self._encoder = encoder
+
+    def __repr__(self) -> str:
+        return f"NearestQuotes(quotes={self.quotes})"
+
+    @property
+    def encoder(self) -> Encoder:
+        if self._encoder is None:
+            self._encoder = default_encoder()
+        return self._encoder
+
+    def nearest(
+        self, question: str, passages: Sequence[Passage], kept: Sequence[Citation]
+    ) -> list[Citation]:
+        """The quotations to add: at most ``quotes``, nearest the question first."""
+        found = candidates(passages, kept)
+        if not found or not self.quotes:
+            return []
+        texts = [p.text[s:e] for p, (s, e) in found]
+        vectors = self.encoder.encode([question, *texts])
+        similarity = vectors[1:] @ vectors[0]
+        order = sorted(range(len(found)), key=lambda i: (-float(similarity[i]), i))
+        return [quotation(*found[i]) for i in order[: self.quotes]]
+
+    def add(self, question: str, draft: Draft, passages: Sequence[Passage]) -> Draft:
+        """``draft`` with the quotations added, when it is a checked answer the model wrote."""
+        kept = draft.answer.sentences
+        if (
+            not self.quotes
+            or not draft.checked
+            or draft.fallback == "refuse"
+            or not any(s.supported and s.passage_ids for s in kept)
+        ):
+            return draft
+        added = self.nearest(question, passages, kept)
+        if not added:
+            return draft
+        at = len(kept)
+        while at and kept[at - 1].framing:  # before the sentence naming what is not answered
+            at -= 1
+        sentences = (*kept[:at], *added, *kept[at:])
+        invalid = tuple(
+            dataclasses.replace(c, sentence=c.sentence + len(added)) if c.sentence >= at else c
+            for c in draft.parsed.invalid
+        )
+        parsed = dataclasses.replace(
+            draft.parsed, answer=Answer(sentences, draft.answer.dropped), invalid=invalid
+        )
+        note = (
+            f"{len(added)} quotation(s) added after the written sentences: the context "
+            "sentences nearest the question that the answer did not state"
+        )
+        return dataclasses.replace(draft, parsed=parsed, tidied=(*draft.tidied, note))

@@ -1,0 +1,103 @@
+"""The context sentences nearest the question, added to a checked answer as quotations
+(:mod:`covrag.generate.nearest`), with the packaged MiniLM encoder; the writer is scripted."""
+
+from __future__ import annotations
+
+import pytest
+
+from covrag.errors import ConfigError
+from covrag.generate import CitedWriter, CritiqueRewriteGenerator, NearestQuotes, SupportChecker
+from covrag.generate.citations import InvalidCitation, ParsedAnswer
+from covrag.generate.records import Draft, support_warnings
+from covrag.types import Answer, Citation, Passage, SupportCheck
+from llm_support import ScriptedLLM
+
+QUESTION = "How do I keep an SSH connection from timing out when idle?"
+CONFIG = Passage(
+    "ssh_config#1",
+    "ServerAliveCountMax Sets the number of server alive messages which may be sent without "
+    "ssh receiving any messages back from the server. ServerAliveInterval Sets a timeout "
+    "interval in seconds after which, if no data has been received from the server, ssh will "
+    "send a message to request a response, keeping the connection from timing out when idle.",
+)
+OTHER = Passage(
+    "ssh#2",
+    "The -v option prints debugging messages about the progress of ssh. Multiple -v options "
+    "increase the verbosity, up to three of them.",
+)
+PASSAGES = (CONFIG, OTHER)
+WRITTEN = (
+    "ServerAliveCountMax sets the number of server alive messages which may be sent without "
+    "ssh receiving any messages back from the server."
+)
+
+
+def checked_draft(*sentences: Citation, fallback: str | None = None) -> Draft:
+    return Draft(ParsedAnswer(Answer(sentences)), "raw", 3, checked=True, fallback=fallback)
+
+
+def written(text: str = WRITTEN, passage: Passage = CONFIG) -> Citation:
+    start = passage.text.lower().index(text[:30].lower())
+    check = SupportCheck((passage.id,), "aligned", 1.0, passage.id, (start, start + len(text)))
+    return Citation(text, (passage.id,), check=check)
+
+
+def test_the_sentence_nearest_the_question_is_added_quoted_and_cited() -> None:
+    draft = NearestQuotes(1).add(QUESTION, checked_draft(written()), PASSAGES)
+    first, added = draft.answer.sentences
+    assert first.text == WRITTEN
+    assert added.text.startswith("\u201cServerAliveInterval Sets a timeout interval")
+    assert added.passage_ids == (CONFIG.id,)
+    assert added.check is not None and added.check.verified == "aligned"
+    start, end = added.check.span or (0, 0)
+    assert f"\u201c{CONFIG.text[start:end]}\u201d" == added.text  # an exact span of the passage
+    assert any("1 quotation(s) added" in w for w in support_warnings(draft))
+
+
+def test_what_the_answer_states_already_is_not_added_again() -> None:
+    draft = NearestQuotes(5).add(QUESTION, checked_draft(written()), PASSAGES)
+    texts = [s.text for s in draft.answer.sentences]
+    assert texts[0] == WRITTEN
+    assert not any("ServerAliveCountMax Sets the number" in t for t in texts[1:])
+    assert len(texts) == 4  # the three other sentences of the context, each once
+    assert len(set(texts)) == len(texts)
+
+
+def test_quotations_go_before_a_closing_framing_sentence_and_citations_follow_them() -> None:
+    framing = Citation("The corpus does not answer: the server side.", (), framing=True)
+    parsed = ParsedAnswer(Answer((written(), framing)), (InvalidCitation(1, 9),))
+    draft = Draft(parsed, "raw", 3, checked=True)
+    out = NearestQuotes(2).add(QUESTION, draft, PASSAGES)
+    sentences = out.answer.sentences
+    assert sentences[-1] is framing and len(sentences) == 4
+    assert out.parsed.invalid == (InvalidCitation(3, 9),)
+
+
+def test_nothing_is_added_to_a_refusal_an_unchecked_draft_or_with_quotes_zero() -> None:
+    refusal = Citation("No answer is given.", (), framing=True)
+    unsupported = Citation(
+        "Use curl.", (CONFIG.id,), check=SupportCheck((CONFIG.id,), "unsupported", 0.0)
+    )
+    cases = [
+        (NearestQuotes(3), checked_draft(refusal, fallback="refuse")),
+        (NearestQuotes(3), checked_draft(unsupported)),
+        (NearestQuotes(3), Draft(ParsedAnswer(Answer((written(),))), "raw", 3)),
+        (NearestQuotes(0), checked_draft(written())),
+    ]
+    for adder, draft in cases:
+        assert adder.add(QUESTION, draft, PASSAGES) is draft
+    with pytest.raises(ConfigError, match="quotes must be >= 0"):
+        NearestQuotes(-1)
+
+
+def test_the_generator_adds_them_to_every_checked_draft() -> None:
+    llm = ScriptedLLM([f"{WRITTEN} [1]"])
+    generator = CritiqueRewriteGenerator(
+        CitedWriter(llm), passes=0, checker=SupportChecker(), nearest=NearestQuotes(2)
+    )
+    result = generator.generate(QUESTION, PASSAGES)
+    sentences = result.drafts[-1].answer.sentences
+    assert sentences[0].text == WRITTEN and sentences[0].check is not None
+    assert sentences[0].check.verified == "aligned"
+    assert sentences[1].text.startswith("\u201cServerAliveInterval")
+    assert len(sentences) == 3
