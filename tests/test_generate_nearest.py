@@ -101,3 +101,13 @@ def test_the_generator_adds_them_to_every_checked_draft() -> None:
     assert sentences[0].check.verified == "aligned"
     assert sentences[1].text.startswith("\u201cServerAliveInterval")
     assert len(sentences) == 3
+
+
+def test_the_fallback_quotations_are_led_by_the_nearest() -> None:
+    start = OTHER.text.index("Multiple")
+    check = SupportCheck((), "aligned", 1.0, OTHER.id, (start, len(OTHER.text)))
+    quoted = Citation(f"\u201c{OTHER.text[start:]}\u201d", (OTHER.id,), check=check)
+    draft = NearestQuotes(1).add(QUESTION, checked_draft(quoted, fallback="quote"), PASSAGES)
+    first, second = draft.answer.sentences
+    assert first.text.startswith("\u201cServerAliveInterval") and second is quoted
+    assert any("1 quotation(s) added before the quotations" in w for w in support_warnings(draft))

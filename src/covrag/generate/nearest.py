@@ -13,8 +13,8 @@ exact span of its passage, in quotation marks and cited, verified ``aligned`` (a
 it word for word), after the written sentences and before a closing framing sentence; the
 draft's notes say how many were added.
 
-The fallback's quotations (when nothing the writer wrote holds) get them too: those are chosen
-by the words of each sub-question, these by the question. An answer with no supported, cited
+The fallback's quotations (when nothing the writer wrote holds) get them too, first: those are
+chosen by the words of each sub-question, these by the question. An answer with no supported, cited
 sentence gets none: nothing is added to a refusal.
 """
 
@@ -110,9 +110,12 @@ class NearestQuotes:
         added = self.nearest(question, passages, kept)
         if not added:
             return draft
-        at = len(kept)
-        while at and kept[at - 1].framing:  # before the sentence naming what is not answered
-            at -= 1
+        if draft.fallback == "quote":  # quotations all: the nearest the question lead
+            at = 0
+        else:  # after the written sentences, before one naming what is not answered
+            at = len(kept)
+            while at and kept[at - 1].framing:
+                at -= 1
         sentences = (*kept[:at], *added, *kept[at:])
         invalid = tuple(
             dataclasses.replace(c, sentence=c.sentence + len(added)) if c.sentence >= at else c
@@ -121,8 +124,9 @@ class NearestQuotes:
         parsed = dataclasses.replace(
             draft.parsed, answer=Answer(sentences, draft.answer.dropped), invalid=invalid
         )
+        where = "before the quotations" if at == 0 else "after the written sentences"
         note = (
-            f"{len(added)} quotation(s) added after the written sentences: the context "
-            "sentences nearest the question that the answer did not state"
+            f"{len(added)} quotation(s) added {where}: the context sentences nearest the "
+            "question that the answer did not state"
         )
         return dataclasses.replace(draft, parsed=parsed, tidied=(*draft.tidied, note))
