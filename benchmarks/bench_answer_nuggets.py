@@ -142,7 +142,10 @@ def _config(settings: Sequence[str]) -> Any:
         name, _, raw = setting.partition("=")
         if name not in types:
             raise SystemExit(f"--set: AskConfig has no field {name!r}")
-        values[name] = json.loads(raw) if raw[:1] in '0123456789-[{tfn"' else raw
+        try:  # numbers, true / false / null, lists, quoted strings; else the text as it is
+            values[name] = json.loads(raw)
+        except json.JSONDecodeError:
+            values[name] = raw
     return AskConfig(**values)
 
 

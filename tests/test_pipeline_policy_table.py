@@ -80,6 +80,8 @@ def test_every_context_field_of_ask_config_is_the_ask_presets() -> None:
         ("gate", 0.0),
         ("gate_margin", 0.3),
         ("gate_scope", "document"),
+        ("filters", "question"),
+        ("relevance", "order"),
         ("names", False),
         ("pool_aspects", 4),
         ("outline", True),

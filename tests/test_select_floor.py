@@ -148,3 +148,25 @@ def test_the_gate_read_by_document_lets_in_the_passages_of_a_document_that_clear
     assert report.cleared_gate == 4 and report.kept == 3
     with pytest.raises(ConfigError, match="scope"):
         filter_pool(candidates, 0.25, gate=0.5, similarity=similarity, gate_scope="section")  # type: ignore[arg-type]
+
+
+def test_filters_that_judge_the_question_keep_every_passage_once_one_clears_them() -> None:
+    candidates = pool()
+    similarity = np.array([0.8, 0.2, 0.7, 0.1, 0.3])
+    by_passage, report = filter_pool(candidates, 0.25, gate=0.5, similarity=similarity)
+    assert [p.id for p in by_passage.passages] == ["p0"]
+    assert report.judged == "passages" and report.cleared == 1
+    kept, report = filter_pool(candidates, 0.25, gate=0.5, similarity=similarity, judge="question")
+    # p0 clears both, so the question is answered, and the selector sees the whole pool
+    assert kept is candidates
+    assert report.judged == "question" and report.cleared == 1 and report.kept == 5
+    assert report.cleared_floor == 3 and report.cleared_gate == 2
+    assert report.reason() is None and report.as_dict()["judged"] == "question"
+    # when none clears them, the question is refused for the same reason as by passage
+    none_near = np.array([0.1, 0.2, 0.3, 0.1, 0.3])
+    kept, report = filter_pool(candidates, 0.25, gate=0.5, similarity=none_near, judge="question")
+    refused, by_passage_report = filter_pool(candidates, 0.25, gate=0.5, similarity=none_near)
+    assert len(kept) == 0 and len(refused) == 0
+    assert report.reason() == by_passage_report.reason() is not None
+    with pytest.raises(ConfigError, match="filters must be one of"):
+        filter_pool(candidates, 0.25, judge="answer")  # type: ignore[arg-type]

@@ -44,7 +44,7 @@ DEFAULT_ASK_OUT = Path("ask-run.json")
 #: QTree outline was never measured in ask; a trained or random outline, section 17).
 #: ``aspect_source`` stays: the key points read off the pool are the label-free way to
 #: sub-questions grounded in the corpus (issue 36; docs/experiments/keypoint-aspects.md);
-#: ``gate_margin`` and ``gate_scope`` are measured on the answer benchmark
+#: ``gate_margin``, ``gate_scope`` and ``quotes`` are measured on the answer benchmark
 #: (benchmarks/bench_answer_nuggets.py).
 ASK_OPTIONS = (
     "subquestions",
@@ -63,6 +63,7 @@ ASK_OPTIONS = (
     "passes",
     "unsupported",
     "fallback",
+    "quotes",
     "max_tokens",
 )
 

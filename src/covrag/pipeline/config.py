@@ -14,13 +14,13 @@ from typing import Any, Literal
 
 from covrag.embed import Encoder, default_encoder
 from covrag.errors import ConfigError
-from covrag.pipeline.policy import ASK, ContextPolicy, policy_field
+from covrag.pipeline.policy import ASK, ContextPolicy, Relevance, policy_field
 from covrag.pipeline.policy import DEFAULT_COVERAGE as DEFAULT_COVERAGE  # re-exported
 from covrag.pipeline.policy import DEFAULT_FLOOR as DEFAULT_FLOOR  # re-exported
 from covrag.pipeline.policy import DEFAULT_GATE as DEFAULT_GATE  # re-exported
 from covrag.pipeline.policy import DEFAULT_SELECTOR as DEFAULT_SELECTOR  # re-exported
 from covrag.registry import check_seed
-from covrag.schema.defaults import GateScope
+from covrag.schema.defaults import FilterScope, GateScope
 from covrag.schema.writer import WRITER_FIELDS, WriterPolicy
 from covrag.schema.writer import Fallback as Fallback  # re-exported
 from covrag.schema.writer import FeedbackMode as FeedbackMode  # re-exported
@@ -60,6 +60,8 @@ CONTEXT_FIELDS: tuple[str, ...] = (
     "gate",
     "gate_margin",
     "gate_scope",
+    "filters",
+    "relevance",
     "names",
     "pool_aspects",
     "outline",
@@ -167,6 +169,8 @@ class AskConfig:
     gate: float = _context("gate")
     gate_margin: float = _context("gate_margin")
     gate_scope: GateScope = _context("gate_scope")
+    filters: FilterScope = _context("filters")
+    relevance: Relevance = _context("relevance")
     names: bool = _context("names")
     pool_aspects: int = _context("pool_aspects")
     writer: WriterName = _writer("writer")

@@ -287,6 +287,7 @@ def refine(
         names=subject_names(question or topic.query) if policy.names else (),
         question=question or topic.query,
         gate_scope=policy.gate_scope,
+        judge=policy.filters,
     )
     seconds["filter"] = time.perf_counter() - started
     wanted = None

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from covrag.errors import ConfigError
 from covrag.plan.sources import AspectOptions
-from covrag.schema.defaults import ASK_DEFAULTS, GateScope
+from covrag.schema.defaults import ASK_DEFAULTS, FilterScope, GateScope
 from covrag.schema.defaults import DEFAULT_FLOOR as DEFAULT_FLOOR  # re-exported
 from covrag.schema.defaults import DEFAULT_GATE as DEFAULT_GATE  # re-exported
 from covrag.schema.defaults import DEFAULT_GATE_MARGIN as DEFAULT_GATE_MARGIN  # re-exported
@@ -90,6 +90,9 @@ class ContextPolicy:
             ``min(gate, best cosine - gate_margin)`` (0: the gate as given).
         gate_scope: ``passage``: a passage clears the gate by its own cosine; ``document``: by
             a passage of its document that clears the gate and the floor.
+        filters: ``passages``: floor and gate judge each passage; ``question``: whether the
+            question is answered (some passage clears both), the selector then choosing among
+            every passage the name filter keeps.
         pool_aspects: Also cover this many representatives of what clears the filters.
         names: The name filter: when the question names something (an acronym, a code name:
             :func:`covrag.text.subject_names`) that no retrieved passage writes, keep none, and
@@ -113,7 +116,15 @@ class ContextPolicy:
     aspect_options: AspectOptions = AspectOptions()
     k: int | None = field(default=10, metadata=_help("passages in the answer's context"))
     max_tokens: int | None = None
-    relevance: Relevance = "dense"
+    relevance: Relevance = field(
+        default="dense",
+        metadata=_help(
+            "what orders the pool for the selector: dense = MiniLM cosine to the question; "
+            "sentences = that plus the cosine of the passage's sentence nearest it; score = "
+            "the retriever's scores; order = pool order; auto = score when every passage has "
+            "one, else order"
+        ),
+    )
     floor: float = field(
         default=0.0,
         metadata=_help(
@@ -153,6 +164,15 @@ class ContextPolicy:
             "passage clears the gate when a passage of its document clears the gate and the "
             "floor (an option's definition is worded unlike the question; its manual's "
             "passage that names the subject is not)"
+        ),
+    )
+    filters: FilterScope = field(
+        default="passages",
+        metadata=_help(
+            "what the floor and the gate judge: passages = a passage enters the context only "
+            "when it clears both; question = whether the question is answered at all (refused "
+            "when no passage clears both), the selector then choosing among every passage the "
+            "name filter keeps (an option's definition is worded unlike the question)"
         ),
     )
     pool_aspects: int = field(
@@ -264,6 +284,7 @@ ASK = ContextPolicy(
     gate=ASK_DEFAULTS.gate,
     gate_margin=ASK_DEFAULTS.gate_margin,
     gate_scope=ASK_DEFAULTS.gate_scope,
+    filters=ASK_DEFAULTS.filters,
     names=ASK_DEFAULTS.names,
 )
 #: ``POST /v1/answer`` with ``k``: the request's aspects and passages in their order, floor and

@@ -237,6 +237,12 @@ def _filters_note(filters: FiltersOut | None) -> str:
         if filters.off_subject
         else ""
     )
+    if filters.judged == "question":
+        return (
+            f'<p class="filters">Filters of the question: {floor}; {gate}{names}; '
+            f"{filters.cleared} passages clear every filter, so the question is answered, and "
+            f"the selector chose among the <b>{filters.kept}</b> the name filter keeps.</p>"
+        )
     return (
         f'<p class="filters">Filters before selection: {floor}; {gate}{names}; '
         f"<b>{filters.kept}</b> clear every filter and are the only candidates the selector "

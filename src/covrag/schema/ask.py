@@ -5,7 +5,7 @@ holds the plan, the searches, every draft and critique and the costs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field
 
@@ -68,6 +68,16 @@ class FiltersOut(BaseModel):
         description="candidates removed by the name filter as passages of documents that are "
         "not about the question's names (none of their pooled passages writes one, nor does "
         "their title share a word with the question)",
+    )
+    judged: Literal["passages", "question"] = Field(
+        default="passages",
+        description="what the floor and the gate judged: passages (only those that clear "
+        "both are kept) or the question (answered when some passage clears both; kept is then "
+        "every passage the name filter keeps)",
+    )
+    cleared: int = Field(
+        default=0,
+        description="candidates that clear the floor, the gate and the name filter",
     )
 
 

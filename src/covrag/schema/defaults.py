@@ -35,6 +35,12 @@ DEFAULT_GATE_MARGIN = 0.1
 #: :mod:`covrag.selectors.floor`).
 GateScope = Literal["passage", "document"]
 
+#: What the floor and the gate judge: each passage (``passages``: a passage enters the context
+#: only when it clears them) or the question (``question``: it is answered only when some passage
+#: clears them, and the selector then chooses among every passage the name filter keeps;
+#: :mod:`covrag.selectors.floor`).
+FilterScope = Literal["passages", "question"]
+
 
 @dataclass(frozen=True)
 class AskDefaults:
@@ -50,6 +56,7 @@ class AskDefaults:
     # answer benchmark (0.54 -> 0.56) and lowered V_strict (0.34 -> 0.26), and leaving one corpus
     # out on V_strict chooses by passage (docs/experiments/32-document-gate.md)
     gate_scope: GateScope = "passage"
+    filters: FilterScope = "passages"
     names: bool = True
     k: int = 8
     subquestions: int = 4

@@ -43,10 +43,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from covrag.errors import ConfigError
-from covrag.schema.defaults import GateScope
+from covrag.schema.defaults import FilterScope, GateScope
 from covrag.selectors.base import Candidates, Selector
 from covrag.text import STOPWORDS, words, writes
-from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Passage, Selection
+from covrag.types import (
+    BoolArray,
+    Budget,
+    CoverageMatrix,
+    FloatArray,
+    IntArray,
+    Passage,
+    Selection,
+)
 
 
 def passage_support(candidates: Candidates) -> FloatArray:
@@ -123,6 +131,10 @@ class FilterReport:
         absent: The question's names no passage of the pool writes (all passages go then).
         off_subject: Candidates removed as passages of documents not about the question's names
             (:func:`subject_documents`), whatever the floor and the gate said of them.
+        judged: What the floor and the gate judged: ``passages`` (``kept`` cleared them) or
+            ``question`` (``kept`` is what the name filter keeps, when any cleared them).
+        cleared: Candidates that clear the floor, the gate and the name filter (``kept``
+            when they judge passages).
     """
 
     pool: int
@@ -135,6 +147,8 @@ class FilterReport:
     best_similarity: float | None = None
     absent: tuple[str, ...] = ()
     off_subject: int = 0
+    judged: FilterScope = "passages"
+    cleared: int = 0
 
     def reason(self) -> str | None:
         """Why nothing was kept, naming the filter, the best score and the option that would
@@ -191,7 +205,7 @@ class FilterReport:
             f"({self.gate:.2f}), none both (a lower --floor or --gate lets them in)"
         )
 
-    def as_dict(self) -> dict[str, float | int | list[str] | None]:
+    def as_dict(self) -> dict[str, float | int | str | list[str] | None]:
         return {
             "pool": self.pool,
             "floor": self.floor,
@@ -205,6 +219,8 @@ class FilterReport:
             else round(self.best_similarity, 6),
             "absent": list(self.absent),
             "off_subject": self.off_subject,
+            "judged": self.judged,
+            "cleared": self.cleared,
         }
 
 
@@ -275,6 +291,8 @@ def subject_documents(
 
 #: The scopes of the topic gate (:data:`covrag.schema.defaults.GateScope`).
 GATE_SCOPES: tuple[GateScope, ...] = ("passage", "document")
+#: What the floor and the gate judge (:data:`covrag.schema.defaults.FilterScope`).
+FILTER_SCOPES: tuple[FilterScope, ...] = ("passages", "question")
 
 
 def _whole_documents(mask: np.ndarray, passages: Sequence[Passage]) -> np.ndarray:
@@ -284,8 +302,12 @@ def _whole_documents(mask: np.ndarray, passages: Sequence[Passage]) -> np.ndarra
     return np.array([_document(p) in chosen for p in passages], dtype=bool)
 
 
-def _check(floor: float, gate: float, gate_margin: float, gate_scope: str) -> None:
+def _check(
+    floor: float, gate: float, gate_margin: float, gate_scope: str, judge: str = "passages"
+) -> None:
     """ConfigError naming the first setting of :func:`filter_pool` out of its range."""
+    if judge not in FILTER_SCOPES:
+        raise ConfigError(f"filters must be one of {FILTER_SCOPES}, got {judge!r}")
     if not 0.0 <= floor <= 1.0:
         raise ConfigError(f"the coverage floor must lie in [0, 1], got {floor}")
     if not 0.0 <= gate <= 1.0:
@@ -313,6 +335,25 @@ def _gate(
     return values >= gate, gate, best
 
 
+def _floor(
+    candidates: Candidates, floor: float, also: FloatArray | None
+) -> tuple[FloatArray, BoolArray]:
+    """Each candidate's support (the greater of :func:`passage_support` and ``also``) and
+    whether it reaches ``floor`` (all do at 0)."""
+    n = len(candidates)
+    if floor <= 0.0:
+        support = passage_support(candidates) if candidates.coverage is not None else np.zeros(n)
+        return support, np.ones(n, dtype=bool)
+    if candidates.coverage is None:
+        raise ConfigError("a coverage floor needs a coverage matrix (choose --coverage)")
+    support = passage_support(candidates)
+    if also is not None:
+        if len(also) != n:
+            raise ValueError(f"also has {len(also)} values for {n} candidates")
+        support = np.maximum(support, np.asarray(also, dtype=np.float64))
+    return support, support >= floor
+
+
 def filter_pool(
     candidates: Candidates,
     floor: float,
@@ -324,6 +365,7 @@ def filter_pool(
     names: Sequence[str] = (),
     question: str = "",
     gate_scope: GateScope = "passage",
+    judge: FilterScope = "passages",
 ) -> tuple[Candidates, FilterReport]:
     """The candidates whose :func:`passage_support` reaches ``floor`` (all of them at 0) and,
     with a ``gate`` above 0, whose ``similarity`` to the question reaches ``gate``; and a
@@ -340,23 +382,14 @@ def filter_pool(
     :func:`covrag.text.subject_names`) must each be written by a candidate, else none is kept
     (:func:`absent_names`); when they are, only the candidates of documents about them are
     (:func:`subject_documents`, reading the ``question``'s words for titles).
+
+    ``judge`` = ``question``: the floor and the gate judge the question, not each passage: when
+    a candidate clears them and the name filter, all the name filter keeps are kept, else none.
     """
-    _check(floor, gate, gate_margin, gate_scope)
+    _check(floor, gate, gate_margin, gate_scope, judge)
     n = len(candidates)
-    by_floor = np.ones(n, dtype=bool)
+    support, by_floor = _floor(candidates, floor, also)
     by_gate = np.ones(n, dtype=bool)
-    support = np.zeros(n)
-    if floor > 0.0:
-        if candidates.coverage is None:
-            raise ConfigError("a coverage floor needs a coverage matrix (choose --coverage)")
-        support = passage_support(candidates)
-        if also is not None:
-            if len(also) != n:
-                raise ValueError(f"also has {len(also)} values for {n} candidates")
-            support = np.maximum(support, np.asarray(also, dtype=np.float64))
-        by_floor = support >= floor
-    elif candidates.coverage is not None:
-        support = passage_support(candidates)
     best_similarity = None
     if gate > 0.0:
         by_gate, gate, best_similarity = _gate(similarity, n, gate, gate_margin)
@@ -370,6 +403,10 @@ def filter_pool(
     if absent:
         keep = np.zeros(n, dtype=bool)
         off_subject = 0
+    cleared = int(keep.sum())
+    if judge == "question" and keep.any():  # answerable: choose among what the names keep
+        keep = on_subject.copy()
+        off_subject = int((~on_subject).sum())
     report = FilterReport(
         pool=n,
         floor=floor,
@@ -381,6 +418,8 @@ def filter_pool(
         best_similarity=best_similarity,
         absent=absent,
         off_subject=off_subject,
+        judged=judge,
+        cleared=cleared,
     )
     if keep.all():
         return candidates, report
