@@ -16,6 +16,7 @@ from typing import Any
 
 from covrag.coverage.base import CoverageEstimator, parse_estimator
 from covrag.coverage.cross_encoder import CrossEncoderCoverage
+from covrag.embed import Encoder
 from covrag.generate import CritiqueContext, support_warnings
 from covrag.generate.answer_coverage import AspectCoverage, answer_coverage
 from covrag.generate.records import GenerationResult, draft_record
@@ -115,6 +116,7 @@ def answer(
     writer: WriterPolicy,
     *,
     support_judge: CoverageEstimator | None = None,
+    encoder: Encoder | None = None,
     sink: EventSink | None = None,
 ) -> Answered:
     """Select (when ``policy.k`` is set) and write the answer to ``topic.query`` from its
@@ -128,6 +130,8 @@ def answer(
             (``pointers`` feedback).
         writer: How the answer is written (``AskConfig.writer_policy()``, the request's).
         support_judge: The citation check's judge (consulted only under a threshold).
+        encoder: Finds the context sentences nearest the question (``writer.quotes``); None =
+            the packaged MiniLM (the server passes it under its model gate).
         sink: Hears the events of a stream.
     """
     sink = sink or EventSink(lambda _: None)
@@ -140,7 +144,7 @@ def answer(
     estimator = policy.coverage if isinstance(policy.coverage, CoverageEstimator) else None
     judge = estimator if coverage is not None and writer.feedback == "pointers" else None
     exclude = [a.text for a in topic.aspects if a.polarity == "exclude"]
-    generator = build_generator(llm, writer, judge, exclude, support_judge)
+    generator = build_generator(llm, writer, judge, exclude, support_judge, encoder)
     result = generator.generate(
         topic.query,
         list(passages),

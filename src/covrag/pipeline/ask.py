@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
+from covrag.embed import Encoder
 from covrag.generate import (
     CitedWriter,
     Critic,
@@ -108,11 +109,13 @@ def build_generator(
     judge: CoverageEstimator | None,
     exclude: Sequence[str] = (),
     support_judge: CoverageEstimator | None = None,
+    encoder: Encoder | None = None,
 ) -> CritiqueRewriteGenerator:
     """The writer and critic ``config`` asks for: ``judge`` tells the critic which aspects the
     answer covers (``pointers`` feedback); ``support_judge`` is the citation check's judge of
     paraphrase, which the check consults only under a threshold (by default it does not:
-    alignment alone supports a sentence, :mod:`covrag.generate.support`)."""
+    alignment alone supports a sentence, :mod:`covrag.generate.support`); ``encoder`` finds the
+    context sentences nearest the question (``config.quotes``; None = the packaged MiniLM)."""
     writer: Writer
     if config.writer == "synthesis":
         writer = SynthesisWriter(
@@ -140,7 +143,7 @@ def build_generator(
         support_judge, unsupported=config.unsupported, fallback=config.fallback
     )
     # what the writer left unstated, nearest the question: quoted after its sentences
-    nearest = NearestQuotes(config.quotes) if config.quotes else None
+    nearest = NearestQuotes(config.quotes, encoder) if config.quotes else None
     return CritiqueRewriteGenerator(
         writer, critic, passes=config.passes, checker=checker, nearest=nearest
     )

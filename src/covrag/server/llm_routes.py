@@ -184,6 +184,7 @@ def run_answer(
         _policy(request, config),
         request.writer_policy(),
         support_judge=_locked("cross-encoder"),
+        encoder=_LockedEncoder(),
         sink=sink,
     )
     result = done.generation
