@@ -59,15 +59,21 @@ def test_what_the_answer_states_already_is_not_added_again() -> None:
     texts = [s.text for s in draft.answer.sentences]
     assert texts[0] == WRITTEN
     assert not any("ServerAliveCountMax Sets the number" in t for t in texts[1:])
+    # the other sentence near the question; ssh(1)'s -v sentences are under the least cosine
+    assert len(texts) == 2 and texts[1].startswith("\u201cServerAliveInterval")
+    everything = NearestQuotes(5, least=-1.0).add(QUESTION, checked_draft(written()), PASSAGES)
+    texts = [s.text for s in everything.answer.sentences]
     assert len(texts) == 4  # the three other sentences of the context, each once
     assert len(set(texts)) == len(texts)
+    with pytest.raises(ConfigError, match="least must lie"):
+        NearestQuotes(3, least=2.0)
 
 
 def test_quotations_go_before_a_closing_framing_sentence_and_citations_follow_them() -> None:
     framing = Citation("The corpus does not answer: the server side.", (), framing=True)
     parsed = ParsedAnswer(Answer((written(), framing)), (InvalidCitation(1, 9),))
     draft = Draft(parsed, "raw", 3, checked=True)
-    out = NearestQuotes(2).add(QUESTION, draft, PASSAGES)
+    out = NearestQuotes(2, least=-1.0).add(QUESTION, draft, PASSAGES)
     sentences = out.answer.sentences
     assert sentences[-1] is framing and len(sentences) == 4
     assert out.parsed.invalid == (InvalidCitation(3, 9),)
@@ -100,7 +106,7 @@ def test_the_generator_adds_them_to_every_checked_draft() -> None:
     assert sentences[0].text == WRITTEN and sentences[0].check is not None
     assert sentences[0].check.verified == "aligned"
     assert sentences[1].text.startswith("\u201cServerAliveInterval")
-    assert len(sentences) == 3
+    assert len(sentences) == 2  # the -v sentences are not near the question
 
 
 def test_the_fallback_quotations_are_led_by_the_nearest() -> None:

@@ -8,7 +8,8 @@ stated 0.27 with support, and most of those it missed were in passages it cited
 question is usually the one worded most like it. So after the citation check
 (:mod:`covrag.generate.support`), :class:`NearestQuotes` adds to the answer the ``quotes``
 context sentences nearest the question (cosine of the packaged MiniLM encoder's vectors) that
-the answer does not already state (no kept sentence writes most of their words). Each is an
+the answer does not already state (no kept sentence writes most of their words) and that are
+as near the question as the topic gate asks of a passage (cosine 0.5). Each is an
 exact span of its passage, in quotation marks and cited, verified ``aligned`` (a reader finds
 it word for word), after the written sentences and before a closing framing sentence; the
 draft's notes say how many were added.
@@ -28,6 +29,7 @@ from covrag.errors import ConfigError
 from covrag.generate.quotes import quotation
 from covrag.generate.records import Draft
 from covrag.generate.requote import MIN_QUOTE_WORDS, quote_spans, stems
+from covrag.schema.defaults import DEFAULT_GATE
 from covrag.text import words
 from covrag.types import Answer, Citation, Passage
 
@@ -67,16 +69,24 @@ class NearestQuotes:
         quotes: How many to add at most (0 = none).
         encoder: Embeds the question and the sentences; None = the packaged MiniLM, loaded on
             first use.
+        least: The least cosine to the question a sentence needs: by default the topic gate's
+            value (:data:`~covrag.schema.defaults.DEFAULT_GATE`), the nearness a passage needs
+            to enter ``ask``'s context by itself.
     """
 
-    def __init__(self, quotes: int = 3, encoder: Encoder | None = None) -> None:
+    def __init__(
+        self, quotes: int = 3, encoder: Encoder | None = None, *, least: float = DEFAULT_GATE
+    ) -> None:
         if quotes < 0:
             raise ConfigError(f"quotes must be >= 0, got {quotes}")
+        if not -1.0 <= least <= 1.0:
+            raise ConfigError(f"least must lie in [-1, 1], got {least}")
         self.quotes = quotes
+        self.least = least
         self._encoder = encoder
 
     def __repr__(self) -> str:
-        return f"NearestQuotes(quotes={self.quotes})"
+        return f"NearestQuotes(quotes={self.quotes}, least={self.least})"
 
     @property
     def encoder(self) -> Encoder:
@@ -95,6 +105,7 @@ class NearestQuotes:
         vectors = self.encoder.encode([question, *texts])
         similarity = vectors[1:] @ vectors[0]
         order = sorted(range(len(found)), key=lambda i: (-float(similarity[i]), i))
+        order = [i for i in order if similarity[i] >= self.least]
         return [quotation(*found[i]) for i in order[: self.quotes]]
 
     def add(self, question: str, draft: Draft, passages: Sequence[Passage]) -> Draft:
