@@ -313,6 +313,16 @@ def test_a_sentence_naming_a_document_is_supported_only_by_that_documents_passag
     assert named_documents("the artistic merit of the MPL-2.0's text", passages) == {"MPL-2.0"}
     assert named_documents("Under the Artistic License", passages) == {"Artistic"}
     assert named_documents("an MPL-2.0x licence", passages) == frozenset()
+    # a versioned name as prose spells it, and not another version
+    assert named_documents("The Apache License, Version 2.0 grants it", passages) == {
+        "Apache-2.0"
+    }
+    assert named_documents("Apache License 2.01 and Apache 1.1", passages) == frozenset()
+    spelled = Citation(f"The Mozilla MPL version 2 says: {said}.", ("a#1",))
+    assert named_documents(spelled.text, passages) == frozenset()  # MPL-2.0 is not MPL 2
+    apache = Citation(f"The Apache License 2.0 says: {said}.", ("m#1",))
+    (held,) = checker.check_sentences([apache], passages)
+    assert held.passage_ids == ("a#1",)
 
 
 def test_a_cross_reference_copied_from_a_passage_keeps_that_passage_as_support() -> None:

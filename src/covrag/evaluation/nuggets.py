@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from covrag.errors import DataError
 from covrag.files import iter_lines
+from covrag.generate.attribution import writes_name
 from covrag.generate.tidy import narrates
 from covrag.schema._base import read_model
 from covrag.schema._json import decode_json
@@ -358,7 +359,7 @@ def _names(passage: Passage) -> tuple[str, ...]:
 
 def _named(sentence: str, pool: Sequence[Passage]) -> set[str]:
     """Documents of ``pool`` a sentence names (file paths such as ``~/.ssh/config`` are not
-    names)."""
+    names; a versioned name spelled out is: :func:`covrag.generate.attribution.writes_name`)."""
     said = " ".join(w for w in sentence.split() if "/" not in w)
     found: set[str] = set()
     seen: set[str] = set()
@@ -367,12 +368,8 @@ def _named(sentence: str, pool: Sequence[Passage]) -> set[str]:
         if doc in seen:
             continue
         seen.add(doc)
-        for name in _names(p):
-            plain = name.isalpha() and " " not in name
-            pattern = rf"(?<![\w-]){re.escape(name)}(?![\w-])"
-            if re.search(pattern, said, 0 if plain else re.IGNORECASE):
-                found.add(doc)
-                break
+        if any(writes_name(said, name) for name in _names(p)):
+            found.add(doc)
     return found
 
 

@@ -11,9 +11,11 @@ Apache License's words, which alignment alone accepts (the words are the passage
     a sentence that names none may be supported by any passage.
 
 A document's names are its title (:func:`~covrag.llm.prompts.document_of`) and its file's name
-without the extension (``MPL-2.0.txt`` -> ``MPL-2.0``), matched as whole words. A one-word name
-without digits or punctuation ("Artistic", "BSD") must match its case as written, so the common
-word "artistic" does not name ``Artistic.txt``; other names match in any case.
+without the extension (``MPL-2.0.txt`` -> ``MPL-2.0``), matched as whole words, a versioned name
+also as prose spells it ("Apache License 2.0" names ``Apache-2.0``; Qwen wrote it over the
+GPL's patent clause). A one-word name without digits or punctuation ("Artistic", "BSD") must
+match its case as written, so the common word "artistic" does not name ``Artistic.txt``; other
+names match in any case.
 """
 
 from __future__ import annotations
@@ -63,6 +65,32 @@ def _pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){body}(?![\w-])", 0 if plain else re.IGNORECASE)
 
 
+# A name of a letters part and a version ("Apache-2.0", "GPL-3", "LGPL-2.1").
+_VERSIONED = re.compile(r"([A-Za-z]{2,})[-_ ]?v?(\d+(?:\.\d+)*)")
+
+
+def _spelled(name: str) -> re.Pattern[str] | None:
+    """A versioned name as prose writes it: its letters part, up to three words, the version
+    ("Apache License 2.0", "Apache License, Version 2.0", "GNU GPL version 3", "GPLv3" for
+    ``Apache-2.0`` and ``GPL-3``); None for a name without a version."""
+    found = _VERSIONED.fullmatch(name)
+    if found is None:
+        return None
+    head, version = (re.escape(part) for part in found.groups())
+    between = r"(?:[\s,-]+[A-Za-z]+){0,3}?[\s,-]+(?:v|version\s+)?"
+    ending = r"(?:\.0)*(?![\d.]*\d)(?![\w-])"  # "GPL 3.0" is GPL-3; "Apache 2.01" no
+    return re.compile(rf"(?<![\w-]){head}(?:{between}|v?){version}{ending}", re.IGNORECASE)
+
+
+def writes_name(text: str, name: str) -> bool:
+    """Whether ``text`` names a document by ``name`` (one of :func:`document_names`): the name
+    as a whole word, or a versioned name spelled out."""
+    if _pattern(name).search(text):
+        return True
+    spelled = _spelled(name)
+    return spelled is not None and spelled.search(text) is not None
+
+
 def named_documents(sentence: str, passages: Iterable[Passage]) -> frozenset[str]:
     """The documents (by :func:`~covrag.llm.prompts.document_of`) of ``passages`` that
     ``sentence`` names."""
@@ -71,7 +99,7 @@ def named_documents(sentence: str, passages: Iterable[Passage]) -> frozenset[str
         document = document_of(passage)
         if document is not None and document not in names:
             names[document] = document_names(passage)
-    return frozenset(d for d, ns in names.items() if any(_pattern(n).search(sentence) for n in ns))
+    return frozenset(d for d, ns in names.items() if any(writes_name(sentence, n) for n in ns))
 
 
 def candidates(sentence: str, passages: Sequence[Passage]) -> tuple[Passage, ...]:
