@@ -17,7 +17,7 @@ DOCUMENTED = {
     "SELECT_BATCH": (10, "dense", 0.0, 0.0),
     "SERVER_SELECT": (10, "dense", 0.0, 0.0),
     "INTEGRATIONS": (5, "auto", 0.0, 0.0),
-    "ASK": (8, "score", 0.5, 0.5),
+    "ASK": (8, "sentences", 0.5, 0.5),
     "ANSWER": (None, "order", 0.5, 0.5),
     "BENCH": (10, "dense", 0.0, 0.0),
 }
@@ -80,7 +80,7 @@ def test_every_context_field_of_ask_config_is_the_ask_presets() -> None:
         ("gate", 0.0),
         ("gate_margin", 0.3),
         ("gate_scope", "document"),
-        ("filters", "question"),
+        ("filters", "passages"),
         ("relevance", "order"),
         ("names", False),
         ("pool_aspects", 4),

@@ -44,7 +44,7 @@ DEFAULT_ASK_OUT = Path("ask-run.json")
 #: QTree outline was never measured in ask; a trained or random outline, section 17).
 #: ``aspect_source`` stays: the key points read off the pool are the label-free way to
 #: sub-questions grounded in the corpus (issue 36; docs/experiments/keypoint-aspects.md);
-#: ``gate_margin``, ``gate_scope`` and ``quotes`` are measured on the answer benchmark
+#: ``gate_margin``, ``gate_scope``, ``filters`` and ``quotes`` are measured on the answer benchmark
 #: (benchmarks/bench_answer_nuggets.py).
 ASK_OPTIONS = (
     "subquestions",
@@ -57,6 +57,7 @@ ASK_OPTIONS = (
     "gate",
     "gate_margin",
     "gate_scope",
+    "filters",
     "names",
     "pool_aspects",
     "writer",

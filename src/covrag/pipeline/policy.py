@@ -12,8 +12,13 @@ is written here or nowhere:
 | :data:`SELECT_BATCH` | ``covrag select`` | ``--aspects`` | 10 | ``--relevance`` | none |
 | :data:`SERVER_SELECT` | ``/v1/select`` | the request's, else label-free | 10 | as asked | none |
 | :data:`INTEGRATIONS` | the integrations | given, else label-free | 5 | auto | none |
-| :data:`ASK` | ``covrag ask`` | ``planner`` | 8 | score | 0.5 / 0.5 |
+| :data:`ASK` | ``covrag ask`` | ``planner`` | 8 | sentences | 0.5 / 0.5 (the question) |
 | :data:`ANSWER` | ``/v1/answer`` (with ``k``) | the request's | the request's | order | as ask |
+
+``covrag ask`` takes the 8 passages of the pool nearest the question (``topk`` over the
+``sentences`` relevance), and its floor and gate judge the question (``filters="question"``:
+whether it is answered at all), not each passage; ``/v1/answer`` selects with the server's
+selector, its floor and gate judging each passage (docs/experiments/33-nearest-sentences.md).
 | :data:`BENCH` | ``covrag bench`` / ``cv`` | ``--aspects`` | ``--budgets`` | dense | none |
 
 Without aspects and without a named selector, ``/v1/select`` and the integrations choose by
@@ -27,7 +32,7 @@ ArgKP, and above plain facility location on Perspectrum with a model that never 
 from __future__ import annotations
 
 from dataclasses import Field, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from covrag.errors import ConfigError
 from covrag.plan.sources import AspectOptions
@@ -35,6 +40,7 @@ from covrag.schema.defaults import ASK_DEFAULTS, FilterScope, GateScope
 from covrag.schema.defaults import DEFAULT_FLOOR as DEFAULT_FLOOR  # re-exported
 from covrag.schema.defaults import DEFAULT_GATE as DEFAULT_GATE  # re-exported
 from covrag.schema.defaults import DEFAULT_GATE_MARGIN as DEFAULT_GATE_MARGIN  # re-exported
+from covrag.schema.defaults import Relevance as Relevance  # re-exported
 from covrag.types import Budget
 
 if TYPE_CHECKING:
@@ -62,10 +68,6 @@ LABEL_FREE_SELECTOR = "facility-location(similarity='same-point', contrast=1)"
 
 def _help(text: str) -> dict[str, object]:
     return {"help": text}
-
-
-#: ``auto``: the passages' scores when every passage has one, else their order.
-Relevance = Literal["auto", "dense", "sentences", "score", "order"]
 
 
 @dataclass(frozen=True)
@@ -265,20 +267,23 @@ SERVER_SELECT = ContextPolicy(label_free=LABEL_FREE_SELECTOR)
 #: docs/experiments/20-question-aware-coverage.md).
 INTEGRATIONS = ContextPolicy(aspects="pool", k=5, relevance="auto", label_free=LABEL_FREE_SELECTOR)
 #: ``covrag ask`` (the defaults of :class:`covrag.pipeline.AskConfig`): the planner's aspects
-#: (at most 4 sub-questions, grounded in a first search, no sketches), 8 passages of the
-#: retrieved pool by its scores, behind the coverage floor (the question counts), the topic
-#: gate (by passage) and the name filter. 12 passages and the gate read by document raise the
-#: context's nugget recall on the answer benchmark, leaving one corpus out (0.54 -> 0.62), but
-#: the 1.5B writer states fewer nuggets from them (V_strict 0.37 -> 0.31; the gate by document
-#: alone, 0.34 -> 0.26: docs/experiments/32-document-gate.md).
+#: (at most 4 sub-questions, grounded in a first search, no sketches); the question answered
+#: only when a passage clears the coverage floor (the question counts), the topic gate (by
+#: passage) and the name filter; then the 8 passages the name filter keeps that are nearest the
+#: question (their own cosine plus their nearest sentence's). Expected coverage over the
+#: sub-questions, among only the passages that clear floor and gate, held 0.54 of the answer
+#: benchmark's nuggets, this 0.69 (chosen in every leave-one-corpus-out fold,
+#: docs/experiments/33-nearest-sentences.md). 12 passages and the gate read by document gave
+#: worse answers (docs/experiments/32-document-gate.md).
 ASK = ContextPolicy(
     coverage=DEFAULT_COVERAGE,
     aspects="planner",
     aspect_options=AspectOptions(
         subquestions=ASK_DEFAULTS.subquestions, answers=ASK_DEFAULTS.answers
     ),
+    selector=ASK_DEFAULTS.selector,
     k=ASK_DEFAULTS.k,
-    relevance="score",
+    relevance=ASK_DEFAULTS.relevance,
     floor=ASK_DEFAULTS.floor,
     floor_question=ASK_DEFAULTS.floor_question,
     gate=ASK_DEFAULTS.gate,
@@ -290,7 +295,9 @@ ASK = ContextPolicy(
 #: ``POST /v1/answer`` with ``k``: the request's aspects and passages in their order, floor and
 #: gate as ``ask`` (the request's fields default to them); ``gold`` coverage, which needs
 #: labels a request does not carry, is swapped for the cross-encoder.
-ANSWER = replace(ASK, aspects=None, relevance="order", k=None)
+ANSWER = replace(
+    ASK, aspects=None, selector=DEFAULT_SELECTOR, relevance="order", k=None, filters="passages"
+)
 #: ``covrag bench`` and ``covrag-lab cv``: the aspect options behind ``--subquestions``,
 #: ``--answers``, ``--pool-k``; budgets and aspect sources come from the command line.
 BENCH = ContextPolicy(aspects="gold", aspect_options=AspectOptions())
