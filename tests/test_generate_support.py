@@ -233,6 +233,10 @@ def test_quoted_answer_without_sub_questions_quotes_every_passage_once() -> None
     quotes = quoted_answer(LONG, None)
     assert [q.passage_ids for q in quotes] == [(p.id,) for p in LONG]
     assert quotes[0].text == "\u201cMany schools ask for uniforms.\u201d"
+    # two passages cut with an overlap hold the same sentence: it is quoted once
+    twin = Passage("twin", f"{LONG[0].text} More follows here in a longer text.")
+    again = quoted_answer((LONG[0], twin), None)
+    assert [q.text for q in again] == ["\u201cMany schools ask for uniforms.\u201d"]
 
 
 def test_the_writers_show_document_titles_and_ask_to_name_documents() -> None:
@@ -314,9 +318,7 @@ def test_a_sentence_naming_a_document_is_supported_only_by_that_documents_passag
     assert named_documents("Under the Artistic License", passages) == {"Artistic"}
     assert named_documents("an MPL-2.0x licence", passages) == frozenset()
     # a versioned name as prose spells it, and not another version
-    assert named_documents("The Apache License, Version 2.0 grants it", passages) == {
-        "Apache-2.0"
-    }
+    assert named_documents("The Apache License, Version 2.0 grants it", passages) == {"Apache-2.0"}
     assert named_documents("Apache License 2.01 and Apache 1.1", passages) == frozenset()
     spelled = Citation(f"The Mozilla MPL version 2 says: {said}.", ("a#1",))
     assert named_documents(spelled.text, passages) == frozenset()  # MPL-2.0 is not MPL 2

@@ -8,13 +8,14 @@ of the sub-question's content words, each weighted by its rarity among the passa
 its own manual, tells nothing), of at least a few words (not a heading); the first such sentence on
 ties, or when there is no sub-question. Each quotation is an
 exact span of its passage, cited, with that span in its check (``aligned``, score 1): a reader
-finds it word for word; a span two sub-questions would quote is quoted once, under the first.
+finds it word for word; a sentence two sub-questions (or two overlapping passages) would quote
+is quoted once, under the first.
 :func:`refusal` is the one framing sentence that says no answer is given and why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from covrag.generate.records import WritingContext
 from covrag.generate.requote import MIN_QUOTE_WORDS, quote_spans, stems, word_weights
@@ -68,18 +69,21 @@ def quoted_answer(
     by_id = {p.id: p for p in passages}
     weights = word_weights(passages)
     if not parts:
-        return tuple(quote(p, None) for p in passages)
-    quotes: list[Citation] = []
-    seen: set[tuple[str, tuple[int, int] | None]] = set()  # a span quoted once, under its first
-    for part in parts:
-        for pid in part.passage_ids:
-            quoted = quote(by_id[pid], part.aspect, weights)
-            key = (pid, quoted.check.span if quoted.check is not None else None)
-            if key not in seen:
-                seen.add(key)
-                quotes.append(quoted)
+        return _once(quote(p, None) for p in passages)
+    quotes = _once(
+        quote(by_id[pid], part.aspect, weights) for part in parts for pid in part.passage_ids
+    )
     framing = missing_sentence(missing, True)
     return (*quotes, *(() if framing is None else (framing,)))
+
+
+def _once(quotes: Iterable[Citation]) -> tuple[Citation, ...]:
+    """Each quoted sentence once, where it first comes (under its first sub-question; passages
+    cut with an overlap hold the same sentence twice)."""
+    kept: dict[str, Citation] = {}
+    for quoted in quotes:
+        kept.setdefault(quoted.text, quoted)
+    return tuple(kept.values())
 
 
 def refusal(unsupported: int) -> Citation:

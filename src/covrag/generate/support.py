@@ -276,12 +276,9 @@ class SupportChecker:
 
 
 def _after(first: Sequence[Citation], rest: Sequence[Citation]) -> tuple[Citation, ...]:
-    """``first``, then the sentences of ``rest`` that quote no span ``first`` quotes."""
-    spans = {(s.check.passage_id, s.check.span) for s in first if s.check is not None}
-    return (
-        *first,
-        *(s for s in rest if s.check is None or (s.check.passage_id, s.check.span) not in spans),
-    )
+    """``first``, then the sentences of ``rest`` that quote nothing ``first`` quotes."""
+    quoted = {s.text for s in first}
+    return (*first, *(s for s in rest if s.text not in quoted))
 
 
 def _span(span: tuple[int, int], passage: Passage) -> tuple[int, int]:
