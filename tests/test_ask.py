@@ -250,7 +250,16 @@ def test_a_partly_answerable_question_names_what_the_corpus_does_not_answer() ->
     aspects = (Aspect("sq1", "bullying at school"), SUGAR[1])
     # The floor reads the sub-questions only here (KeywordCoverage would say every passage
     # with "uniforms" answers the question itself), and no gate reads the two-word question.
-    config = AskConfig(pool=5, k=3, passes=0, writer="synthesis", floor_question=False, gate=0.0)
+    config = AskConfig(
+        pool=5,
+        k=3,
+        passes=0,
+        writer="synthesis",
+        floor_question=False,
+        gate=0.0,
+        selector="expected-coverage",
+        filters="passages",  # the floor keeps the one passage that answers anything
+    )
     retriever = BM25Retriever().index(CORPUS)
     result = ask(
         "Uniforms and soda?", llm, retriever, config, aspects=aspects, estimator=KeywordCoverage()

@@ -83,7 +83,7 @@ def test_floor_and_gate_are_filters_over_what_the_estimate_step_computed(
 ) -> None:
     """The gate reads the embeddings computed while preparing: filtering and selecting call no
     model (a second filter pass with other settings encodes nothing)."""
-    policy = dataclasses.replace(ASK, aspects=None, gate=0.3)
+    policy = dataclasses.replace(ASK, aspects=None, gate=0.3, filters="passages")
     estimated = estimate_context(TOPIC, policy, estimator=KeywordCoverage())
     assert estimated.candidates.embeddings is not None  # prepared for the gate
 

@@ -84,7 +84,12 @@ def test_ask_from_passages_with_a_scripted_llm() -> None:
         config=AskConfig(answers=0, pool=3, k=2, passes=0, writer="extractive"),
         aspects=[Aspect("sq1", "Do uniforms reduce bullying?")],
     )
-    assert result.selection.selector.startswith(DEFAULT_SELECTOR) and len(result.selection) <= 2
-    (sentence,) = result.generation.answer.sentences
-    assert sentence.passage_ids == result.selection.passage_ids[:1]
+    assert result.selection.selector == AskConfig().selector and len(result.selection) <= 2
+    sentence, *quoted = result.generation.answer.sentences
+    assert sentence.text == "Uniforms reduce bullying." and sentence.passage_ids == ("c1",)
+    # then the context's sentences nearest the question that it did not state, quoted
+    assert all(
+        q.text.startswith("\u201c") and q.passage_ids[0] in result.selection.passage_ids
+        for q in quoted
+    )
     assert result.coverage.source.startswith("cross-encoder")

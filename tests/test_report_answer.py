@@ -52,7 +52,16 @@ def _ask_run_json() -> str:
         "Should schools require uniforms?",
         llm,
         BM25Retriever().index(CORPUS),
-        AskConfig(pool=4, k=2, passes=1, writer="extractive"),
+        # the coverage selection behind floor and gate by passage (the report's filter note)
+        AskConfig(
+            pool=4,
+            k=2,
+            passes=1,
+            writer="extractive",
+            selector="expected-coverage",
+            relevance="score",
+            filters="passages",
+        ),
         exclude=["religion"],
         aspects=ASPECTS,
         estimator=KeywordCoverage(),
@@ -145,6 +154,12 @@ def test_filters_and_aspect_coverage_use_one_threshold() -> None:
     assert note is not None
     assert f"coverage floor <b>{filters['floor']:g}</b>: {filters['cleared_floor']} of" in note[1]
     assert f"<b>{filters['kept']}</b> clear every filter" in note[1]
+    # filters that judged the question say so, and what the selector chose among
+    data["topics"][0]["filters"] = {**filters, "judged": "question", "cleared": 1, "kept": 4}
+    judged = re.search(r'<p class="filters">(.*?)</p>', render_report(data))
+    assert judged is not None and judged[1].startswith("Filters of the question")
+    assert "1 passages clear every filter, so the question is answered" in judged[1]
+    assert "chose among the <b>4</b> the name filter keeps" in judged[1]
     assert f"floor {filters['floor']:g}</text>" in page  # drawn on the scale
     # Per wanted aspect: in context and in answer, as the run recorded them.
     aspects = _section(page, "Aspects")
