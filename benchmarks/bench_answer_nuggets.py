@@ -229,14 +229,16 @@ def _variants(
     from covrag.pipeline.context import prepare_config, prepare_pool
 
     variants = {}
+    ranked_by: dict[str, Any] = {}  # relevance -> the pool ranked by it, prepared once
     for name, overrides in VARIANTS.items():
         other = dataclasses.replace(policy, **overrides)
         question_text = estimated.candidates.query if other.floor_question else None
         candidates = estimated.candidates
         if other.relevance != policy.relevance:  # the same pool and coverage, ranked otherwise
-            ranked = prepare_pool(
-                estimated.topic, prepare_config(other, selector_of(other), estimated.topic)
-            )
+            if other.relevance not in ranked_by:
+                config = prepare_config(other, selector_of(other), estimated.topic)
+                ranked_by[other.relevance] = prepare_pool(estimated.topic, config)
+            ranked = ranked_by[other.relevance]
             candidates = dataclasses.replace(
                 candidates,
                 relevance=ranked.relevance,

@@ -28,9 +28,8 @@ from covrag.embed import Encoder, default_encoder
 from covrag.errors import ConfigError
 from covrag.generate.quotes import quotation
 from covrag.generate.records import Draft
-from covrag.generate.requote import MIN_QUOTE_WORDS, quote_spans, stems
+from covrag.generate.requote import quotable_spans, stems
 from covrag.schema.defaults import DEFAULT_GATE
-from covrag.text import words
 from covrag.types import Answer, Citation, Passage
 
 #: A context sentence is stated already when a kept sentence writes this share of its word stems.
@@ -40,23 +39,17 @@ from covrag.types import Answer, Citation, Passage
 STATED_SHARE = 0.8
 
 
-def _stated(text: str, kept: Sequence[Citation]) -> bool:
-    """Whether a kept sentence writes most of ``text``'s word stems."""
-    wanted = stems(text)
-    return bool(wanted) and any(
-        len(wanted & stems(sentence.text)) >= STATED_SHARE * len(wanted) for sentence in kept
-    )
-
-
 def candidates(
     passages: Sequence[Passage], kept: Sequence[Citation]
 ) -> list[tuple[Passage, tuple[int, int]]]:
-    """Each sentence of ``passages`` long enough to quote that ``kept`` does not state."""
+    """Each sentence of ``passages`` long enough to quote that ``kept`` does not state (no kept
+    sentence writes :data:`STATED_SHARE` of its word stems)."""
+    written = [stems(sentence.text) for sentence in kept]
     found = []
     for passage in passages:
-        for start, end in quote_spans(passage.text):
-            text = passage.text[start:end]
-            if len(words(text)) < MIN_QUOTE_WORDS or _stated(text, kept):
+        for start, end in quotable_spans(passage.text):
+            wanted = stems(passage.text[start:end])
+            if wanted and any(len(wanted & w) >= STATED_SHARE * len(wanted) for w in written):
                 continue
             found.append((passage, (start, end)))
     return found

@@ -18,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from covrag.generate.records import WritingContext
-from covrag.generate.requote import MIN_QUOTE_WORDS, quote_spans, stems, word_weights
+from covrag.generate.requote import quotable_spans, quote_spans, stems, word_weights
 from covrag.generate.synthesis import missing_sentence, plan_parts
-from covrag.text import words
 from covrag.types import Aspect, Citation, Passage, SupportCheck
 
 
@@ -32,8 +31,7 @@ def quote_span(
     spans = [(s, e) for s, e in quote_spans(passage.text) if e > s]
     if not spans:
         return (0, len(passage.text))
-    long_enough = [sp for sp in spans if len(words(passage.text[sp[0] : sp[1]])) >= MIN_QUOTE_WORDS]
-    spans = long_enough or spans
+    spans = quotable_spans(passage.text) or spans
     if aspect is None:
         return spans[0]
     wanted = stems(" ".join((aspect.text, *aspect.answers)))

@@ -103,6 +103,13 @@ def quote_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def quotable_spans(text: str) -> list[tuple[int, int]]:
+    """The :func:`quote_spans` of ``text`` long enough to quote (:data:`MIN_QUOTE_WORDS`)."""
+    return [
+        (s, e) for s, e in quote_spans(text) if e > s and len(words(text[s:e])) >= MIN_QUOTE_WORDS
+    ]
+
+
 def _weight(words: Iterable[str], weights: Mapping[str, float], unseen: float) -> float:
     return sum(weights.get(w, unseen) for w in words)
 
