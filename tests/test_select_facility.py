@@ -140,3 +140,43 @@ def test_contrast_validation() -> None:
         FacilityLocationSelector(similarity="coverage", contrast=1.0)
     with pytest.raises(ConfigError, match="contrast must be finite"):
         FacilityLocationSelector(contrast=float("nan"))
+
+
+# -- focus: the passages to represent weighed by relevance -----------------------------------
+
+
+def crowd_and_answer() -> Candidates:
+    """Four near copies of an off-question point (p0-p3) and two passages near the question
+    that make one other point (p4, p5)."""
+    a, b = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    embeddings = np.array([a, a, a, a, b, b])
+    passages = tuple(Passage(id=f"p{i}", text="t") for i in range(6))
+    relevance = np.array([0.2, 0.25, 0.2, 0.2, 1.4, 1.2])
+    return Candidates("q", "question", passages, relevance=relevance, embeddings=embeddings)
+
+
+@pytest.mark.parametrize("optimizer", ["lazy", "naive"])
+def test_focus_represents_the_passages_near_the_question(optimizer: str) -> None:
+    candidates = crowd_and_answer()
+    budget = Budget(max_passages=2)
+    plain = FacilityLocationSelector(optimizer=optimizer).select(candidates, budget)
+    focused = FacilityLocationSelector(focus=0.3, optimizer=optimizer).select(candidates, budget)
+    assert plain.passage_ids[0] == "p1"  # the crowd's most relevant copy represents 4
+    assert focused.passage_ids[0] == "p4"  # the crowd weighs exp(-1.15 / 0.3) each
+
+
+def test_focus_spans_top_k_and_the_whole_pool() -> None:
+    candidates = crowd_and_answer()
+    budget = Budget(max_passages=4)
+    by_relevance = tuple(candidates.passages[i].id for i in np.argsort(-candidates.relevance))
+    sharp = FacilityLocationSelector(focus=1e-3).select(candidates, budget)
+    assert sharp.passage_ids == by_relevance[:4]
+    flat = FacilityLocationSelector(focus=1e6).select(candidates, budget)
+    assert flat.passage_ids == FacilityLocationSelector().select(candidates, budget).passage_ids
+
+
+def test_focus_validation_and_spec() -> None:
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match="focus"):
+            FacilityLocationSelector(focus=bad)
+    assert parse_selector("facility-location(focus=0.1)") == FacilityLocationSelector(focus=0.1)

@@ -4,7 +4,9 @@ Objective: ``f(S) = sum_i max_{j in S} max(0, sim(i, j))`` over every passage i 
 monotone submodular function (Cornuejols, Fisher & Nemhauser, 1977), used for extractive summaries
 by Lin & Bilmes (ACL 2011) and implemented by apricot (Schreiber et al., JMLR 2020). It is
 maximised by lazy greedy (:mod:`covrag.selectors.optimize`); once it saturates (every remaining
-passage adds nothing) the rest of the budget is filled in relevance order.
+passage adds nothing) the rest of the budget is filled in relevance order. With ``focus``, each
+passage of the pool counts by its relevance (``w_i``, :func:`demand`), so the picks represent the
+passages near the question rather than the whole pool.
 
 Memory: the similarity matrix is n x n float32, 4 n^2 bytes (4 MB at 1,000 passages, 100 MB at
 5,000); pools above ``MAX_POOL`` passages are refused rather than risk exhausting memory.
@@ -33,15 +35,18 @@ Float32Array = npt.NDArray[np.float32]
 
 
 class FacilityLocation:
-    """``f(S) = sum_i max(start, max_{j in S} sim[i, j])`` for a symmetric ``sim``.
+    """``f(S) = sum_i max(start, max_{j in S} sim[j, i])``: row j is a candidate, column i a
+    passage it represents.
 
-    Keeps ``current[i] = max(start, max_{j in S} sim[i, j])``; the gain of j is
-    ``sum_i max(0, sim[j, i] - current[i])`` (rows, as ``sim`` is symmetric). With ``start`` 0
-    and non-negative similarities this is the usual facility location; ``start=-1`` over raw
-    cosines lets negative similarities count too.
+    Keeps ``current[i] = max(start, max_{j in S} sim[j, i])``; the gain of j is
+    ``sum_i max(0, sim[j, i] - current[i])``. With ``start`` 0 and non-negative similarities
+    this is the usual facility location; ``start=-1`` over raw cosines lets negative
+    similarities count too. Columns scaled by non-negative weights (:func:`demand`) keep it
+    monotone submodular.
 
     Args:
-        similarity: (n, n) symmetric similarities; gains are computed in its dtype.
+        similarity: (n, n) similarities, symmetric unless weighted by column; gains are
+            computed in its dtype.
         start: The level every row starts from before anything is picked.
     """
 
@@ -94,6 +99,15 @@ def vector_similarity(
     return result if contrast is None else contrasted(result, contrast)
 
 
+def demand(relevance: FloatArray, focus: float) -> Float32Array:
+    """Each passage's weight as one to represent: ``exp((r - max r) / focus)``, 1 for the most
+    relevant. Scaling the similarity matrix's columns by it keeps each row a candidate and each
+    column a passage to represent, which is how :class:`FacilityLocation` reads it."""
+    values = np.asarray(relevance, dtype=np.float64)
+    weights: Float32Array = np.exp((values - values.max()) / focus).astype(np.float32)
+    return weights
+
+
 def coverage_similarity(candidates: Candidates) -> Float32Array:
     """Weighted Jaccard overlap of coverage rows (0 when neither passage covers anything)."""
     covered = candidates.covered.astype(np.float64)
@@ -121,6 +135,14 @@ class FacilityLocationSelector(Selector):
             standard deviations it lies above the pool's mean pair similarity, past
             ``contrast`` (:func:`contrasted`); None uses the clipped cosines as they are.
         optimizer: ``lazy`` (Minoux's lazy greedy) or ``naive``; both give the same picks.
+        focus: Weigh what each pooled passage asks to be represented by its relevance:
+            ``f(S) = sum_i w_i max_{j in S} sim(i, j)`` with ``w_i = exp((r_i - max r) / focus)``,
+            ``r`` the candidates' relevance (query-focused facility location, after Lin &
+            Bilmes, ACL 2011). A small ``focus`` represents only the passages nearest the
+            question (top-k order, in the limit); a large one the whole pool (None: every
+            passage weighs 1). It is in relevance units (``sentences`` relevance spans about
+            0 to 2); ``benchmarks/compare_selector_domains.py`` measures settings on documents
+            and on debates (docs/experiments/34-one-selector-two-kinds.md).
 
     Example:
         >>> from covrag.selectors import parse_selector
@@ -134,6 +156,7 @@ class FacilityLocationSelector(Selector):
     similarity_model: str | None = None
     contrast: float | None = None
     optimizer: str = "lazy"
+    focus: float | None = None
 
     @property
     def reads(self) -> tuple[Input, ...]:
@@ -148,6 +171,10 @@ class FacilityLocationSelector(Selector):
                               "not similarity='coverage'")  # fmt: skip
         if self.contrast is not None and not math.isfinite(self.contrast):
             raise ConfigError(f"facility-location: contrast must be finite, got {self.contrast!r}")
+        if self.focus is not None and not (math.isfinite(self.focus) and self.focus > 0.0):
+            raise ConfigError(
+                f"facility-location: focus must be a number above 0, got {self.focus!r}"
+            )
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(
                 f"facility-location: optimizer must be one of {tuple(OPTIMIZERS)}, "
@@ -167,6 +194,8 @@ class FacilityLocationSelector(Selector):
             similarity = vector_similarity(
                 candidates, self.similarity, self.similarity_model, self.contrast
             )
+        if self.focus is not None and n:
+            similarity = similarity * demand(candidates.relevance, self.focus)[None, :]
         return greedy(
             FacilityLocation(similarity),
             candidates,

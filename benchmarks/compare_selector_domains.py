@@ -1,0 +1,199 @@
+"""One selector setting, two kinds of corpus: documents (nugget recall) and debates (alpha-nDCG).
+
+    nice -n 10 .venv/bin/python benchmarks/compare_selector_domains.py --pools DIR
+        [--selectors SPEC ...] [--debates argkp2021:train+dev ...]
+
+``covrag ask`` chooses its context with one selector for every corpus. This puts selector
+settings side by side on the two kinds of corpus the project measures:
+
+- **documents**: the pools of a context-stage run of the answer benchmark
+  (``bench_answer_nuggets.py --stage context --out DIR``; each question's file keeps its 50
+  pooled passages), each setting choosing 8 of them, scored by nugget recall of the context
+  (:func:`covrag.evaluation.nuggets.check_answer`), pooled per corpus, with a paired bootstrap
+  95% CI against the first setting over the answerable questions;
+- **debates**: the bundled debate datasets (never a test split), each topic's passages chosen
+  10 at a time, scored by alpha-nDCG@10 against their gold key points.
+
+Every setting reads the same candidates: relevance ``sentences`` (``ask``'s default;
+``--relevance dense``: the passage's cosine alone), the pool's MiniLM embeddings and the
+same-point vectors. The default settings include facility location with ``focus`` (each pooled
+passage weighed by ``exp((r - max r) / focus)``, ``r`` its relevance: a small focus represents
+only the passages nearest the question, as top-k does, a large one the whole pool, as the
+label-free default does); ``--selectors`` replaces the list. ``--encoder FOLDER`` reads
+relevance and embeddings from another bi-encoder (``train_question_encoder.py``'s).
+``--cross-encoders`` also ranks the documents' pools by a cross-encoder's probability for the
+question (documents only). Nothing is fitted: the figures compare fixed settings
+(docs/experiments/34-one-selector-two-kinds.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from covrag.coverage.cross_encoder import PairScorer, passage_input
+from covrag.data.bundled import load_dataset
+from covrag.embed import Encoder
+from covrag.evaluation.judgments import Judgments
+from covrag.evaluation.nuggets import check_answer
+from covrag.evaluation.scoring import evaluate
+from covrag.pipeline.config import PrepareConfig
+from covrag.pipeline.inputs import with_inputs
+from covrag.pipeline.prepare import prepare
+from covrag.schema.runfile import RunPassage
+from covrag.selectors import parse_selector
+from covrag.selectors.base import Candidates
+from covrag.types import Budget, Topic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_answer_nuggets import CORPORA, questions_of  # noqa: E402
+
+FOCUS = (0.02, 0.05, 0.1, 0.2, 0.3, 1.0)
+SELECTORS = (
+    "topk",
+    "mmr(lam=0.7)",
+    "mmr(lam=0.7, similarity='same-point')",
+    "facility-location(similarity='same-point', contrast=1)",
+    "random",
+    *(f"facility-location(similarity='same-point', contrast=1, focus={f})" for f in FOCUS),
+)
+SAME_POINT = parse_selector("facility-location(similarity='same-point', contrast=1)")
+Choose = Callable[[Candidates, int], list[int]]
+
+
+def selector_choice(spec: str) -> Choose:
+    selector = parse_selector(spec)
+
+    def choose(candidates: Candidates, k: int) -> list[int]:
+        ready = with_inputs(candidates, [selector])
+        by_id = {p.id: i for i, p in enumerate(candidates.passages)}
+        return [by_id[s.passage_id] for s in selector.select(ready, Budget(max_passages=k)).steps]
+
+    return choose
+
+
+def cross_encoder_choice(model: str, header: str | None) -> Choose:
+    """The k passages a cross-encoder scores highest against the question itself."""
+    scorer = PairScorer(model, batch_size=32, max_length=256, cache_size=1_000_000)
+
+    def choose(candidates: Candidates, k: int) -> list[int]:
+        pairs = [(passage_input(p, header), candidates.query) for p in candidates.passages]
+        scores = scorer.score(pairs)[0]
+        return [int(i) for i in np.argsort(-scores, kind="stable")[:k]]
+
+    return choose
+
+
+ENCODER: list[Encoder] = []  # --encoder: another bi-encoder's relevance and embeddings
+RELEVANCE = ["sentences"]  # --relevance
+
+
+def candidates_of(topic: Topic) -> Candidates:
+    config = PrepareConfig(
+        relevance=RELEVANCE[0], embeddings=True, encoder=ENCODER[0] if ENCODER else None
+    )
+    prepared = prepare(topic, None, config)
+    return with_inputs(prepared.candidates, [SAME_POINT])
+
+
+def documents(pools: Path, settings: dict[str, Choose]) -> dict[str, list[tuple[str, int, int]]]:
+    """Setting -> (corpus, context nuggets, nuggets) per answerable question."""
+    rows: dict[str, list[tuple[str, int, int]]] = {name: [] for name in settings}
+    for corpus in CORPORA:
+        for question in questions_of(corpus):
+            if not question.nuggets:
+                continue
+            record = json.loads((pools / f"{question.id}.json").read_text(encoding="utf-8"))
+            if "passages" not in record:
+                raise SystemExit(f"{pools}: {question.id}.json is not a context-stage file")
+            passages = tuple(RunPassage.model_validate(p).to_passage() for p in record["passages"])
+            topic = Topic(query_id=question.id, query=question.question, passages=passages,
+                          aspects=())  # fmt: skip
+            candidates = candidates_of(topic)
+            for name, choose in settings.items():
+                ids = [passages[i].id for i in choose(candidates, 8)]
+                verdicts = check_answer(question, list(passages), ids, []).verdicts
+                rows[name].append((corpus, sum(v.in_context for v in verdicts), len(verdicts)))
+    return rows
+
+
+def debates(spec: str, settings: dict[str, Choose]) -> dict[str, float]:
+    """Setting -> mean alpha-nDCG@10 over the topics of ``spec`` (``+`` joins splits)."""
+    name, splits = spec.split(":")
+    topics = [t for split in splits.split("+") for t in load_dataset(f"{name}:{split}")]
+    judgments = Judgments.from_topics(topics)
+    runs: dict[str, dict[str, list[str]]] = {s: {} for s in settings}
+    for topic in topics:
+        candidates = candidates_of(topic)
+        for setting, choose in settings.items():
+            runs[setting][topic.query_id] = [topic.passages[i].id for i in choose(candidates, 10)]
+    return {
+        s: float(next(iter(evaluate(judgments, run, ["alpha-nDCG@10"]).means().values())))
+        for s, run in runs.items()
+    }
+
+
+def recall(rows: Sequence[tuple[str, int, int]], corpus: str | None = None) -> float:
+    picked = [r for r in rows if corpus is None or r[0] == corpus]
+    return sum(r[1] for r in picked) / max(1, sum(r[2] for r in picked))
+
+
+def paired_ci(rows: Sequence[tuple[str, int, int]], base: Sequence[tuple[str, int, int]],
+              draws: int = 10_000) -> tuple[float, float, float]:  # fmt: skip
+    diff = np.array([a[1] / a[2] - b[1] / b[2] for a, b in zip(rows, base, strict=True)])
+    rng = np.random.default_rng(0)
+    means = diff[rng.integers(0, len(diff), (draws, len(diff)))].mean(axis=1)
+    return float(diff.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pools", type=Path, required=True,
+                        help="a context-stage run folder of bench_answer_nuggets.py")  # fmt: skip
+    parser.add_argument("--selectors", nargs="*", default=list(SELECTORS))
+    parser.add_argument("--debates", nargs="*", default=["argkp2021:train+dev", "perspectrum:dev"])
+    parser.add_argument("--encoder", help="a sentence-transformers folder in place of MiniLM")
+    parser.add_argument(
+        "--cross-encoders",
+        nargs="*",
+        default=[],
+        help="cross-encoder folders (the shipped coverage-minilm, a stage-3 export) to rank "
+        "documents by their probability for the question, with and without titles",
+    )
+    parser.add_argument("--relevance", choices=["sentences", "dense"], default="sentences")
+    args = parser.parse_args()
+    RELEVANCE[0] = args.relevance
+    if args.encoder:
+        ENCODER.append(Encoder(args.encoder))
+    settings: dict[str, Choose] = {s: selector_choice(s) for s in args.selectors}
+    rerank = {
+        f"cross-encoder {Path(m).name}{', titles' if h else ''}": cross_encoder_choice(m, h)
+        for m in args.cross_encoders
+        for h in (None, "title")
+    }
+    docs = documents(args.pools, {**settings, **rerank})
+    debate = {spec: debates(spec, settings) for spec in args.debates}
+    first = next(iter(settings))
+    header = ["setting", "documents", *(c for c in CORPORA), f"paired vs {first}", *debate]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for name in [*settings, *rerank]:
+        mean, low, high = paired_ci(docs[name], docs[first])
+        cells = [
+            name,
+            f"{recall(docs[name]):.3f}",
+            *(f"{recall(docs[name], c):.2f}" for c in CORPORA),
+            f"{mean:+.3f} ({low:+.3f}..{high:+.3f})",
+            *(f"{d[name]:.3f}" if name in d else "-" for d in debate.values()),
+        ]
+        print("| " + " | ".join(cells) + " |")
+    print("documents: context nugget recall of 8 passages; debates: alpha-nDCG@10 of 10.")
+
+
+if __name__ == "__main__":
+    main()
