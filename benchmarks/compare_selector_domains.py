@@ -23,7 +23,8 @@ label-free default does); ``--selectors`` replaces the list. ``--encoder FOLDER`
 relevance and embeddings from another bi-encoder (``train_question_encoder.py``'s).
 ``--cross-encoders`` also ranks the documents' pools by a cross-encoder's probability for the
 question (documents only). Nothing is fitted: the figures compare fixed settings
-(docs/experiments/34-one-selector-two-kinds.md).
+(docs/experiments/34-one-selector-two-kinds.md); the last lines leave each corpus out in turn
+and choose on the others by the mean change relative to the first setting.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from covrag.embed import Encoder
 from covrag.evaluation.judgments import Judgments
 from covrag.evaluation.nuggets import check_answer
 from covrag.evaluation.scoring import evaluate
+from covrag.evaluation.stats import bootstrap_ci
 from covrag.pipeline.config import PrepareConfig
 from covrag.pipeline.inputs import with_inputs
 from covrag.pipeline.prepare import prepare
@@ -143,12 +145,42 @@ def recall(rows: Sequence[tuple[str, int, int]], corpus: str | None = None) -> f
     return sum(r[1] for r in picked) / max(1, sum(r[2] for r in picked))
 
 
-def paired_ci(rows: Sequence[tuple[str, int, int]], base: Sequence[tuple[str, int, int]],
-              draws: int = 10_000) -> tuple[float, float, float]:  # fmt: skip
+def paired_ci(
+    rows: Sequence[tuple[str, int, int]], base: Sequence[tuple[str, int, int]]
+) -> tuple[float, float, float]:
+    """Mean per-question recall difference and its 95% bootstrap interval (seed 0)."""
     diff = np.array([a[1] / a[2] - b[1] / b[2] for a, b in zip(rows, base, strict=True)])
-    rng = np.random.default_rng(0)
-    means = diff[rng.integers(0, len(diff), (draws, len(diff)))].mean(axis=1)
-    return float(diff.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+    interval = bootstrap_ci(diff)
+    return float(diff.mean()), interval.low, interval.high
+
+
+def leave_one_out(
+    docs: dict[str, list[tuple[str, int, int]]], debate: dict[str, dict[str, float]]
+) -> None:
+    """Hold out each corpus (the document corpora and the debate sets) in turn; on the others,
+    score each setting by its mean change relative to the first setting, each corpus on its own
+    figure; choose the best (ties to the first); print the held-out corpus's figure."""
+    first = next(iter(docs))
+    figure = {
+        name: {
+            **{c: recall(docs[name], c) for c in CORPORA},
+            **{spec: d[name] for spec, d in debate.items() if name in d},
+        }
+        for name in docs
+    }
+    corpora = list(figure[first])
+    names = [n for n in docs if set(figure[n]) == set(corpora)]
+    for held in corpora:
+        train = [c for c in corpora if c != held]
+
+        def change(name: str, train: list[str] = train) -> float:
+            return float(np.mean([figure[name][c] / figure[first][c] - 1 for c in train]))
+
+        best = max(names, key=lambda n: (round(change(n), 9), n == first))
+        print(
+            f"leave {held} out: choose {best} ({change(best):+.3f} on the others); "
+            f"{held} {figure[best][held]:.3f} ({first} {figure[first][held]:.3f})"
+        )
 
 
 def main() -> None:
@@ -193,6 +225,8 @@ def main() -> None:
         ]
         print("| " + " | ".join(cells) + " |")
     print("documents: context nugget recall of 8 passages; debates: alpha-nDCG@10 of 10.")
+    if debate:
+        leave_one_out({n: docs[n] for n in settings}, debate)
 
 
 if __name__ == "__main__":

@@ -94,7 +94,8 @@ def main() -> None:
         optimizer.zero_grad()
         if step % 10 == 0:
             print(
-                f"step {step}/{steps} loss {loss.item():.3f} {time.perf_counter() - started:.0f} s"
+                f"step {step}/{steps} loss {loss.item():.3f} {time.perf_counter() - started:.0f} s",
+                flush=True,
             )
     model.eval()
     model.save(str(args.out))
