@@ -19,8 +19,9 @@ Every setting reads the same candidates: relevance ``sentences`` (``ask``'s defa
 same-point vectors. The default settings include facility location with ``focus`` (each pooled
 passage weighed by ``exp((r - max r) / focus)``, ``r`` its relevance: a small focus represents
 only the passages nearest the question, as top-k does, a large one the whole pool, as the
-label-free default does); ``--selectors`` replaces the list. ``--encoder FOLDER`` reads
-relevance and embeddings from another bi-encoder (``train_question_encoder.py``'s).
+label-free default does); ``--selectors`` replaces the list. ``--encoder FOLDER`` adds each
+setting again under another bi-encoder's vectors (``train_question_encoder.py``'s; relevance
+``--encoder-relevance``), paired with the packaged MiniLM's first setting.
 ``--cross-encoders`` also ranks the documents' pools by a cross-encoder's probability for the
 question (documents only). Nothing is fitted: the figures compare fixed settings
 (docs/experiments/34-one-selector-two-kinds.md); the last lines leave each corpus out in turn
@@ -91,19 +92,20 @@ def cross_encoder_choice(model: str, header: str | None) -> Choose:
     return choose
 
 
-ENCODER: list[Encoder] = []  # --encoder: another bi-encoder's relevance and embeddings
-RELEVANCE = ["sentences"]  # --relevance
+#: The bi-encoders read: None = the packaged MiniLM; --encoder adds a folder's.
+ENCODERS: dict[str | None, Encoder | None] = {None: None}
+Source = tuple[str | None, str]  # (encoder folder or None, relevance)
+Setting = tuple[Source, Choose]
 
 
-def candidates_of(topic: Topic) -> Candidates:
-    config = PrepareConfig(
-        relevance=RELEVANCE[0], embeddings=True, encoder=ENCODER[0] if ENCODER else None
-    )
+def candidates_of(topic: Topic, source: Source = (None, "sentences")) -> Candidates:
+    encoder, relevance = source
+    config = PrepareConfig(relevance=relevance, embeddings=True, encoder=ENCODERS[encoder])
     prepared = prepare(topic, None, config)
     return with_inputs(prepared.candidates, [SAME_POINT])
 
 
-def documents(pools: Path, settings: dict[str, Choose]) -> dict[str, list[tuple[str, int, int]]]:
+def documents(pools: Path, settings: dict[str, Setting]) -> dict[str, list[tuple[str, int, int]]]:
     """Setting -> (corpus, context nuggets, nuggets) per answerable question."""
     rows: dict[str, list[tuple[str, int, int]]] = {name: [] for name in settings}
     for corpus in CORPORA:
@@ -116,24 +118,25 @@ def documents(pools: Path, settings: dict[str, Choose]) -> dict[str, list[tuple[
             passages = tuple(RunPassage.model_validate(p).to_passage() for p in record["passages"])
             topic = Topic(query_id=question.id, query=question.question, passages=passages,
                           aspects=())  # fmt: skip
-            candidates = candidates_of(topic)
-            for name, choose in settings.items():
-                ids = [passages[i].id for i in choose(candidates, 8)]
+            ready = {key: candidates_of(topic, key) for key, _ in settings.values()}
+            for name, (key, choose) in settings.items():
+                ids = [passages[i].id for i in choose(ready[key], 8)]
                 verdicts = check_answer(question, list(passages), ids, []).verdicts
                 rows[name].append((corpus, sum(v.in_context for v in verdicts), len(verdicts)))
     return rows
 
 
-def debates(spec: str, settings: dict[str, Choose]) -> dict[str, float]:
+def debates(spec: str, settings: dict[str, Setting]) -> dict[str, float]:
     """Setting -> mean alpha-nDCG@10 over the topics of ``spec`` (``+`` joins splits)."""
     name, splits = spec.split(":")
     topics = [t for split in splits.split("+") for t in load_dataset(f"{name}:{split}")]
     judgments = Judgments.from_topics(topics)
     runs: dict[str, dict[str, list[str]]] = {s: {} for s in settings}
     for topic in topics:
-        candidates = candidates_of(topic)
-        for setting, choose in settings.items():
-            runs[setting][topic.query_id] = [topic.passages[i].id for i in choose(candidates, 10)]
+        ready = {key: candidates_of(topic, key) for key, _ in settings.values()}
+        for setting, (key, choose) in settings.items():
+            chosen = choose(ready[key], 10)
+            runs[setting][topic.query_id] = [topic.passages[i].id for i in chosen]
     return {
         s: float(next(iter(evaluate(judgments, run, ["alpha-nDCG@10"]).means().values())))
         for s, run in runs.items()
@@ -189,7 +192,9 @@ def main() -> None:
                         help="a context-stage run folder of bench_answer_nuggets.py")  # fmt: skip
     parser.add_argument("--selectors", nargs="*", default=list(SELECTORS))
     parser.add_argument("--debates", nargs="*", default=["argkp2021:train+dev", "perspectrum:dev"])
-    parser.add_argument("--encoder", help="a sentence-transformers folder in place of MiniLM")
+    parser.add_argument(
+        "--encoder", help="also every setting under this sentence-transformers folder's vectors"
+    )
     parser.add_argument(
         "--cross-encoders",
         nargs="*",
@@ -198,13 +203,26 @@ def main() -> None:
         "documents by their probability for the question, with and without titles",
     )
     parser.add_argument("--relevance", choices=["sentences", "dense"], default="sentences")
+    parser.add_argument(
+        "--encoder-relevance",
+        choices=["sentences", "dense"],
+        help="the --encoder settings' relevance (default: --relevance)",
+    )
     args = parser.parse_args()
-    RELEVANCE[0] = args.relevance
+    shipped: Source = (None, args.relevance)
+    settings: dict[str, Setting] = {s: (shipped, selector_choice(s)) for s in args.selectors}
     if args.encoder:
-        ENCODER.append(Encoder(args.encoder))
-    settings: dict[str, Choose] = {s: selector_choice(s) for s in args.selectors}
-    rerank = {
-        f"cross-encoder {Path(m).name}{', titles' if h else ''}": cross_encoder_choice(m, h)
+        ENCODERS[args.encoder] = Encoder(args.encoder)
+        name = Path(args.encoder).name
+        source: Source = (args.encoder, args.encoder_relevance or args.relevance)
+        settings.update(
+            {f"{s} @ {name}, {source[1]}": (source, selector_choice(s)) for s in args.selectors}
+        )
+    rerank: dict[str, Setting] = {
+        f"cross-encoder {Path(m).name}{', titles' if h else ''}": (
+            shipped,
+            cross_encoder_choice(m, h),
+        )
         for m in args.cross_encoders
         for h in (None, "title")
     }
