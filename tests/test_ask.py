@@ -267,7 +267,8 @@ def test_a_partly_answerable_question_names_what_the_corpus_does_not_answer() ->
     assert result.selection.passage_ids == ("c1",)  # the only passage that answers anything
     first, framing = result.generation.answer.sentences
     assert first.passage_ids == ("c1",) and first.aspect_id == "sq1"
-    assert framing.framing and framing.text == 'The corpus does not answer: "tax money each year".'
+    assert framing.framing
+    assert framing.text == 'The selected passages do not answer: "tax money each year".'
 
 
 @pytest.mark.model

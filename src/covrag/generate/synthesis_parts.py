@@ -2,9 +2,9 @@
 
 :func:`plan_parts` turns the context and its coverage matrix into *parts*, one per covered
 aspect with the passages that cover it; :func:`missing_sentence` and :func:`nothing_found` state
-what the corpus does not answer. The reply models (:func:`part_reply`, :func:`synthesis_reply`)
-fix the JSON a paragraph is written in, :func:`paragraph_problems` and :func:`check_paragraphs`
-say what is wrong with one, and :func:`salvage_part`, :func:`salvage` and :func:`quote_part` keep
+what the selected passages (or, with none, the corpus) do not answer. The reply models
+(:func:`part_reply`, :func:`synthesis_reply`) fix the JSON a paragraph is written in,
+:func:`paragraph_problems` and :func:`check_paragraphs` say what is wrong with one, and :func:`salvage_part`, :func:`salvage` and :func:`quote_part` keep
 what passes and quote the rest. Split from :mod:`covrag.generate.synthesis`, which re-exports
 what other modules import from it.
 """
@@ -82,18 +82,25 @@ def plan_parts(
     return tuple(kept), missing
 
 
-def missing_sentence(missing: Sequence[Aspect], any_part: bool) -> Citation | None:
-    """The framing sentence that names what the corpus does not answer (None when nothing)."""
+def missing_sentence(
+    missing: Sequence[Aspect], any_part: bool, selected: bool = True
+) -> Citation | None:
+    """The framing sentence that names the sub-questions no selected passage answers (None when
+    nothing). It speaks of the selected passages, not the corpus: a passage the selection left
+    out may answer them. Only with nothing ``selected`` does it speak of the corpus."""
     if not missing and any_part:
         return None
     if not any_part:
-        text = "The corpus does not answer this question: no passage found covers any of "
+        if selected:
+            text = "The selected passages do not answer this question: none covers any of "
+        else:
+            text = "The corpus does not answer this question: no passage found covers any of "
         text += "its sub-questions" + (
             ": " + "; ".join(f'"{a.text}"' for a in missing) + "." if missing else "."
         )
         return Citation(text, (), None, framing=True)
     named = "; ".join(f'"{a.text}"' for a in missing)
-    return Citation(f"The corpus does not answer: {named}.", (), None, framing=True)
+    return Citation(f"The selected passages do not answer: {named}.", (), None, framing=True)
 
 
 def nothing_found(context: WritingContext) -> Draft:
@@ -104,7 +111,7 @@ def nothing_found(context: WritingContext) -> Draft:
         if wanted:
             text += " Its sub-questions: " + "; ".join(f'"{a.text}"' for a in wanted) + "."
         return Draft(ParsedAnswer(Answer((Citation(text, (), None, framing=True),))), "", 1)
-    framing = missing_sentence(wanted, False)
+    framing = missing_sentence(wanted, False, selected=False)
     assert framing is not None
     return Draft(ParsedAnswer(Answer((framing,))), "", 1)
 

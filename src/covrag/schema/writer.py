@@ -34,8 +34,8 @@ class WriterPolicy:
         default="extractive",
         metadata=_help(
             "extractive = free cited prose, about 12 sentences; synthesis = one short cited "
-            "paragraph per covered sub-question, in its own words (both name what the corpus "
-            "does not answer)"
+            "paragraph per covered sub-question, in its own words (both name what the selected "
+            "passages do not answer)"
         ),
     )
     passes: int = field(
