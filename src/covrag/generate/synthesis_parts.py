@@ -4,9 +4,10 @@
 aspect with the passages that cover it; :func:`missing_sentence` and :func:`nothing_found` state
 what the selected passages (or, with none, the corpus) do not answer. The reply models
 (:func:`part_reply`, :func:`synthesis_reply`) fix the JSON a paragraph is written in,
-:func:`paragraph_problems` and :func:`check_paragraphs` say what is wrong with one, and :func:`salvage_part`, :func:`salvage` and :func:`quote_part` keep
-what passes and quote the rest. Split from :mod:`covrag.generate.synthesis`, which re-exports
-what other modules import from it.
+:func:`paragraph_problems` and :func:`check_paragraphs` say what is wrong with one, and
+:func:`salvage_part`, :func:`salvage` and :func:`quote_part` keep what passes and quote the
+rest. Split from :mod:`covrag.generate.synthesis`, which re-exports what other modules import
+from it.
 """
 
 from __future__ import annotations
