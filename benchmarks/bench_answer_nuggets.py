@@ -99,6 +99,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "gate": 0.0,
     },
     "MMR (sentences)": {"selector": "mmr", "relevance": "sentences"},
+    # section 35: top-k completing the cover of the sub-questions
+    "cover": {"selector": "topk(cover=True)"},
 }
 
 

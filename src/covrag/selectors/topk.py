@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from covrag.selectors.base import SELECTORS, Candidates, Selector
+from covrag.selectors.base import COVERAGE, SELECTORS, Candidates, Input, Selector
 from covrag.selectors.optimize import GreedyRun
 from covrag.types import Budget, FloatArray, IntArray
 
@@ -24,13 +24,60 @@ def fill_in_order(
 @SELECTORS.register
 @dataclass(frozen=True, repr=False)
 class TopKSelector(Selector):
-    """Passages in decreasing relevance (ties in pool order), as many as the budget allows."""
+    """Passages in decreasing relevance (ties in pool order), as many as the budget allows.
+
+    Attributes:
+        cover: Then complete the cover of the aspects (it reads the coverage matrix): for each
+            aspect, in column order, that no pick covers and a passage left out does, the most
+            relevant such passage takes the place of the least relevant pick that is not the
+            only one covering an aspect, when the budget still holds (:func:`complete_cover`).
+            The picks stay in decreasing relevance.
+    """
 
     name = "topk"
+    cover: bool = False
+
+    @property
+    def reads(self) -> tuple[Input, ...]:
+        return (Input(COVERAGE),) if self.cover else ()
 
     def _select(self, candidates: Candidates, budget: Budget) -> tuple[list[int], list[float]]:
         order: IntArray = np.argsort(-candidates.relevance, kind="stable")
-        return fill_in_order(order, candidates.relevance, candidates, budget)
+        picked, scores = fill_in_order(order, candidates.relevance, candidates, budget)
+        if not self.cover or candidates.coverage is None:
+            return picked, scores
+        picked = complete_cover(picked, candidates, budget)
+        picked.sort(key=lambda i: (-candidates.relevance[i], i))
+        return picked, [float(candidates.relevance[i]) for i in picked]
+
+
+def complete_cover(picked: list[int], candidates: Candidates, budget: Budget) -> list[int]:
+    """``picked`` with passages swapped in for the aspects it leaves uncovered (see
+    :attr:`TopKSelector.cover`); excluded aspects are never sought."""
+    assert candidates.coverage is not None
+    covered = candidates.coverage.covered
+    relevance = candidates.relevance
+    wanted = np.ones(covered.shape[1], dtype=bool)
+    if candidates.excluded is not None:
+        wanted &= ~np.asarray(candidates.excluded, dtype=bool)
+    chosen = list(picked)
+    for aspect in np.flatnonzero(wanted):
+        if covered[chosen, aspect].any():
+            continue
+        outside = [int(i) for i in np.flatnonzero(covered[:, aspect]) if i not in chosen]
+        if not outside:
+            continue
+        incoming = max(outside, key=lambda i: (relevance[i], -i))
+        counts = covered[chosen][:, wanted].sum(axis=0)
+        for leaving in sorted(chosen, key=lambda i: (relevance[i], -i)):
+            if (covered[leaving, wanted] & (counts == 1)).any():
+                continue  # the only pick covering some aspect
+            trial = [incoming if i == leaving else i for i in chosen]
+            tokens = int(candidates.costs[trial].sum())
+            if budget.max_tokens is None or tokens <= budget.max_tokens:
+                chosen = trial
+                break
+    return chosen
 
 
 @SELECTORS.register
