@@ -142,3 +142,32 @@ def test_sentence_relevance_adds_the_nearest_sentence_to_the_passage_cosine() ->
     # a passage of one sentence is its own nearest sentence
     assert candidates.relevance[1] == pytest.approx(2 * dense.relevance[1], abs=1e-6)
     assert config_for([], "sentences").pieces
+
+
+def test_pieces_are_each_sentence_encoded_alone_in_passage_order() -> None:
+    from covrag.embed import Encoder, default_encoder
+    from covrag.pipeline.prepare import embed_pieces
+    from covrag.text import split_sentences
+
+    texts = (
+        "Set ServerAliveInterval in the config. The client then sends keepalives.",
+        "One sentence only.",
+        "",
+        "Use -z for gzip. Use --exclude for files to skip. Both work with -c.",
+    )
+    topic = Topic("q", "question", tuple(Passage(f"p{i}", t) for i, t in enumerate(texts)), ())
+    encoder = default_encoder()
+    own = encoder.encode(list(texts))
+    vectors, owners = embed_pieces(topic, own, encoder)
+    expected_owners = [0, 0, 1, 2, 3, 3, 3]
+    assert owners.tolist() == expected_owners
+    fresh = Encoder()  # its own cache: each sentence encoded alone, not read back from the batch
+    rows = iter(range(len(owners)))
+    for i, text in enumerate(texts):
+        sentences = split_sentences(text)
+        if len(sentences) > 1:
+            for sentence in sentences:  # one call for the pool, the same vector as alone
+                alone = fresh.encode([sentence])[0]
+                assert np.allclose(vectors[next(rows)], alone, atol=1e-5)
+        else:  # its own embedding
+            assert np.allclose(vectors[next(rows)], own[i])
