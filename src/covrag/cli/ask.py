@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from covrag.llm.progress import ProgressCallback, TokenProgress
+    from covrag.pipeline.ask_records import AskResult
 
 DEFAULT_ASK_OUT = Path("ask-run.json")
 
@@ -150,10 +151,10 @@ def _given_aspects(args: argparse.Namespace) -> tuple[Aspect, ...] | None:
 
 
 def run_ask(args: argparse.Namespace, console: Console) -> int:
-    from covrag.files import atomic_write_text
     from covrag.llm import parse_llm
     from covrag.llm.progress import reporting
     from covrag.pipeline import STAGES, StageCost, ask
+    from covrag.pipeline.ask import load_models
     from covrag.pipeline.corpus import CACHE_WAIT, DocumentOptions, cached_index, open_corpus
 
     out = args.out if args.out is not None or args.json else DEFAULT_ASK_OUT
@@ -177,7 +178,10 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
     with progress_bar(console) as progress:
         task = progress.add_task("load the corpus", total=steps)
         retriever = open_corpus(folder if args.docs is not None else args.index or args.corpus)
-        # Indexing the documents and loading the corpus: part of what the command cost.
+        progress.update(task, description="load the models")
+        estimator = load_models(config)
+        # Indexing the documents, loading the corpus and the models: part of what the command
+        # cost, and not the estimate stage's (which then times the estimating alone).
         load = StageCost(
             time.perf_counter() - started, cpu_seconds=time.process_time() - cpu_started
         )
@@ -207,6 +211,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
                 include=args.include,
                 exclude=args.exclude,
                 aspects=_given_aspects(args),
+                estimator=estimator,
                 on_stage=on_stage,
             )
         if running and not console.is_terminal:
@@ -214,10 +219,17 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
     result = dataclasses.replace(result, costs={"load": load, **result.costs})
     if skipped:
         result = dataclasses.replace(result, warnings=(*result.warnings, *skipped))
+    return _write_result(result, out, args.json, console)
+
+
+def _write_result(result: AskResult, out: Path | None, as_json: bool, console: Console) -> int:
+    """The run file (``--out``), then the record on stdout (``--json``) or the answer shown."""
+    from covrag.files import atomic_write_text
+
     record = json.dumps(result.run_record())
     if out is not None:
         atomic_write_text(out, record + "\n")
-    if args.json:
+    if as_json:
         sys.stdout.write(record + "\n")
         sys.stdout.flush()
         for warning in result.warnings:

@@ -250,6 +250,26 @@ def ask(
     )
 
 
+def load_models(config: AskConfig | None = None) -> CoverageEstimator:
+    """The coverage estimator ``config`` names, its model loaded, and the packaged MiniLM when
+    the pool's relevance or the gate reads it (once per process): what the estimate stage
+    would otherwise load before its first pair. Pass the estimator to :func:`ask`, so that its
+    stage lines time the estimating alone (``covrag ask`` counts this in its load stage)."""
+    from covrag.embed import default_encoder
+    from covrag.pipeline.context import selector_of
+    from covrag.selectors.base import EMBEDDINGS
+    from covrag.types import Passage
+
+    config = config or AskConfig()
+    policy = config.policy()
+    estimator = parse_estimator(config.coverage)
+    estimator.estimate(Topic("load", "load", (Passage("load", "load"),), (Aspect("a", "load"),)))
+    reads_minilm = policy.relevance in ("dense", "sentences") or policy.gate > 0.0
+    if reads_minilm or selector_of(policy).needs(EMBEDDINGS):
+        default_encoder().encode(["load"])
+    return estimator
+
+
 def _choose(
     topic: Topic, config: AskConfig, estimator: CoverageEstimator, clock: StageClock
 ) -> Chosen:
