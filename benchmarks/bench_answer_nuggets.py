@@ -180,7 +180,9 @@ def ask_one(
         planned = planner.plan(query, pool=pool, gate=config.gate, grounded=grounded)
     seconds["plan"] = time.perf_counter() - started
     started = time.perf_counter()
-    _, topic = retrieve_pool(planned.query, planned.aspects, retriever, config.pool)
+    _, topic = retrieve_pool(
+        planned.query, planned.aspects, retriever, config.pool, config.definitions
+    )
     seconds["retrieve"] = time.perf_counter() - started
     started = time.perf_counter()
     policy = dataclasses.replace(config.policy(), aspects=None)

@@ -40,9 +40,10 @@ ASPECTS = (Aspect("sq1", "bullying at school"), Aspect("sq2", "cost of uniforms"
 def test_one_default_selector_and_estimator_everywhere() -> None:
     assert DEFAULT_SELECTOR == "expected-coverage" and DEFAULT_COVERAGE == "cross-encoder"
     assert DEFAULT_SELECTOR == ServerConfig().default_selector
-    # ask's own: the pool's passages nearest the question (docs/experiments/33)
+    # ask's own: the pool's passages nearest the question (docs/experiments/33), the
+    # label-free choice where relevance is flat (docs/experiments/36)
     assert (AskConfig().selector, AskConfig().relevance, AskConfig().filters) == (
-        "topk",
+        "topk(flat=0.08)",
         "sentences",
         "question",
     )
@@ -128,7 +129,8 @@ def test_ask_selects_with_its_default_selector() -> None:
         aspects=ASPECTS,
         estimator=KeywordCoverage(),
     )
-    assert result.selection.selector == "topk" and result.filters.judged == "question"
+    # 4 passages: too few for flat relevance (FLAT_RANK), so top-k chose
+    assert result.selection.selector == "topk(flat=0.08)" and result.filters.judged == "question"
     assert len(result.selection) == 2 and set(result.costs) == {
         "plan", "retrieve", "estimate", "select", "generate",
     }  # fmt: skip

@@ -1,11 +1,17 @@
-"""Top-k, and top-k that completes the cover of the aspects (``topk(cover=True)``)."""
+"""Top-k, top-k that completes the cover of the aspects (``topk(cover=True)``), and top-k that
+represents the pool where relevance is flat (``topk(flat=...)``)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from covrag.errors import ConfigError
+from covrag.pipeline.inputs import with_inputs
+from covrag.pipeline.policy import LABEL_FREE_SELECTOR
 from covrag.selectors import Candidates, parse_selector
 from covrag.selectors.base import COVERAGE
+from covrag.selectors.topk import FLAT_RANK, REPRESENT, TopKSelector, is_flat
 from covrag.types import Budget, CoverageMatrix, Passage
 
 
@@ -74,3 +80,87 @@ def test_it_reads_coverage_only_when_covering() -> None:
     plain = Candidates("q", "question", pool(SIDES, SIDES_RELEVANCE).passages,
                        relevance=np.array(SIDES_RELEVANCE))  # fmt: skip
     assert picked("topk(cover=True)", plain, Budget(max_passages=3)) == ["p0", "p1", "p2"]
+
+
+def test_flatness_is_the_tenth_passages_relevance_relative_to_the_first() -> None:
+    steep = np.linspace(1.0, 0.5, 12)  # the tenth at 0.59: 41% below the first
+    assert not is_flat(steep, 0.08)
+    assert is_flat(steep, 0.5)
+    level = np.array([1.0] * 5 + [0.95] * 7)  # 5% below
+    assert is_flat(level, 0.08) and not is_flat(level, 0.04)
+    # fewer than FLAT_RANK passages, or nothing relevant, is never flat
+    assert not is_flat(level[: FLAT_RANK - 1], 0.08)
+    assert not is_flat(np.zeros(12), 0.08)
+    assert is_flat(level[::-1], 0.08)  # pool order does not matter
+
+
+def point_pool(relevance: list[float], points: list[int]) -> Candidates:
+    """Passages p0.. whose same-point vectors are the unit vector of their point."""
+    ids = tuple(f"p{i}" for i in range(len(points)))
+    vectors = np.eye(max(points) + 1)[points]
+    return Candidates(
+        "q",
+        "question",
+        tuple(Passage(id=i, text=i) for i in ids),
+        relevance=np.array(relevance),
+        costs=np.array([10] * len(ids)),
+        same_point={None: vectors},
+    )
+
+
+# twelve passages about equally near the question; the five nearest make one point
+POINTS = [0, 0, 0, 0, 0, 1, 2, 3, 1, 2, 3, 4]
+LEVEL = [1.0 - 0.004 * i for i in range(12)]
+
+
+def test_flat_relevance_chooses_like_the_label_free_default() -> None:
+    candidates = point_pool(LEVEL, POINTS)
+    budget = Budget(max_passages=5)
+    top = parse_selector("topk").select(candidates, budget)
+    assert len({POINTS[int(p[1:])] for p in top.passage_ids}) == 1  # five times one point
+    chosen = parse_selector("topk(flat=0.08)").select(candidates, budget)
+    label_free = parse_selector(LABEL_FREE_SELECTOR).select(candidates, budget)
+    assert chosen.passage_ids == label_free.passage_ids
+    assert len({POINTS[int(p[1:])] for p in chosen.passage_ids}) == 5  # five points
+    # the selection says which rule chose it
+    assert chosen.selector == f"topk(flat=0.08), relevance flat: {LABEL_FREE_SELECTOR}"
+    assert repr(REPRESENT) == LABEL_FREE_SELECTOR
+
+
+def test_steep_relevance_stays_topk_and_embeds_nothing() -> None:
+    steep = [1.0 - 0.05 * i for i in range(12)]
+    candidates = point_pool(steep, POINTS)
+    budget = Budget(max_passages=5)
+    chosen = parse_selector("topk(flat=0.08)").select(candidates, budget)
+    assert chosen.passage_ids == parse_selector("topk").select(candidates, budget).passage_ids
+    assert chosen.selector == "topk(flat=0.08)"
+    # the estimate step computes the same-point vectors only for a flat pool
+    selector = parse_selector("topk(flat=0.08)")
+    bare = Candidates("q", "question", candidates.passages, relevance=np.array(steep))
+    assert with_inputs(bare, [selector]).same_point == {}
+
+
+def test_a_flat_pool_gets_its_same_point_vectors_from_the_shipped_model() -> None:
+    texts = ["School uniforms limit how pupils express themselves."] * 5 + [
+        "Uniforms cost poor families money they do not have.",
+        "Uniforms reduce bullying over clothes.",
+        "Uniforms make a school look orderly.",
+        "Pupils learn to dress for work.",
+        "Uniforms save time in the morning.",
+        "A uniform marks pupils as members of one school.",
+        "Teachers spend less time on dress-code disputes.",
+    ]
+    passages = tuple(Passage(id=f"p{i}", text=t) for i, t in enumerate(texts))
+    bare = Candidates("q", "Should schools require uniforms?", passages, relevance=np.array(LEVEL))
+    ready = with_inputs(bare, [parse_selector("topk(flat=0.08)")])
+    assert ready.same_point[None].shape[0] == len(texts)
+    chosen = parse_selector("topk(flat=0.08)").select(ready, Budget(max_passages=5)).passage_ids
+    assert sum(p in {"p0", "p1", "p2", "p3", "p4"} for p in chosen) == 1  # the repeat once
+
+
+def test_flat_must_lie_between_0_and_1() -> None:
+    for bad in ("0", "1", "-0.1", "1e999"):
+        with pytest.raises(ConfigError, match="flat must be a number between 0 and 1"):
+            parse_selector(f"topk(flat={bad})")
+    with pytest.raises(ConfigError, match="flat must be a number between 0 and 1"):
+        TopKSelector(flat=float("nan"))

@@ -98,6 +98,11 @@ class Passage:
             raise ValueError(f"Passage.tokens must be >= 0, got {self.tokens}")
 
 
+#: The :attr:`Passage.metadata` key of a passage that joined a pool as the definition of a name
+#: the pool's passages gave (:mod:`covrag.retrieve.definitions`): the name.
+DEFINES = "defines"
+
+
 @dataclass(frozen=True)
 class Topic:
     """One query with its candidate pool, its aspects and (optionally) gold labels.

@@ -51,6 +51,7 @@ ASK_OPTIONS = (
     "subquestions",
     "aspect_source",
     "pool",
+    "definitions",
     "k",
     "selector",
     "coverage",

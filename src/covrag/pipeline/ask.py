@@ -29,6 +29,8 @@ import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from covrag.coverage import CrossEncoderCoverage, parse_estimator
 from covrag.coverage.base import CoverageEstimator
 from covrag.embed import Encoder
@@ -63,8 +65,11 @@ from covrag.plan import C2Query
 from covrag.plan.planned import Planned as Planned  # re-exported
 from covrag.plan.planned import PlannerAspects
 from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
+from covrag.retrieve.base import IndexRetriever
+from covrag.retrieve.definitions import TOP as DEFINITION_READS
+from covrag.retrieve.definitions import with_definitions
 from covrag.schema.writer import WriterPolicy
-from covrag.types import Aspect, CoverageMatrix, Selection, Topic
+from covrag.types import Aspect, CoverageMatrix, Passage, Selection, Topic
 
 logger = logging.getLogger(__name__)
 
@@ -86,12 +91,18 @@ def plan_aspects(
 
 
 def retrieve_pool(
-    query: C2Query, aspects: Sequence[Aspect], retriever: Retriever, pool: int
+    query: C2Query,
+    aspects: Sequence[Aspect],
+    retriever: Retriever,
+    pool: int,
+    definitions: int = 0,
 ) -> tuple[tuple[str, ...], Topic]:
     """One search per aspect and one for the question, fused: the queries and the topic.
 
     A :class:`~covrag.retrieve.CoverRetriever` (a ``cover`` index) runs the same searches with
     its coverage-trained encoder (:meth:`~covrag.retrieve.CoverRetriever.search_aspects`).
+    With ``definitions``, at most that many passages defining what the pooled passages nearest
+    the question name join the pool (:func:`~covrag.retrieve.definitions.with_definitions`).
     """
     if isinstance(retriever, CoverRetriever):
         queries = retriever.aspect_queries(query.base, aspects)
@@ -100,7 +111,24 @@ def retrieve_pool(
         multi = MultiQueryRetriever(retriever)
         queries = multi.queries(query.base, aspects)
         found = multi.search(query.base, pool, aspects=aspects)
-    return queries, Topic("ask", query.base, passages=tuple(found), aspects=tuple(aspects))
+    passages = tuple(found)
+    if definitions and isinstance(retriever, IndexRetriever) and passages:
+        read = nearest(query.base, passages)
+        passages = with_definitions(passages, retriever.passages, read=read, most=definitions)
+    return queries, Topic("ask", query.base, passages=passages, aspects=tuple(aspects))
+
+
+def nearest(
+    question: str, passages: Sequence[Passage], top: int = DEFINITION_READS
+) -> list[Passage]:
+    """The ``top`` passages nearest ``question`` by the packaged MiniLM's cosine (the estimate
+    step reuses the embeddings: the encoder caches them by text)."""
+    from covrag.embed import default_encoder
+
+    encoder = default_encoder()
+    vectors = encoder.encode([question, *(p.text for p in passages)])
+    order = np.argsort(-(vectors[1:] @ vectors[0]), kind="stable")[:top]
+    return [passages[int(i)] for i in order]
 
 
 def build_generator(
@@ -214,7 +242,9 @@ def ask(
     emit(PlannedEvent(planned.aspects))
 
     clock.start("retrieve")
-    queries, topic = retrieve_pool(query, planned.aspects, retriever, config.pool)
+    queries, topic = retrieve_pool(
+        query, planned.aspects, retriever, config.pool, config.definitions
+    )
     clock.stop("retrieve")
     emit(RetrievedEvent(tuple(p.id for p in topic.passages), queries))
 

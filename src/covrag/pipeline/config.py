@@ -161,6 +161,15 @@ class AskConfig:
     decompose_style: DecomposeStyle = _context("decompose_style")
     answers: int = _context("answers")
     pool: int = field(default=50, metadata=_help("candidate passages to retrieve"))
+    definitions: int = field(
+        default=4,
+        metadata=_help(
+            "add to the pool at most this many passages that define what the pooled passages "
+            "nearest the question name and no pooled passage defines (a config key such as "
+            "ServerAliveInterval, an option such as --json, a snake_case name), each from the "
+            "same document (0 = none)"
+        ),
+    )
     k: int = _context("k")
     selector: str = _context("selector")
     coverage: str = _context("coverage")
@@ -193,6 +202,8 @@ class AskConfig:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if min(self.subquestions, self.passes, self.pool_aspects, self.answers) < 0:
             raise ConfigError("subquestions, passes, pool_aspects and answers must be >= 0")
+        if self.definitions < 0:
+            raise ConfigError(f"definitions must be >= 0, got {self.definitions}")
         if not 0.0 <= self.floor <= 1.0:
             raise ConfigError(f"floor must lie in [0, 1], got {self.floor}")
         if not 0.0 <= self.gate <= 1.0:

@@ -21,7 +21,9 @@ from covrag.types import FloatArray
 def with_inputs(candidates: Candidates, selectors: Iterable[Selector]) -> Candidates:
     """The candidates with the same-point vectors ``selectors`` read and they lack (each
     bi-encoder loaded once per process; an empty pool embeds nothing)."""
-    models = dict.fromkeys(i.model for s in selectors for i in s.reads if i.kind == SAME_POINT)
+    models = dict.fromkeys(
+        i.model for s in selectors for i in s.reads_for(candidates) if i.kind == SAME_POINT
+    )
     missing = [m for m in models if m not in candidates.same_point]
     if not missing:
         return candidates

@@ -14,12 +14,14 @@ is written here or nowhere:
 | :data:`INTEGRATIONS` | the integrations | given, else label-free | 5 | auto | none |
 | :data:`ASK` | ``covrag ask`` | ``planner`` | 8 | sentences | 0.5 / 0.5 (the question) |
 | :data:`ANSWER` | ``/v1/answer`` (with ``k``) | the request's | the request's | order | as ask |
+| :data:`BENCH` | ``covrag bench`` / ``cv`` | ``--aspects`` | ``--budgets`` | dense | none |
 
 ``covrag ask`` takes the 8 passages of the pool nearest the question (``topk`` over the
-``sentences`` relevance), and its floor and gate judge the question (``filters="question"``:
-whether it is answered at all), not each passage; ``/v1/answer`` selects with the server's
-selector, its floor and gate judging each passage (docs/experiments/33-nearest-sentences.md).
-| :data:`BENCH` | ``covrag bench`` / ``cv`` | ``--aspects`` | ``--budgets`` | dense | none |
+``sentences`` relevance; where that relevance is flat, the label-free choice:
+``topk(flat=0.08)``, docs/experiments/36-flat-relevance.md), and its floor and gate judge the
+question (``filters="question"``: whether it is answered at all), not each passage;
+``/v1/answer`` selects with the server's selector, its floor and gate judging each passage
+(docs/experiments/33-nearest-sentences.md).
 
 Without aspects and without a named selector, ``/v1/select`` and the integrations choose by
 :data:`LABEL_FREE_SELECTOR` (``label_free``, read by :meth:`ContextPolicy.resolve` alone): facility

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from covrag.schema._base import RecordError
 from covrag.schema.generation import GenerationOut, StageCostOut
 from covrag.schema.runfile import RunTopic, dump, run_file_header
-from covrag.types import Answer, CoverageMatrix, Selection, Topic
+from covrag.types import DEFINES, Answer, CoverageMatrix, Selection, Topic
 
 
 class SubquestionsOut(BaseModel):
@@ -44,6 +44,11 @@ class AskPlanOut(BaseModel):
 class RetrievalOut(BaseModel):
     queries: list[str]
     pool: int
+    definitions: dict[str, str] = Field(
+        default_factory=dict,
+        description="passages that joined the pool as the definition of a name the passages "
+        "nearest the question gave: passage id -> the name",
+    )
 
 
 class FiltersOut(BaseModel):
@@ -190,7 +195,13 @@ def ask_run_record(
     record = AskTopic(
         **values,
         plan=plan,
-        retrieval=RetrievalOut(queries=list(queries), pool=len(topic.passages)),
+        retrieval=RetrievalOut(
+            queries=list(queries),
+            pool=len(topic.passages),
+            definitions={
+                p.id: str(p.metadata[DEFINES]) for p in topic.passages if DEFINES in p.metadata
+            },
+        ),
         uncovered=list(uncovered),
         aspect_coverage=[AspectCoverageOut.of(*row) for row in aspect_coverage],
         generation=generation,

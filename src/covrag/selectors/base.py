@@ -269,6 +269,11 @@ class Selector(ABC):
         computes exactly these (a bench runs a selector reading coverage per coverage source)."""
         return ()
 
+    def reads_for(self, candidates: Candidates) -> tuple[Input, ...]:
+        """What this selector reads of this pool: :attr:`reads`, or fewer where the pool
+        shows it will not read them (the estimate step computes these)."""
+        return self.reads
+
     def needs(self, kind: InputKind) -> bool:
         """Whether this selector reads an input of ``kind``."""
         return any(i.kind == kind for i in self.reads)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from covrag.selectors.base import COVERAGE, SELECTORS, Candidates, Input, Selector
+from covrag.errors import ConfigError
+from covrag.selectors.base import COVERAGE, SAME_POINT, SELECTORS, Candidates, Input, Selector
+from covrag.selectors.facility import FacilityLocationSelector
 from covrag.selectors.optimize import GreedyRun
-from covrag.types import Budget, FloatArray, IntArray
+from covrag.types import Budget, FloatArray, IntArray, Selection
 
 
 def fill_in_order(
@@ -32,14 +35,39 @@ class TopKSelector(Selector):
             relevant such passage takes the place of the least relevant pick that is not the
             only one covering an aspect, when the budget still holds (:func:`complete_cover`).
             The picks stay in decreasing relevance.
+        flat: When relevance is flat (:func:`is_flat`: the tenth most relevant passage within
+            ``flat`` of the first, relative to it), choose like the label-free default instead
+            (:data:`REPRESENT`: facility location over the same-point vectors, which are
+            computed only for such a pool). Relevance then cannot tell the passages apart, as
+            in a pool of arguments that all address one debate topic, where the top k repeat
+            a few points (docs/experiments/36-flat-relevance.md).
     """
 
     name = "topk"
     cover: bool = False
+    flat: float | None = None
 
     @property
     def reads(self) -> tuple[Input, ...]:
-        return (Input(COVERAGE),) if self.cover else ()
+        reads = (Input(COVERAGE),) if self.cover else ()
+        return reads + ((Input(SAME_POINT),) if self.flat is not None else ())
+
+    def reads_for(self, candidates: Candidates) -> tuple[Input, ...]:
+        if self.flat is not None and not is_flat(candidates.relevance, self.flat):
+            return tuple(i for i in self.reads if i.kind != SAME_POINT)
+        return self.reads
+
+    def __post_init__(self) -> None:
+        if self.flat is not None and not (math.isfinite(self.flat) and 0.0 < self.flat < 1.0):
+            raise ConfigError(f"topk: flat must be a number between 0 and 1, got {self.flat!r}")
+
+    def select(self, candidates: Candidates, budget: Budget) -> Selection:
+        """Top-k, or with ``flat`` on a flat pool the label-free choice, which the
+        selection's ``selector`` then names."""
+        if self.flat is not None and is_flat(candidates.relevance, self.flat):
+            chosen = REPRESENT.select(candidates, budget)
+            return replace(chosen, selector=f"{self!r}, relevance flat: {REPRESENT!r}")
+        return super().select(candidates, budget)
 
     def _select(self, candidates: Candidates, budget: Budget) -> tuple[list[int], list[float]]:
         order: IntArray = np.argsort(-candidates.relevance, kind="stable")
@@ -49,6 +77,23 @@ class TopKSelector(Selector):
         picked = complete_cover(picked, candidates, budget)
         picked.sort(key=lambda i: (-candidates.relevance[i], i))
         return picked, [float(candidates.relevance[i]) for i in picked]
+
+
+#: What ``topk(flat=...)`` chooses by when relevance is flat: the label-free default
+#: (:data:`covrag.pipeline.policy.LABEL_FREE_SELECTOR`).
+REPRESENT = FacilityLocationSelector(similarity=SAME_POINT, contrast=1)
+#: The rank whose relevance the flatness test compares with the first's.
+FLAT_RANK = 10
+
+
+def is_flat(relevance: FloatArray, flat: float) -> bool:
+    """Whether relevance barely tells the pool's top apart: the pool holds at least
+    :data:`FLAT_RANK` passages, the first's relevance is above 0, and the
+    :data:`FLAT_RANK`-th's lies within ``flat`` of it, relative to it."""
+    if len(relevance) < FLAT_RANK:
+        return False
+    top = np.sort(np.asarray(relevance, dtype=np.float64))[::-1][:FLAT_RANK]
+    return bool(top[0] > 0.0 and (top[0] - top[-1]) / top[0] < flat)
 
 
 def complete_cover(picked: list[int], candidates: Candidates, budget: Budget) -> list[int]:
