@@ -125,3 +125,50 @@ def test_a_pronoun_citing_another_document_than_its_subject_goes() -> None:
     assert [r for _, r in out.removed] == ["leans"]
     # without documents, or citing the same document, a pronoun stays
     assert len(tidy(sentences, [False, False, False]).kept) == 3
+
+
+# ssh_config(5) as covrag cuts it: the entry that answers the SSH question
+ALIVE = Passage(
+    "s#90",
+    "The default value is 3.\n\nServerAliveInterval Sets a timeout interval in seconds after "
+    "which if no data has been received from the server, ssh(1) will send a message through the "
+    "encrypted channel to request a response from the server.  It is 0 by default.",
+    metadata={"source": "ssh_config.5.txt"},
+)
+
+
+def test_a_sentence_leaning_on_a_dropped_one_gives_way_to_its_passages_own_sentence() -> None:
+    sentences = (
+        # right, but no passage holds most of its words: dropped by the check
+        Citation("To keep an SSH connection from timing out when idle, use the "
+                 "ServerAliveInterval option in your ssh_config file.", ("s#90",)),
+        # held by the passage, but "This option" named what was dropped
+        Citation("This option specifies the interval in seconds after which ssh will send a "
+                 "message through the encrypted channel to request a response from the server.",
+                 ("s#90",)),
+    )  # fmt: skip
+    draft = Draft(ParsedAnswer(Answer(sentences)), raw="", target_sentences=2)
+    checked = SupportChecker(judge=NoSupport(), unsupported="drop").check(draft, (ALIVE,))
+    [kept] = checked.answer.sentences
+    assert kept.text.startswith("\u201cServerAliveInterval Sets a timeout interval in seconds")
+    assert kept.text.endswith("request a response from the server.\u201d")
+    assert kept.passage_ids == ("s#90",) and kept.check is not None
+    start, end = kept.check.span or (0, 0)
+    assert kept.text == f"\u201c{ALIVE.text[start:end]}\u201d"  # the passage's own words, exact
+    # both sentences the writer wrote are kept as dropped, and the warning says why
+    assert {s.text for s in checked.answer.dropped} == {s.text for s in sentences}
+    assert "replaced by their passage's own sentence" in " ".join(support_warnings(checked))
+
+
+def test_a_leaning_passage_sentence_does_not_replace_one() -> None:
+    # the passage's own sentence opens with "It": it names nothing, so the sentence goes
+    sentences = (
+        Citation("ServerAliveInterval sets a timeout interval in seconds after which ssh will "
+                 "send a message through the encrypted channel.", ("s#90",)),
+        Citation("Nothing holds this sentence about idle connections at all.", ("s#90",)),
+        Citation("It is 0 by default.", ("s#90",)),
+    )  # fmt: skip
+    draft = Draft(ParsedAnswer(Answer(sentences)), raw="", target_sentences=3)
+    checked = SupportChecker(judge=NoSupport(), unsupported="drop").check(draft, (ALIVE,))
+    assert "It is 0 by default." not in [s.text for s in checked.answer.sentences]
+    assert "lean on a sentence that was dropped" in " ".join(support_warnings(checked))

@@ -219,11 +219,20 @@ class SupportChecker:
         quotes = set() if not replaced else {id(s) for s in sentences} - checked
         drop = self.unsupported != "mark"
         unsupported_out = [not s.framing and not s.supported and drop for s in sentences]
-        tidied = tidy(sentences, unsupported_out, {p.id: document_of(p) for p in passages})
+        tidied = tidy(
+            sentences,
+            unsupported_out,
+            {p.id: document_of(p) for p in passages},
+            {p.id: p for p in passages},
+        )
         removed = {id(c) for c, _ in tidied.removed}
+        swapped = {id(c) for c, _ in tidied.replaced}
         kept = list(tidied.kept)
         left_out = zip(sentences, unsupported_out, strict=True)
-        dropped = (*replaced, *(s for s, out in left_out if out or id(s) in removed))
+        dropped = (
+            *replaced,
+            *(s for s, out in left_out if out or id(s) in removed or id(s) in swapped),
+        )
         notes = tidied.notes()
         if replaced:
             notes = (
@@ -242,7 +251,7 @@ class SupportChecker:
         invalid = tuple(
             InvalidCitation(where[c.sentence], c.number)
             for c in draft.parsed.invalid
-            if c.sentence in where
+            if c.sentence in where and id(sentences[c.sentence]) not in swapped
         )
         fallback = None
         answer = Answer(tuple(kept), dropped)

@@ -12,7 +12,11 @@ redirects."); :func:`tidy` then removes, from the sentences the check kept:
 - **leans**: a sentence that opens with a pronoun ("This", "It", "These", ...) right after a
   sentence that was dropped, whose subject it takes, or after one that cites other documents
   only (its passages are about another subject: "This option ..." under ssh's setting, held by
-  curl's manual);
+  curl's manual). When the sentence is aligned to its passage and the passage's own sentence
+  around that span names its subject (opens with no pronoun), that sentence takes its place,
+  quoted: "This option specifies the interval ..." after a dropped sentence naming
+  ServerAliveInterval becomes "ServerAliveInterval Sets a timeout interval in seconds ...",
+  which ssh_config(5) writes (``replaced``);
 - **dangling**: a sentence that ends with a colon when what it introduced was dropped (or it is
   the last one);
 - **repeat**: a sentence the answer already holds word for word;
@@ -30,7 +34,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from covrag.types import Citation
+from covrag.generate.alignment import sentence_spans
+from covrag.types import Citation, Passage
 
 _SAYS = (
     r"(?:explains?|states?|says|say|notes?|mentions?|describes?|shows?|indicates?|adds?|"
@@ -106,11 +111,13 @@ def reword(sentence: str) -> str:
 
 @dataclass(frozen=True)
 class Tidied:
-    """The sentences kept, and those removed with the reason (``narrates``, ``leans``,
-    ``dangling``, ``repeat``, ``instruction``)."""
+    """The sentences kept, those removed with the reason (``narrates``, ``leans``,
+    ``dangling``, ``repeat``, ``instruction``), and the leaning sentences that their passage's
+    own sentence replaced in ``kept`` (as written, the quotation)."""
 
     kept: tuple[Citation, ...]
     removed: tuple[tuple[Citation, str], ...] = ()
+    replaced: tuple[tuple[Citation, Citation], ...] = ()
 
     def notes(self) -> tuple[str, ...]:
         """One line per reason, naming the sentences removed for it."""
@@ -129,21 +136,49 @@ class Tidied:
                     f"{len(texts)} sentence(s) that {words} were dropped from the answer: "
                     + "; ".join(repr(t) for t in texts)
                 )
+        if self.replaced:
+            lines.append(
+                f"{len(self.replaced)} sentence(s) that lean on a sentence that was dropped were "
+                "replaced by their passage's own sentence, which names its subject, quoted: "
+                + "; ".join(repr(c.text) for c, _ in self.replaced)
+            )
         return tuple(lines)
+
+
+def own_sentence(sentence: Citation, passages: Mapping[str, Passage]) -> Citation | None:
+    """The passage sentence(s) around ``sentence``'s aligned span, quoted and cited, when they
+    open with no pronoun (they name their subject); None otherwise."""
+    from covrag.generate.quotes import quotation
+
+    check = sentence.check
+    if check is None or check.verified != "aligned" or check.span is None:
+        return None
+    passage = passages.get(check.passage_id or "")
+    if passage is None:
+        return None
+    start, end = check.span
+    around = [(a, b) for a, b in sentence_spans(passage.text) if a < end and b > start]
+    if not around or _LEANS.match(passage.text[around[0][0] : around[-1][1]]):
+        return None
+    return quotation(passage, (around[0][0], around[-1][1]))
 
 
 def tidy(
     sentences: Sequence[Citation],
     dropped: Sequence[bool],
     documents: Mapping[str, str | None] | None = None,
+    passages: Mapping[str, Passage] | None = None,
 ) -> Tidied:
     """Remove from ``sentences`` (in the answer's order; ``dropped[i]``: the check already
     dropped sentence ``i``) what would not read right once the dropped ones are gone.
     ``documents`` names each passage id's document: a sentence opening with a pronoun that
     cites only other documents than the sentence before it leans on a subject its passages are
     not about ("ServerAliveInterval ... [ssh_config]. This option sets the idle time ...
-    [curl]"), and goes. Framing sentences (the writer's own) are kept as they are."""
+    [curl]"), and goes. With ``passages`` (id -> passage), a sentence leaning on a dropped one
+    is replaced by its passage's own sentence where that names its subject (:func:`own_sentence`).
+    Framing sentences (the writer's own) are kept as they are."""
     reasons: dict[int, str] = {}
+    swaps: dict[int, Citation] = {}
     gone = list(dropped)
     seen: set[str] = set()
     documents = documents or {}
@@ -160,7 +195,12 @@ def tidy(
         elif _LEANS.match(sentence.text) and (
             (i > 0 and gone[i - 1]) or (mine and before and not mine & before)
         ):
-            reasons[i] = "leans"
+            own = own_sentence(sentence, passages) if passages and i > 0 and gone[i - 1] else None
+            if own is None or " ".join(own.text.lower().split()) in seen:
+                reasons[i] = "leans"
+            else:
+                swaps[i] = own
+                key = " ".join(own.text.lower().split())
         elif key in seen:
             reasons[i] = "repeat"
         if i in reasons:
@@ -176,6 +216,6 @@ def tidy(
         if i + 1 == len(sentences) or gone[i + 1]:
             reasons[i] = "dangling"
             gone[i] = True
-    kept = tuple(s for i, s in enumerate(sentences) if not gone[i])
+    kept = tuple(swaps.get(i, s) for i, s in enumerate(sentences) if not gone[i])
     removed = tuple((sentences[i], reasons[i]) for i in sorted(reasons))
-    return Tidied(kept, removed)
+    return Tidied(kept, removed, tuple((sentences[i], swaps[i]) for i in sorted(swaps)))
