@@ -320,8 +320,8 @@ class Selection:
         return len(self.steps)
 
 
-Verified = Literal["aligned", "judged", "unsupported"]
-VERIFIED: tuple[Verified, ...] = ("aligned", "judged", "unsupported")
+Verified = Literal["aligned", "judged", "composed", "unsupported"]
+VERIFIED: tuple[Verified, ...] = ("aligned", "judged", "composed", "unsupported")
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,8 +331,10 @@ class SupportCheck:
     Attributes:
         written: The passage ids the writer cited, before any repair.
         verified: ``aligned`` (the passage holds the sentence's text, checked by character
-            alignment), ``judged`` (the support judge says a passage supports a paraphrase) or
-            ``unsupported`` (no passage of the context does either).
+            alignment), ``judged`` (the support judge says a passage supports a paraphrase),
+            ``composed`` (a command line whose every option the cited passages write,
+            :mod:`covrag.generate.commands`) or ``unsupported`` (no passage of the context does
+            any of these).
         score: The support score: the alignment share for ``aligned``, the judge's probability
             otherwise (for ``unsupported``, the best probability any passage reached).
         passage_id: The passage that holds the supporting span (None when unsupported).

@@ -52,6 +52,7 @@ from covrag.errors import ConfigError
 from covrag.generate.alignment import align, best_window
 from covrag.generate.attribution import bare_name, candidates, document_names
 from covrag.generate.citations import InvalidCitation, ParsedAnswer
+from covrag.generate.commands import composed
 from covrag.generate.quotes import quoted_answer, refusal
 from covrag.generate.records import Draft, WritingContext
 from covrag.generate.requote import requote
@@ -142,6 +143,8 @@ class SupportChecker:
         allowed = [candidates(s.text, passages) for s in sentences]
         for i, sentence in enumerate(sentences):
             found = None if sentence.framing else _aligned(sentence, allowed[i])
+            if found is None and not sentence.framing:
+                found = composed(sentence, allowed[i])
             checked.append(sentence if sentence.framing else found)
             if not sentence.framing and found is None:
                 unaligned.append(i)

@@ -159,8 +159,10 @@ class AnswerView:
         return (
             '<h3>Support</h3><p class="muted">How each sentence was checked against the passages: '
             "<b>aligned</b> (the passage holds its words; score = share aligned), <b>judged</b> "
-            "(a judge says the passage supports it; score = its probability) or "
-            "<b>unsupported</b>. Click a citation or a passage id to see the supporting span.</p>"
+            "(a judge says the passage supports it; score = its probability), <b>composed</b> "
+            "(a command line whose every option the cited passages write; the span shown is its "
+            "first option's) or <b>unsupported</b>. Click a citation or a passage id to see the "
+            "supporting span.</p>"
             '<table class="support"><thead><tr><th>#</th><th>sentence</th><th>verified</th>'
             f"<th>score</th><th>passage</th><th></th></tr></thead><tbody>{''.join(rows)}"
             f'</tbody></table><div class="panels">{"".join(panels)}</div>'

@@ -19,7 +19,10 @@ class RunCheck(_Record):
     """How a sentence was checked against the passages (``types.SupportCheck``)."""
 
     cited_as_written: list[str] = Field(description="passage ids the writer cited, unrepaired")
-    verified: Verified = Field(description="aligned, judged or unsupported")
+    verified: Verified = Field(
+        description="aligned, judged, composed (a command line of documented options) or "
+        "unsupported"
+    )
     score: float = Field(description="alignment share (aligned) or the judge's probability")
     passage_id: str | None = Field(default=None, description="the passage holding the span")
     span: list[int] | None = Field(

@@ -193,8 +193,8 @@ class AnswerResponse(BaseModel):
     passage_ids: list[str] = Field(description="the context as numbered in the prompts")
     sentences: list[RunSentence] = Field(
         description="the final answer; each sentence of a checked answer carries its check "
-        "(the ids as written, verified aligned / judged / unsupported, the score, and the "
-        "passage_id and [start, end) span of its text that supports it)"
+        "(the ids as written, verified aligned / judged / composed / unsupported, the score, "
+        "and the passage_id and [start, end) span of its text that supports it)"
     )
     dropped: list[RunSentence] = Field(
         default=[],

@@ -20,12 +20,13 @@ aspects, and (when a generator wrote one) the answer with its citations::
 
 ``coverage`` may be null (a selector that reads none) and ``answer`` may be absent. A sentence of
 a checked answer (:mod:`covrag.generate.support`) carries its ``check``: ``cited_as_written``
-(the ids before repair), ``verified`` (``aligned``, ``judged`` or ``unsupported``), ``score`` and,
-when supported, ``passage_id`` and ``span`` (``[start, end)`` of that passage's text, checked to lie
-inside it); ``dropped`` holds the sentences the check left out. A passage cut
-from a user's document (``covrag index --docs``) also names the document (``doc_id``, ``title``,
-``source``) and where in its extracted text it lies (``start``, ``end``; from a PDF also the
-``page`` it starts on); other passages leave these out. Non-finite
+(the ids before repair), ``verified`` (``aligned``, ``judged``, ``composed`` or
+``unsupported``), ``score`` and, when supported, ``passage_id`` and ``span`` (``[start, end)``
+of that passage's text, checked to lie inside it); ``dropped`` holds the sentences the check
+left out. A passage cut from a user's document (``covrag index --docs``) also names the
+document (``doc_id``, ``title``, ``source``) and where in its extracted text it lies
+(``start``, ``end``; from a PDF also the ``page`` it starts on); other passages leave these
+out. Non-finite
 step scores are written as null and read back as NaN; probabilities are written to 6 decimals.
 Other fields (``covrag ask`` adds its plan, searches, drafts and costs) are allowed; the report
 reads the ask blocks it shows (:mod:`covrag.report.askview`) and ignores the rest. A run file
