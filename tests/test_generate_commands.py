@@ -33,6 +33,9 @@ def test_command_words_reads_a_command_line_not_prose() -> None:
     assert command_words("Use find to list files.") is None  # a capitalised first word
     assert command_words("find") is None  # a word alone
     assert command_words("find 'unclosed") is None
+    # prose that opens with a program's name: its claim is not a command's
+    assert command_words("tar can leave files out with --exclude.") is None
+    assert command_words('grep -r "the" docs') == ["grep", "-r", "the", "docs"]
 
 
 def test_a_command_of_documented_options_cites_each_options_passage() -> None:

@@ -22,6 +22,7 @@ import shlex
 from collections.abc import Sequence
 
 from covrag.llm.prompts import document_of
+from covrag.text import STOPWORDS
 from covrag.types import Citation, Passage, SupportCheck
 
 #: A program's name as a command line's first word.
@@ -36,7 +37,9 @@ _WRAP = "`'\"\u201c\u201d\u2018\u2019 "
 
 def command_words(text: str) -> list[str] | None:
     """The words of ``text`` when it is a command line (its first word a program's name: lower
-    case, no path), else None; a leading ``$`` prompt and wrapping quotes are dropped.
+    case, no path; at most one of its words a function word such as "with" or "the": "tar can
+    leave files out with --exclude" is prose, whose claim no option checks), else None; a
+    leading ``$`` prompt and wrapping quotes are dropped.
 
     Example:
         >>> command_words("`curl -L --json '{\\"a\\": 1}' https://example.com`")
@@ -54,6 +57,8 @@ def command_words(text: str) -> list[str] | None:
         return None
     first = words[0].rstrip(".")
     if not _PROGRAM.match(first) or len(words) < 2:
+        return None
+    if sum(w.lower() in STOPWORDS for w in words) > 1:
         return None
     return [first, *words[1:]]
 
