@@ -57,6 +57,12 @@ def test_a_definition_is_a_paragraph_opening_with_the_name() -> None:
     assert defines(OTHER, "--keepalive-time")
     assert defines(TCP, "TCPKeepAlive")  # the passage's first words
     assert not defines(ALIVE, "ServerAlive")  # a prefix of the name is not the name
+    # an entry listing other spellings first defines each of them
+    quiet = entry("grep#21", "Context.\n\n-q, --quiet, --silent Quiet; do not write anything.", "g")
+    assert defines(quiet, "--quiet") and defines(quiet, "--silent") and defines(quiet, "-q")
+    output = entry("curl#9", "-o, --output <file> Write output to <file>.", "curl.1.txt")
+    assert defines(output, "--output")
+    assert not defines(entry("x#1", "Use -q, --quiet to hush.", "x"), "--quiet")
 
 
 def test_the_definition_joins_from_the_same_document_only() -> None:

@@ -49,10 +49,15 @@ def identifiers(text: str) -> list[str]:
     return list(dict.fromkeys(IDENTIFIER.findall(text)))
 
 
+#: Other spellings an entry may list before the name: ``-q, --quiet`` (``-o file, --output``).
+_ALIASES = r"(?:-{1,2}[\w-]+(?:[ =][<\[]?[\w-]+[>\]]?)?,\s*)*"
+
+
 def defines(passage: Passage, identifier: str) -> bool:
     """Whether a paragraph of ``passage`` opens with ``identifier`` (then a space, a bracket,
-    ``=``, ``,`` or its end): the shape of a manual's or an API reference's entry."""
-    pattern = rf"(?:^|\n\s*\n)[ \t]*{re.escape(identifier)}(?=[\s(\[=,<]|$)"
+    ``=``, ``,`` or its end), or with a list of other spellings of an option and then it
+    (``-q, --quiet, --silent``): the shape of a manual's or an API reference's entry."""
+    pattern = rf"(?:^|\n\s*\n)[ \t]*{_ALIASES}{re.escape(identifier)}(?=[\s(\[=,<]|$)"
     return re.search(pattern, passage.text) is not None
 
 
