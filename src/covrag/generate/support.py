@@ -247,15 +247,8 @@ class SupportChecker:
         changed = sum(1 for a, b in zip(written, reworded, strict=True) if a.text != b.text)
         if changed:
             notes = (f"{changed} sentence(s) lost a lead-in about a passage", *notes)
-        where: dict[int, int] = {}  # old index -> new index, for the invalid citations of kept
-        for old, s in enumerate(sentences):
-            if not unsupported_out[old] and id(s) not in removed:
-                where[old] = len(where)
-        invalid = tuple(
-            InvalidCitation(where[c.sentence], c.number)
-            for c in draft.parsed.invalid
-            if c.sentence in where and id(sentences[c.sentence]) not in swapped
-        )
+        gone = {*removed, *(id(c) for c, out in zip(sentences, unsupported_out, strict=True) if out)}
+        invalid = _kept_invalid(draft.parsed.invalid, sentences, gone, swapped)
         fallback = None
         answer = Answer(tuple(kept), dropped)
         # the fallback when nothing the model wrote holds: a quotation in place of one of its
@@ -285,6 +278,25 @@ class SupportChecker:
         return dataclasses.replace(
             draft, parsed=parsed, checked=True, fallback=fallback, tidied=notes
         )
+
+
+def _kept_invalid(
+    invalid: Sequence[InvalidCitation],
+    sentences: Sequence[Citation],
+    gone: set[int],
+    swapped: set[int],
+) -> tuple[InvalidCitation, ...]:
+    """The invalid citations of the sentences kept, renumbered to their new places (those of a
+    sentence replaced by its passage's own sentence go with it)."""
+    where: dict[int, int] = {}  # old index -> new index
+    for old, s in enumerate(sentences):
+        if id(s) not in gone:
+            where[old] = len(where)
+    return tuple(
+        InvalidCitation(where[c.sentence], c.number)
+        for c in invalid
+        if c.sentence in where and id(sentences[c.sentence]) not in swapped
+    )
 
 
 def _after(first: Sequence[Citation], rest: Sequence[Citation]) -> tuple[Citation, ...]:
