@@ -247,7 +247,8 @@ class SupportChecker:
         changed = sum(1 for a, b in zip(written, reworded, strict=True) if a.text != b.text)
         if changed:
             notes = (f"{changed} sentence(s) lost a lead-in about a passage", *notes)
-        gone = {*removed, *(id(c) for c, out in zip(sentences, unsupported_out, strict=True) if out)}
+        out = zip(sentences, unsupported_out, strict=True)
+        gone = {*removed, *(id(c) for c, left in out if left)}
         invalid = _kept_invalid(draft.parsed.invalid, sentences, gone, swapped)
         fallback = None
         answer = Answer(tuple(kept), dropped)
