@@ -96,7 +96,7 @@ def test_writes_one_cited_paragraph_per_aspect_and_frames_the_gaps() -> None:
         ("a1", ("p1",)), ("a2", ("p2",)), ("a3", ("p3",)),
     ]  # fmt: skip
     assert sentences[3].framing and sentences[3].passage_ids == ()
-    assert sentences[3].text == 'The selected passages do not answer: "religion in school".'
+    assert sentences[3].text == 'The selected passages may not answer: "religion in school".'
     assert draft.problems == ()  # the framing sentence is not "uncited"
 
 
@@ -261,7 +261,7 @@ def test_the_extractive_writer_also_names_what_no_passage_answers() -> None:
     draft = CitedWriter(llm).write(QUESTION, PASSAGES, context=context())
     last = draft.answer.sentences[-1]
     assert last.framing
-    assert last.text == 'The selected passages do not answer: "religion in school".'
+    assert last.text == 'The selected passages may not answer: "religion in school".'
     assert draft.problems == ()
     # Prompts show the model its own sentences only, never the writer's framing.
     assert render_answer(draft.answer, ["p1", "p2", "p3"]) == "Uniforms cut bullying [1]."

@@ -86,14 +86,19 @@ def plan_parts(
 def missing_sentence(
     missing: Sequence[Aspect], any_part: bool, selected: bool = True
 ) -> Citation | None:
-    """The framing sentence that names the sub-questions no selected passage answers (None when
-    nothing). It speaks of the selected passages, not the corpus: a passage the selection left
-    out may answer them. Only with nothing ``selected`` does it speak of the corpus."""
+    """The framing sentence that names the sub-questions no selected passage is estimated to
+    answer (None when nothing). It speaks of the selected passages, not the corpus: a passage
+    the selection left out may answer them; and it says "may not": the coverage estimate can
+    miss (``make demo``'s "drawbacks of school uniforms" beside "uniforms are often expensive").
+    Only with nothing ``selected`` does it speak of the corpus."""
     if not missing and any_part:
         return None
     if not any_part:
         if selected:
-            text = "The selected passages do not answer this question: none covers any of "
+            text = (
+                "The selected passages may not answer this question: none is estimated to "
+                "cover any of "
+            )
         else:
             text = "The corpus does not answer this question: no passage found covers any of "
         text += "its sub-questions" + (
@@ -101,7 +106,7 @@ def missing_sentence(
         )
         return Citation(text, (), None, framing=True)
     named = "; ".join(f'"{a.text}"' for a in missing)
-    return Citation(f"The selected passages do not answer: {named}.", (), None, framing=True)
+    return Citation(f"The selected passages may not answer: {named}.", (), None, framing=True)
 
 
 def nothing_found(context: WritingContext) -> Draft:

@@ -35,7 +35,7 @@ class WriterPolicy:
         metadata=_help(
             "extractive = free cited prose, about 12 sentences; synthesis = one short cited "
             "paragraph per covered sub-question, in its own words (both name what the selected "
-            "passages do not answer)"
+            "passages may not answer)"
         ),
     )
     passes: int = field(
