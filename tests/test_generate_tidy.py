@@ -9,8 +9,8 @@ from covrag.coverage.base import CoverageEstimator
 from covrag.generate import SupportChecker
 from covrag.generate.citations import ParsedAnswer
 from covrag.generate.records import Draft, support_warnings
-from covrag.generate.tidy import narrates, reword, tidy
-from covrag.types import Answer, Citation, CoverageMatrix, Passage, Topic
+from covrag.generate.tidy import narrates, own_sentence, reword, tidy
+from covrag.types import Answer, Citation, CoverageMatrix, Passage, SupportCheck, Topic
 
 
 class NoSupport(CoverageEstimator):
@@ -155,6 +155,7 @@ def test_a_sentence_leaning_on_a_dropped_one_gives_way_to_its_passages_own_sente
     assert kept.passage_ids == ("s#90",) and kept.check is not None
     start, end = kept.check.span or (0, 0)
     assert kept.text == f"\u201c{ALIVE.text[start:end]}\u201d"  # the passage's own words, exact
+    assert "It is 0 by default" not in kept.text  # one sentence, not the next one too
     # both sentences the writer wrote are kept as dropped, and the warning says why
     assert {s.text for s in checked.answer.dropped} == {s.text for s in sentences}
     assert "replaced by their passage's own sentence" in " ".join(support_warnings(checked))
@@ -172,3 +173,18 @@ def test_a_leaning_passage_sentence_does_not_replace_one() -> None:
     checked = SupportChecker(judge=NoSupport(), unsupported="drop").check(draft, (ALIVE,))
     assert "It is 0 by default." not in [s.text for s in checked.answer.sentences]
     assert "lean on a sentence that was dropped" in " ".join(support_warnings(checked))
+
+
+def test_own_sentence_quotes_the_one_passage_sentence_holding_most_of_the_span() -> None:
+    text = ALIVE.text
+    first = text.index("ServerAliveInterval Sets")
+    second = text.index("It is 0")
+    # aligned across two passage sentences, most of it in the first
+    span = (first + 20, second + 5)
+    check = SupportCheck((ALIVE.id,), "aligned", 0.9, ALIVE.id, span)
+    own = own_sentence(Citation("This option ...", (ALIVE.id,), check=check), {ALIVE.id: ALIVE})
+    assert own is not None and own.text.startswith("\u201cServerAliveInterval Sets")
+    assert "It is 0" not in own.text
+    # most of it in the second, which opens with a pronoun: nothing replaces the sentence
+    check = SupportCheck((ALIVE.id,), "aligned", 0.9, ALIVE.id, (second - 3, len(text)))
+    assert own_sentence(Citation("x", (ALIVE.id,), check=check), {ALIVE.id: ALIVE}) is None

@@ -146,8 +146,8 @@ class Tidied:
 
 
 def own_sentence(sentence: Citation, passages: Mapping[str, Passage]) -> Citation | None:
-    """The passage sentence(s) around ``sentence``'s aligned span, quoted and cited, when they
-    open with no pronoun (they name their subject); None otherwise."""
+    """The passage sentence holding most of ``sentence``'s aligned span, quoted and cited, when
+    it opens with no pronoun (it names its subject); None otherwise."""
     from covrag.generate.quotes import quotation
 
     check = sentence.check
@@ -158,9 +158,14 @@ def own_sentence(sentence: Citation, passages: Mapping[str, Passage]) -> Citatio
         return None
     start, end = check.span
     around = [(a, b) for a, b in sentence_spans(passage.text) if a < end and b > start]
-    if not around or _LEANS.match(passage.text[around[0][0] : around[-1][1]]):
+    if not around:
         return None
-    return quotation(passage, (around[0][0], around[-1][1]))
+    # the passage sentence holding most of the span: a span across two sentences would also
+    # quote the next one, which the answer may state by itself
+    first, last = max(around, key=lambda ab: (min(ab[1], end) - max(ab[0], start), -ab[0]))
+    if _LEANS.match(passage.text[first:last]):
+        return None
+    return quotation(passage, (first, last))
 
 
 def tidy(
