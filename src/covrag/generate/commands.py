@@ -83,8 +83,9 @@ def _document_program(passage: Passage) -> str | None:
     return name.split(".", 1)[0].lower() if name else None
 
 
-def _writes(passage: Passage, option: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", passage.text) is not None
+def option_at(text: str, option: str) -> re.Match[str] | None:
+    """Where ``text`` writes ``option`` as written, as a whole option (``-z`` not in ``-zip``)."""
+    return re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text)
 
 
 def composed(sentence: Citation, passages: Sequence[Passage]) -> Citation | None:
@@ -104,13 +105,13 @@ def composed(sentence: Citation, passages: Sequence[Passage]) -> Citation | None
         return None
     cited: list[Passage] = []
     for option in options:
-        holder = next((p for p in own if _writes(p, option)), None)
+        holder = next((p for p in own if option_at(p.text, option)), None)
         if holder is None:
             return None
         if holder not in cited:
             cited.append(holder)
     first = cited[0]
-    match = re.search(rf"(?<![\w-]){re.escape(options[0])}(?![\w-])", first.text)
+    match = option_at(first.text, options[0])
     assert match is not None
     check = SupportCheck(
         sentence.passage_ids, "composed", 1.0, first.id, (match.start(), match.end())

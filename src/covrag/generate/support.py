@@ -52,7 +52,7 @@ from covrag.errors import ConfigError
 from covrag.generate.alignment import align, best_window
 from covrag.generate.attribution import bare_name, candidates, document_names
 from covrag.generate.citations import InvalidCitation, ParsedAnswer
-from covrag.generate.commands import composed
+from covrag.generate.commands import composed, option_at
 from covrag.generate.quotes import quoted_answer, refusal
 from covrag.generate.records import Draft, WritingContext
 from covrag.generate.requote import requote
@@ -329,7 +329,7 @@ def _holds(text: str, name: str) -> bool:
     """Whether ``text`` names ``name`` as written: an option with its case, as a whole option
     (``-z`` not in ``-zip``); another name in any case, as a whole word."""
     if name.startswith("-"):
-        return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
+        return option_at(text, name) is not None
     return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text, re.IGNORECASE) is not None
 
 

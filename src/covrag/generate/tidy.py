@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from covrag.generate.alignment import sentence_spans
+from covrag.generate.quotes import quotation
 from covrag.types import Citation, Passage
 
 _SAYS = (
@@ -148,8 +149,6 @@ class Tidied:
 def own_sentence(sentence: Citation, passages: Mapping[str, Passage]) -> Citation | None:
     """The passage sentence holding most of ``sentence``'s aligned span, quoted and cited, when
     it opens with no pronoun (it names its subject); None otherwise."""
-    from covrag.generate.quotes import quotation
-
     check = sentence.check
     if check is None or check.verified != "aligned" or check.span is None:
         return None

@@ -80,16 +80,21 @@ def with_definitions(
     if most <= 0 or not pool:
         return tuple(pool)
     wanted: dict[tuple[str, str], None] = {}
+    defined: dict[str, bool] = {}  # name -> whether a pooled passage defines it
     for passage in pool[:TOP] if read is None else read:
         for name in identifiers(passage.text):
-            if not any(defines(p, name) for p in pool):
+            if name not in defined:
+                defined[name] = any(defines(p, name) for p in pool)
+            if not defined[name]:
                 wanted[(document(passage), name)] = None
     if not wanted:
         return tuple(pool)
     have = {p.id for p in pool}
-    by_document: dict[str, list[Passage]] = {}
+    sources = {source for source, _ in wanted}
+    by_document: dict[str, list[Passage]] = {}  # the wanted documents' passages only
     for passage in corpus:
-        by_document.setdefault(document(passage), []).append(passage)
+        if (source := document(passage)) in sources:
+            by_document.setdefault(source, []).append(passage)
     added: list[Passage] = []
     for source, name in wanted:
         found = next(
