@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -127,7 +128,15 @@ def _select_until_two_pids(server: Server, body: dict[str, Any]) -> list[tuple[i
             pids = {served.get(a.headers["X-Request-ID"]) for a in answers}
             if len(pids - {None}) >= 2:
                 break
+    wanted = {a.headers["X-Request-ID"] for a in answers}
     served = server.served_by()
+    for _ in range(300):  # a response can arrive before its access-log line is read
+        if wanted <= served.keys():
+            break
+        time.sleep(0.1)
+        served = server.served_by()
+    missing = wanted - served.keys()
+    assert not missing, f"{len(missing)} requests never reached the access log"
     return [(served[a.headers["X-Request-ID"]], a) for a in answers]
 
 
