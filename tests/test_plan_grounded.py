@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from covrag.plan.conditioned import C2Query
-from covrag.plan.grounded import GroundedPlanner, frame_terms, parse_subquestions
+from covrag.plan.grounded import GroundedPlanner, frame_terms, parse_subquestions, without_shown
 from covrag.plan.planned import PlannerAspects
 from covrag.plan.sources import AspectOptions
 from covrag.types import Passage
@@ -105,3 +105,30 @@ def test_a_looping_reply_is_noted_once_with_its_count() -> None:
         "sub-question dropped: 'What is the difference between copy2 and copytree?' repeats an "
         "earlier sub-question (11 times)"
     ]
+
+
+def test_sub_questions_about_the_passages_shown_are_reworded_or_dropped() -> None:
+    # as the embedded model wrote them for "How does zlib decide whether data is text or binary?"
+    llm = ScriptedLLM(
+        [
+            "1. What are the block-listed codes mentioned in the passage?\n"
+            "2. What does the second passage say about tar?\n"
+            "3. What options are described in the text?\n"
+            "4. How can I exclude files named in the first document?\n"
+        ]
+    )
+    plan = GroundedPlanner(llm, most=4).plan(QUESTION, POOL)
+    assert [a.text for a in plan.aspects] == [
+        "What are the block-listed codes with tar?",
+        "How can I exclude files with tar?",
+    ]
+    notes = " ".join(plan.notes)
+    assert notes.count("no longer points at the passages shown") == 2
+    assert notes.count("asks about the passages shown") == 2
+    # words that name a user's own documents or text are the user's subject, and stay
+    for kept in (
+        "How do I number the pages of a document?",
+        "How do I read the text of a file?",
+        "How do I extract text from the first documents page?",
+    ):
+        assert without_shown(kept) == (kept, None)
