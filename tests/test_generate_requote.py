@@ -81,8 +81,9 @@ def test_no_quotation_for_another_tools_option_or_for_words_alone() -> None:
     spans = [PASSAGES[0].text[s:e] for s, e in quote_spans(PASSAGES[0].text)]
     assert spans[0] == "Help on module shutil:"
     aspect = Aspect("sq1", "What does the shutil module do?")
-    start, end = quote_span(PASSAGES[0], aspect, word_weights(PASSAGES))
-    assert PASSAGES[0].text[start:end].startswith("NAME shutil - Utility functions")
+    span = quote_span(PASSAGES[0], aspect, word_weights(PASSAGES))
+    assert span is not None
+    assert PASSAGES[0].text[span[0] : span[1]].startswith("NAME shutil - Utility functions")
 
 
 def test_the_checker_quotes_in_place_keeps_the_written_sentence_and_says_so() -> None:

@@ -18,19 +18,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from covrag.generate.records import WritingContext
-from covrag.generate.requote import quotable_spans, quote_spans, stems, word_weights
+from covrag.generate.requote import (
+    addresses_model,
+    quotable_spans,
+    quote_spans,
+    stems,
+    word_weights,
+)
 from covrag.generate.synthesis import missing_sentence, plan_parts
 from covrag.types import Aspect, Citation, Passage, SupportCheck
 
 
 def quote_span(
     passage: Passage, aspect: Aspect | None, weights: Mapping[str, float] | None = None
-) -> tuple[int, int]:
+) -> tuple[int, int] | None:
     """The ``[start, end)`` of the passage sentence to quote for ``aspect``, its words weighted
-    by ``weights`` (each 1 when None)."""
+    by ``weights`` (each 1 when None); None when the passage holds nothing to quote (only
+    text addressed to a model, :func:`~covrag.generate.requote.addresses_model`)."""
     spans = [(s, e) for s, e in quote_spans(passage.text) if e > s]
     if not spans:
-        return (0, len(passage.text))
+        return None if addresses_model(passage.text) else (0, len(passage.text))
     spans = quotable_spans(passage.text) or spans
     if aspect is None:
         return spans[0]
@@ -44,10 +51,11 @@ def quote_span(
 
 def quote(
     passage: Passage, aspect: Aspect | None, weights: Mapping[str, float] | None = None
-) -> Citation:
-    """One quotation of ``passage``: an exact sentence of it, in quotation marks, cited."""
+) -> Citation | None:
+    """One quotation of ``passage``: an exact sentence of it, in quotation marks, cited (None
+    when it holds nothing to quote)."""
     span = quote_span(passage, aspect, weights)
-    return quotation(passage, span, None if aspect is None else aspect.id)
+    return None if span is None else quotation(passage, span, None if aspect is None else aspect.id)
 
 
 def quotation(passage: Passage, span: tuple[int, int], aspect_id: str | None = None) -> Citation:
@@ -75,12 +83,13 @@ def quoted_answer(
     return (*quotes, *(() if framing is None else (framing,)))
 
 
-def _once(quotes: Iterable[Citation]) -> tuple[Citation, ...]:
+def _once(quotes: Iterable[Citation | None]) -> tuple[Citation, ...]:
     """Each quoted sentence once, where it first comes (under its first sub-question; passages
     cut with an overlap hold the same sentence twice)."""
     kept: dict[str, Citation] = {}
     for quoted in quotes:
-        kept.setdefault(quoted.text, quoted)
+        if quoted is not None:
+            kept.setdefault(quoted.text, quoted)
     return tuple(kept.values())
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from covrag.generate.alignment import sentence_spans
 from covrag.generate.quotes import quotation
+from covrag.generate.requote import addresses_model
 from covrag.types import Citation, Passage
 
 _SAYS = (
@@ -60,14 +61,6 @@ _NARRATION = re.compile(
     rf"\b(?:the|this|that|these|each|both)\s+(?:provided|given|cited|above)\s+{_MATERIAL}\b|"
     rf"\b(?:the|this|that|these)\s+{_MATERIAL}\s+{_SAYS}\b|"
     r"\baccording\s+to\s+the\s+(?:passages?|documents?|context|text|excerpts?|sources?)\b",
-    re.IGNORECASE,
-)
-# Text addressed to a model rather than a reader: a document's prompt injection, copied.
-_INSTRUCTION = re.compile(
-    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+|your\s+)?(?:previous|prior|above|"
-    r"earlier|other)\s+(?:instructions?|prompts?|rules|directions)\b|\bsystem\s+prompt\b|"
-    r"\b(?:as\s+an?\s+(?:ai|language\s+model)|you\s+are\s+(?:now\s+)?(?:an?\s+)?"
-    r"(?:ai|assistant|chatbot|language\s+model))\b",
     re.IGNORECASE,
 )
 _LEANS = re.compile(
@@ -148,7 +141,8 @@ class Tidied:
 
 def own_sentence(sentence: Citation, passages: Mapping[str, Passage]) -> Citation | None:
     """The passage sentence holding most of ``sentence``'s aligned span, quoted and cited, when
-    it opens with no pronoun (it names its subject); None otherwise."""
+    it opens with no pronoun (it names its subject) and speaks to a reader, not a model; None
+    otherwise."""
     check = sentence.check
     if check is None or check.verified != "aligned" or check.span is None:
         return None
@@ -162,7 +156,7 @@ def own_sentence(sentence: Citation, passages: Mapping[str, Passage]) -> Citatio
     # the passage sentence holding most of the span: a span across two sentences would also
     # quote the next one, which the answer may state by itself
     first, last = max(around, key=lambda ab: (min(ab[1], end) - max(ab[0], start), -ab[0]))
-    if _LEANS.match(passage.text[first:last]):
+    if _LEANS.match(passage.text[first:last]) or addresses_model(passage.text[first:last]):
         return None
     return quotation(passage, (first, last))
 
@@ -192,7 +186,7 @@ def tidy(
             continue
         mine = {d for p in sentence.passage_ids if (d := documents.get(p)) is not None}
         key = " ".join(sentence.text.lower().split())
-        if _INSTRUCTION.search(sentence.text):
+        if addresses_model(sentence.text):
             reasons[i] = "instruction"
         elif narrates(sentence.text):
             reasons[i] = "narrates"
