@@ -12,10 +12,9 @@ several times the writer's time per token. :class:`GroundedPlanner` instead:
   for a broad or comparative one, at most ``most``), each keeping the question's frame: the
   same program or library, the same side (client or server), the same version;
 - reads a plain list, one question a line (no grammar-constrained JSON), and drops what is not
-  a usable question (not ending in ``?``, too short, a repeat, one about "the passage" the
-  planner was shown), each with a note; a sub-question that only points at what it was shown
-  ("What are the block-listed codes mentioned in the passage?") loses the pointer
-  (:func:`without_shown`), since the user never saw those passages;
+  a usable question (not ending in ``?``, too short, a repeat, one pointing at the passages
+  the planner was shown, "What are the block-listed codes mentioned in the passage?", which the
+  user never saw: :func:`points_at_shown`), each with a note;
 - keeps each sub-question in the question's frame: when the question names a program whose
   document the search found (``tar``) and a sub-question leaves it out, the sub-question gets
   it back ("How can I exclude files?" -> "How can I exclude files with tar?"), with a note.
@@ -185,44 +184,31 @@ def _repeats(candidate: str, kept: Sequence[str]) -> bool:
 
 _SHOWN_NAMES = r"(?:passages?|excerpts?|snippets?|search results?)"
 _ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|last|above|given|previous|same)"
-#: Where a sub-question points at what the planner was shown rather than at the user's subject
-#: ("... mentioned in the passage", "... in the first document", at the end of a clause): the
-#: user never saw it.
+#: Words that point at what the planner was shown rather than at the user's subject ("...
+#: mentioned in the passage", "... in the first document" at the end of a clause, "what does
+#: the second passage say"): the user never saw those passages.
 _POINTS_AT_SHOWN = re.compile(
-    r"(?:,?\s+(?:that|which)\s+(?:is|are))?"
-    r"\s+(?:(?:mentioned|described|listed|discussed|referred to|shown|given|named|used)\s+"
-    rf"(?:in|by)\s+the\s+(?:{_ORDINAL}\s+)?(?:{_SHOWN_NAMES}|documents?|texts?)"
-    rf"|(?:in|from|of)\s+the\s+(?:{_ORDINAL}\s+)?{_SHOWN_NAMES}"
-    rf"|(?:in|from|of)\s+the\s+{_ORDINAL}\s+(?:documents?|texts?))\b(?=\s*[?.,]|\s*$)",
+    r"\b(?:mentioned|described|listed|discussed|referred to|shown|given|named|used)\s+"
+    rf"(?:in|by)\s+the\s+(?:{_ORDINAL}\s+)?(?:{_SHOWN_NAMES}|documents?|texts?)\b"
+    rf"|\b(?:in|from|of)\s+the\s+{_ORDINAL}\s+(?:documents?|texts?)\b(?=\s*[?.,]|\s*$)"
+    rf"|\b(?:the|this|that|these|those)\s+(?:{_ORDINAL}\s+)?{_SHOWN_NAMES}\b",
     re.IGNORECASE,
 )
-_NAMES_SHOWN = re.compile(
-    rf"\b(?:the|this|that|these|those)\s+(?:{_ORDINAL}\s+)?{_SHOWN_NAMES}\b", re.IGNORECASE
-)
-#: A pointer that is the sentence's predicate ("What options are described in the text?"):
-#: without it nothing is asked.
-_PREDICATE = re.compile(r"\b(?:is|are|was|were|be|been)$", re.IGNORECASE)
 
 
-def without_shown(text: str) -> tuple[str, str | None]:
-    """``text`` without the words that point at the passages the planner was shown, and why it
-    is still unusable (it asks about "the passage" itself) or None.
+def points_at_shown(text: str) -> bool:
+    """Whether a sub-question points at the passages the planner was shown instead of the
+    user's subject (such a sub-question is out of the question's frame: worded without the
+    pointer it still asks what the passage was about, "What is the name of the compression
+    library?" for a question about thread safety).
 
     Example:
-        >>> without_shown("What are the block-listed codes mentioned in the passage?")
-        ('What are the block-listed codes?', None)
-        >>> without_shown("What does the passage say about tar?")[1] is not None
+        >>> points_at_shown("What are the block-listed codes mentioned in the passage?")
         True
-        >>> without_shown("How do I number the pages of a document?")
-        ('How do I number the pages of a document?', None)
+        >>> points_at_shown("How do I number the pages of a document?")
+        False
     """
-    found = _POINTS_AT_SHOWN.search(text)
-    stripped = _POINTS_AT_SHOWN.sub("", text)
-    stripped = re.sub(r"\s+([?.,])", r"\1", stripped).strip()
-    predicate = found is not None and _PREDICATE.search(text[: found.start()].rstrip())
-    if predicate or _NAMES_SHOWN.search(stripped):
-        return stripped, f"{text!r} asks about the passages shown, not the question's subject"
-    return stripped, None
+    return _POINTS_AT_SHOWN.search(text) is not None
 
 
 def parse_subquestions(text: str, question: str, most: int) -> tuple[list[str], list[str]]:
@@ -234,13 +220,12 @@ def parse_subquestions(text: str, question: str, most: int) -> tuple[list[str], 
         candidate = clean_question(line)
         if not candidate:
             continue
-        stripped, shown = without_shown(candidate)
-        if shown is not None:
-            notes.append(f"sub-question dropped: {shown}")
+        if points_at_shown(candidate):
+            notes.append(
+                f"sub-question dropped: {candidate!r} asks about the passages shown, not the "
+                "question's subject"
+            )
             continue
-        if stripped != candidate:
-            notes.append(f"sub-question {candidate!r} no longer points at the passages shown")
-            candidate = stripped
         # a simple question is its own one sub-question
         same = normalise(candidate) == normalise(question) and candidate.endswith("?")
         problem = None if same else question_problem(candidate, question)

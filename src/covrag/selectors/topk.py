@@ -11,6 +11,7 @@ import numpy as np
 from covrag.errors import ConfigError
 from covrag.selectors.base import COVERAGE, SAME_POINT, SELECTORS, Candidates, Input, Selector
 from covrag.selectors.facility import FacilityLocationSelector
+from covrag.selectors.floor import subset
 from covrag.selectors.optimize import GreedyRun
 from covrag.types import Budget, FloatArray, IntArray, Selection
 
@@ -46,6 +47,8 @@ class TopKSelector(Selector):
     name = "topk"
     cover: bool = False
     flat: float | None = None
+    rank: int = 10
+    band: float | None = None
 
     @property
     def reads(self) -> tuple[Input, ...]:
@@ -53,19 +56,24 @@ class TopKSelector(Selector):
         return reads + ((Input(SAME_POINT),) if self.flat is not None else ())
 
     def reads_for(self, candidates: Candidates) -> tuple[Input, ...]:
-        if self.flat is not None and not is_flat(candidates.relevance, self.flat):
+        if self.flat is not None and not is_flat(candidates.relevance, self.flat, self.rank):
             return tuple(i for i in self.reads if i.kind != SAME_POINT)
         return self.reads
 
     def __post_init__(self) -> None:
         if self.flat is not None and not (math.isfinite(self.flat) and 0.0 < self.flat < 1.0):
             raise ConfigError(f"topk: flat must be a number between 0 and 1, got {self.flat!r}")
+        if self.band is not None and not (math.isfinite(self.band) and 0.0 < self.band <= 1.0):
+            raise ConfigError(f"topk: band must be a number in (0, 1], got {self.band!r}")
 
     def select(self, candidates: Candidates, budget: Budget) -> Selection:
         """Top-k, or with ``flat`` on a flat pool the label-free choice, which the
         selection's ``selector`` then names."""
-        if self.flat is not None and is_flat(candidates.relevance, self.flat):
-            chosen = REPRESENT.select(candidates, budget)
+        if self.flat is not None and is_flat(candidates.relevance, self.flat, self.rank):
+            among = candidates
+            if self.band is not None:
+                among = subset(candidates, in_band(candidates.relevance, self.band))
+            chosen = REPRESENT.select(among, budget)
             return replace(chosen, selector=f"{self!r}, relevance flat: {REPRESENT!r}")
         return super().select(candidates, budget)
 
@@ -86,14 +94,25 @@ REPRESENT = FacilityLocationSelector(similarity=SAME_POINT, contrast=1)
 FLAT_RANK = 10
 
 
-def is_flat(relevance: FloatArray, flat: float) -> bool:
+def is_flat(relevance: FloatArray, flat: float, rank: int = 10) -> bool:
     """Whether relevance barely tells the pool's top apart: the pool holds at least
     :data:`FLAT_RANK` passages, the first's relevance is above 0, and the
     :data:`FLAT_RANK`-th's lies within ``flat`` of it, relative to it."""
-    if len(relevance) < FLAT_RANK:
+    if len(relevance) < rank:
         return False
-    top = np.sort(np.asarray(relevance, dtype=np.float64))[::-1][:FLAT_RANK]
+    top = np.sort(np.asarray(relevance, dtype=np.float64))[::-1][:rank]
     return bool(top[0] > 0.0 and (top[0] - top[-1]) / top[0] < flat)
+
+
+def in_band(relevance: FloatArray, band: float) -> IntArray:
+    """The passages whose relevance lies within ``band`` of the first's, relative to it (at
+    least :data:`FLAT_RANK` of them, the most relevant first in pool order)."""
+    r = np.asarray(relevance, dtype=np.float64)
+    top = float(r.max()) if len(r) else 0.0
+    inside = np.flatnonzero(r >= top - band * abs(top))
+    if len(inside) < min(FLAT_RANK, len(r)):
+        inside = np.argsort(-r, kind="stable")[:FLAT_RANK]
+    return np.sort(inside).astype(np.int64)
 
 
 def complete_cover(picked: list[int], candidates: Candidates, budget: Budget) -> list[int]:
