@@ -183,7 +183,10 @@ def _repeats(candidate: str, kept: Sequence[str]) -> bool:
 
 
 _SHOWN_NAMES = r"(?:passages?|excerpts?|snippets?|search results?)"
-_ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|last|above|given|previous|same)"
+_ORDINAL = (
+    r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th)|"
+    r"last|above|given|previous|same)"
+)
 #: Words that point at what the planner was shown rather than at the user's subject ("...
 #: mentioned in the passage", "... in the first document" at the end of a clause, "what does
 #: the second passage say"): the user never saw those passages.
