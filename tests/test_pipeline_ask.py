@@ -41,9 +41,9 @@ def test_one_default_selector_and_estimator_everywhere() -> None:
     assert DEFAULT_SELECTOR == "expected-coverage" and DEFAULT_COVERAGE == "cross-encoder"
     assert DEFAULT_SELECTOR == ServerConfig().default_selector
     # ask's own: the pool's passages nearest the question (docs/experiments/33), the
-    # label-free choice where relevance is flat (docs/experiments/36)
+    # label-free choice where relevance is flat across the pool (docs/experiments/36, 38)
     assert (AskConfig().selector, AskConfig().relevance, AskConfig().filters) == (
-        "topk(flat=0.08)",
+        "topk(flat=0.4, rank=50)",
         "sentences",
         "question",
     )
@@ -129,8 +129,9 @@ def test_ask_selects_with_its_default_selector() -> None:
         aspects=ASPECTS,
         estimator=KeywordCoverage(),
     )
-    # 4 passages: too few for flat relevance (FLAT_RANK), so top-k chose
-    assert result.selection.selector == "topk(flat=0.08)" and result.filters.judged == "question"
+    # 4 passages: too few for flat relevance (fewer than its rank), so top-k chose
+    assert result.selection.selector == "topk(flat=0.4, rank=50)"
+    assert result.filters.judged == "question"
     assert len(result.selection) == 2 and set(result.costs) == {
         "plan", "retrieve", "estimate", "select", "generate",
     }  # fmt: skip

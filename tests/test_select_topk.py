@@ -92,6 +92,25 @@ def test_flatness_is_the_tenth_passages_relevance_relative_to_the_first() -> Non
     assert not is_flat(level[: FLAT_RANK - 1], 0.08)
     assert not is_flat(np.zeros(12), 0.08)
     assert is_flat(level[::-1], 0.08)  # pool order does not matter
+    # a deeper rank: the whole pool near the first, or only its top
+    deep = np.array([1.0] * 10 + [0.7] * 40)  # the top ten level, the 50th 30% below
+    assert is_flat(deep, 0.08) and not is_flat(deep, 0.08, rank=50)
+    assert is_flat(deep, 0.4, rank=50) and not is_flat(deep[:49], 0.4, rank=50)
+
+
+def test_topk_reads_the_rank_it_is_given() -> None:
+    # ten passages level, then a drop: flat by the tenth, not by the twelfth
+    relevance = [1.0] * 10 + [0.5, 0.5]
+    candidates = point_pool(relevance, POINTS)
+    budget = Budget(max_passages=5)
+    by_tenth = parse_selector("topk(flat=0.08)").select(candidates, budget)
+    assert "relevance flat" in by_tenth.selector
+    by_twelfth = parse_selector("topk(flat=0.08, rank=12)").select(candidates, budget)
+    assert by_twelfth.selector == "topk(flat=0.08, rank=12)"
+    assert by_twelfth.passage_ids == ("p0", "p1", "p2", "p3", "p4")
+    for bad in ("1", "0", "-3"):
+        with pytest.raises(ConfigError, match="rank must be a whole number >= 2"):
+            parse_selector(f"topk(flat=0.4, rank={bad})")
 
 
 def point_pool(relevance: list[float], points: list[int]) -> Candidates:

@@ -17,9 +17,10 @@ is written here or nowhere:
 | :data:`BENCH` | ``covrag bench`` / ``cv`` | ``--aspects`` | ``--budgets`` | dense | none |
 
 ``covrag ask`` takes the 8 passages of the pool nearest the question (``topk`` over the
-``sentences`` relevance; where that relevance is flat, the label-free choice:
-``topk(flat=0.08)``, docs/experiments/36-flat-relevance.md), and its floor and gate judge the
-question (``filters="question"``: whether it is answered at all), not each passage;
+``sentences`` relevance; where that relevance is flat across the pool, the label-free
+choice: ``topk(flat=0.4, rank=50)``, docs/experiments/36-flat-relevance.md and
+38-deep-flatness.md), and its floor and gate judge the question (``filters="question"``:
+whether it is answered at all), not each passage;
 ``/v1/answer`` selects with the server's selector, its floor and gate judging each passage
 (docs/experiments/33-nearest-sentences.md).
 

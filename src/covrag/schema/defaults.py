@@ -65,12 +65,13 @@ class AskDefaults:
     # answer benchmark chose this in every fold, context nugget recall 0.54 -> 0.69, and the
     # same questions are refused (docs/experiments/33-nearest-sentences.md)
     filters: FilterScope = "question"
-    # top-k, or the label-free choice where relevance is flat (the tenth passage within 8% of
-    # the first, as in a pool of arguments on one debate topic): chosen in 6 of 8
-    # leave-one-corpus-out folds over the answer benchmark's 5 corpora and 3 debate sets; ArgKP
-    # 0.393 -> 0.548 alpha-nDCG@10, no document question's context changed
-    # (docs/experiments/36-flat-relevance.md)
-    selector: str = "topk(flat=0.08)"
+    # top-k, or the label-free choice where relevance is flat across the pool (its 50th passage
+    # within 40% of the first, as in a pool of arguments on one debate topic; no document
+    # question's pool comes within 47%): chosen in 7 of 8 leave-one-corpus-out folds (the
+    # eighth: flat=0.35) over the answer benchmark's 5 corpora and 3 debate sets; ArgKP 0.393
+    # -> 0.560 alpha-nDCG@10 (the label-free default's), no document question's context
+    # changed (docs/experiments/38-deep-flatness.md)
+    selector: str = "topk(flat=0.4, rank=50)"
     relevance: Relevance = "sentences"
     names: bool = True
     k: int = 8

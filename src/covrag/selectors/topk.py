@@ -11,7 +11,6 @@ import numpy as np
 from covrag.errors import ConfigError
 from covrag.selectors.base import COVERAGE, SAME_POINT, SELECTORS, Candidates, Input, Selector
 from covrag.selectors.facility import FacilityLocationSelector
-from covrag.selectors.floor import subset
 from covrag.selectors.optimize import GreedyRun
 from covrag.types import Budget, FloatArray, IntArray, Selection
 
@@ -36,19 +35,23 @@ class TopKSelector(Selector):
             relevant such passage takes the place of the least relevant pick that is not the
             only one covering an aspect, when the budget still holds (:func:`complete_cover`).
             The picks stay in decreasing relevance.
-        flat: When relevance is flat (:func:`is_flat`: the tenth most relevant passage within
-            ``flat`` of the first, relative to it), choose like the label-free default instead
-            (:data:`REPRESENT`: facility location over the same-point vectors, which are
-            computed only for such a pool). Relevance then cannot tell the passages apart, as
-            in a pool of arguments that all address one debate topic, where the top k repeat
+        flat: When relevance is flat (:func:`is_flat`: the ``rank``-th most relevant passage
+            within ``flat`` of the first, relative to it), choose like the label-free default
+            instead (:data:`REPRESENT`: facility location over the same-point vectors, which
+            are computed only for such a pool). Relevance then cannot tell the passages apart,
+            as in a pool of arguments that all address one debate topic, where the top k repeat
             a few points (docs/experiments/36-flat-relevance.md).
+        rank: The rank whose relevance ``flat`` compares with the first's (a pool with fewer
+            passages is never flat). ``ask`` reads the 50th (``topk(flat=0.4, rank=50)``): on
+            a debate topic the whole pool is about as near the question, on documents the
+            50th passage never is, while the tenth can be
+            (docs/experiments/38-deep-flatness.md).
     """
 
     name = "topk"
     cover: bool = False
     flat: float | None = None
-    rank: int = 10
-    band: float | None = None
+    rank: int = 10  # FLAT_RANK, defined below
 
     @property
     def reads(self) -> tuple[Input, ...]:
@@ -63,17 +66,14 @@ class TopKSelector(Selector):
     def __post_init__(self) -> None:
         if self.flat is not None and not (math.isfinite(self.flat) and 0.0 < self.flat < 1.0):
             raise ConfigError(f"topk: flat must be a number between 0 and 1, got {self.flat!r}")
-        if self.band is not None and not (math.isfinite(self.band) and 0.0 < self.band <= 1.0):
-            raise ConfigError(f"topk: band must be a number in (0, 1], got {self.band!r}")
+        if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 2:
+            raise ConfigError(f"topk: rank must be a whole number >= 2, got {self.rank!r}")
 
     def select(self, candidates: Candidates, budget: Budget) -> Selection:
         """Top-k, or with ``flat`` on a flat pool the label-free choice, which the
         selection's ``selector`` then names."""
         if self.flat is not None and is_flat(candidates.relevance, self.flat, self.rank):
-            among = candidates
-            if self.band is not None:
-                among = subset(candidates, in_band(candidates.relevance, self.band))
-            chosen = REPRESENT.select(among, budget)
+            chosen = REPRESENT.select(candidates, budget)
             return replace(chosen, selector=f"{self!r}, relevance flat: {REPRESENT!r}")
         return super().select(candidates, budget)
 
@@ -90,29 +90,18 @@ class TopKSelector(Selector):
 #: What ``topk(flat=...)`` chooses by when relevance is flat: the label-free default
 #: (:data:`covrag.pipeline.policy.LABEL_FREE_SELECTOR`).
 REPRESENT = FacilityLocationSelector(similarity=SAME_POINT, contrast=1)
-#: The rank whose relevance the flatness test compares with the first's.
+#: The rank whose relevance the flatness test compares with the first's, unless told.
 FLAT_RANK = 10
 
 
-def is_flat(relevance: FloatArray, flat: float, rank: int = 10) -> bool:
-    """Whether relevance barely tells the pool's top apart: the pool holds at least
-    :data:`FLAT_RANK` passages, the first's relevance is above 0, and the
-    :data:`FLAT_RANK`-th's lies within ``flat`` of it, relative to it."""
+def is_flat(relevance: FloatArray, flat: float, rank: int = FLAT_RANK) -> bool:
+    """Whether relevance barely tells the pool's top apart: the pool holds at least ``rank``
+    passages, the first's relevance is above 0, and the ``rank``-th's lies within ``flat`` of
+    it, relative to it."""
     if len(relevance) < rank:
         return False
     top = np.sort(np.asarray(relevance, dtype=np.float64))[::-1][:rank]
     return bool(top[0] > 0.0 and (top[0] - top[-1]) / top[0] < flat)
-
-
-def in_band(relevance: FloatArray, band: float) -> IntArray:
-    """The passages whose relevance lies within ``band`` of the first's, relative to it (at
-    least :data:`FLAT_RANK` of them, the most relevant first in pool order)."""
-    r = np.asarray(relevance, dtype=np.float64)
-    top = float(r.max()) if len(r) else 0.0
-    inside = np.flatnonzero(r >= top - band * abs(top))
-    if len(inside) < min(FLAT_RANK, len(r)):
-        inside = np.argsort(-r, kind="stable")[:FLAT_RANK]
-    return np.sort(inside).astype(np.int64)
 
 
 def complete_cover(picked: list[int], candidates: Candidates, budget: Budget) -> list[int]:
