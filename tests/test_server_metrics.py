@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -61,6 +62,16 @@ def requests_counted(http: Any, **labels: str) -> float:
     )
 
 
+def counted_soon(http: Any, expected: float, **labels: str) -> float:
+    """:func:`requests_counted`, read again for up to 10 s until it reaches ``expected``: the
+    server counts a request after its response is sent, so a client can ask before it has."""
+    for _ in range(100):
+        if (count := requests_counted(http, **labels)) >= expected:
+            return count
+        time.sleep(0.1)
+    return count
+
+
 def test_metrics_parse_and_count_each_request(client: Any) -> None:
     response = client.get("/metrics", headers=AUTH)
     assert response.status_code == 200
@@ -79,16 +90,16 @@ def test_metrics_parse_and_count_each_request(client: Any) -> None:
     ok = {"route": "/v1/select", "method": "POST", "status": "200"}
     before = requests_counted(client, **ok)
     assert client.post("/v1/select", json=SELECT, headers=AUTH).status_code == 200
-    assert requests_counted(client, **ok) == before + 1
+    assert counted_soon(client, before + 1, **ok) == before + 1
 
     # a refusal by the guard counts too, under its route
     refused = {"route": "/v1/select", "status": "401"}
     before = requests_counted(client, **refused)
     assert client.post("/v1/select", json=SELECT).status_code == 401
-    assert requests_counted(client, **refused) == before + 1
+    assert counted_soon(client, before + 1, **refused) == before + 1
     # a path no route serves is one label, whatever the path
     assert client.get("/no/such/path", headers=AUTH).status_code == 404
-    assert requests_counted(client, route="unmatched", status="404") >= 1
+    assert counted_soon(client, 1, route="unmatched", status="404") >= 1
     text = client.get("/metrics", headers=AUTH).text
     assert "/no/such/path" not in text
     latency = families(text)["covrag_http_request_seconds"]
@@ -115,13 +126,18 @@ def test_the_request_id_round_trips_and_is_in_the_log_line(
         )
         new = client.get("/healthz", headers={"X-Request-ID": "not valid; id=" + "x" * 200})
         absent = client.get("/healthz")
+        wanted = {"trace-42.a:b_c", new.headers["X-Request-ID"], absent.headers["X-Request-ID"]}
+        for _ in range(100):  # the line is written after the response is sent
+            lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == ACCESS_LOGGER]
+            by_id = {line["request_id"]: line for line in lines}
+            if wanted <= by_id.keys():
+                break
+            time.sleep(0.1)
     assert sent.headers["X-Request-ID"] == "trace-42.a:b_c"
     for response in (new, absent):  # an invalid or missing id is replaced by a new uuid4
         assert uuid.UUID(response.headers["X-Request-ID"]).version == 4
     assert new.headers["X-Request-ID"] != absent.headers["X-Request-ID"]
 
-    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == ACCESS_LOGGER]
-    by_id = {line["request_id"]: line for line in lines}
     line = by_id["trace-42.a:b_c"]
     assert line["route"] == "/v1/select" and line["method"] == "POST"
     assert line["status"] == 200 and 0 <= line["seconds"] < 60
