@@ -216,7 +216,7 @@ def points_at_shown(text: str) -> bool:
 
 def parse_subquestions(text: str, question: str, most: int) -> tuple[list[str], list[str]]:
     """The usable sub-questions of a reply (at most ``most``, in order) and a note for each
-    line dropped or reworded."""
+    line dropped."""
     kept: list[str] = []
     notes: list[str] = []
     for line in text.splitlines():

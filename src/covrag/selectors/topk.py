@@ -24,6 +24,10 @@ def fill_in_order(
     return run.result()
 
 
+#: The rank whose relevance the flatness test compares with the first's, unless told.
+FLAT_RANK = 10
+
+
 @SELECTORS.register
 @dataclass(frozen=True, repr=False)
 class TopKSelector(Selector):
@@ -51,7 +55,7 @@ class TopKSelector(Selector):
     name = "topk"
     cover: bool = False
     flat: float | None = None
-    rank: int = 10  # FLAT_RANK, defined below
+    rank: int = FLAT_RANK
 
     @property
     def reads(self) -> tuple[Input, ...]:
@@ -90,10 +94,6 @@ class TopKSelector(Selector):
 #: What ``topk(flat=...)`` chooses by when relevance is flat: the label-free default
 #: (:data:`covrag.pipeline.policy.LABEL_FREE_SELECTOR`).
 REPRESENT = FacilityLocationSelector(similarity=SAME_POINT, contrast=1)
-#: The rank whose relevance the flatness test compares with the first's, unless told.
-FLAT_RANK = 10
-
-
 def is_flat(relevance: FloatArray, flat: float, rank: int = FLAT_RANK) -> bool:
     """Whether relevance barely tells the pool's top apart: the pool holds at least ``rank``
     passages, the first's relevance is above 0, and the ``rank``-th's lies within ``flat`` of
