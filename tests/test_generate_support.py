@@ -327,6 +327,29 @@ def test_a_sentence_naming_a_document_is_supported_only_by_that_documents_passag
     assert held.passage_ids == ("a#1",)
 
 
+def test_a_versioned_name_written_without_its_version_names_the_document() -> None:
+    from covrag.generate.attribution import named_documents
+
+    notice = (
+        "You must include the notice in the Source form or documentation, if provided along "
+        "with the Derivative Works"
+    )
+    passages = (
+        Passage("a#10", f"{notice}.", metadata={"source": "Apache-2.0.txt"}),
+        Passage("g#6", "The Program is any work.", metadata={"source": "GPL-3.txt"}),
+        Passage("l#1", "This library is free software.", metadata={"source": "LGPL-2.1.txt"}),
+    )  # fmt: skip
+    # as the 1.5B writer wrote it over the Apache License's NOTICE clause (licences-05)
+    gpl = Citation(f"The GPL also requires that {notice[9:]}.", ("a#10",))
+    (checked,) = SupportChecker(judge=NoSupport()).check_sentences([gpl], passages)
+    assert checked.check is not None and checked.check.verified == "unsupported"
+    assert named_documents(gpl.text, passages) == {"GPL-3.txt"}
+    # the LGPL is not the GPL, and a version after the letters names another document
+    assert named_documents("Under the LGPL the library stays free.", passages) == {"LGPL-2.1.txt"}
+    assert named_documents("GPL version 2 says so.", passages) == frozenset()
+    assert named_documents("Apache License 2.01 and Apache 1.1", passages) == frozenset()
+
+
 def test_a_cross_reference_copied_from_a_passage_keeps_that_passage_as_support() -> None:
     # ssh_config's own text names ssh(1): a sentence copying it names ssh, and is still held
     # by ssh_config's passage, not only by the ssh page's

@@ -13,9 +13,11 @@ Apache License's words, which alignment alone accepts (the words are the passage
 A document's names are its title (:func:`~covrag.llm.prompts.document_of`) and its file's name
 without the extension (``MPL-2.0.txt`` -> ``MPL-2.0``), matched as whole words, a versioned name
 also as prose spells it ("Apache License 2.0" names ``Apache-2.0``; Qwen wrote it over the
-GPL's patent clause). A one-word name without digits or punctuation ("Artistic", "BSD") must
-match its case as written, so the common word "artistic" does not name ``Artistic.txt``; other
-names match in any case.
+GPL's patent clause) and by its letters part alone, in the name's case and with no version
+after it ("The GPL also requires that the notice be included ...", which Qwen wrote over the
+Apache License's NOTICE clause, names ``GPL-3``; "GPL version 2" does not). A one-word name
+without digits or punctuation ("Artistic", "BSD") must match its case as written, so the common
+word "artistic" does not name ``Artistic.txt``; other names match in any case.
 """
 
 from __future__ import annotations
@@ -82,13 +84,37 @@ def _spelled(name: str) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![\w-]){head}(?:{between}|v?){version}{ending}", re.IGNORECASE)
 
 
+def _unversioned(name: str) -> re.Pattern[str] | None:
+    """A versioned name's letters part written alone, as the name writes it ("the GPL" for
+    ``GPL-3``, "the Apache License" for ``Apache-2.0``), with no version after it ("GPL
+    version 2" names another document); None for a name without a version, or whose letters
+    part is shorter than :data:`MIN_NAME`. A version within three words after it ("Apache
+    License 2.01") makes it another document's name."""
+    found = _VERSIONED.fullmatch(name)
+    if found is None or len(found.group(1)) < MIN_NAME:
+        return None
+    head = re.escape(found.group(1))
+    version = r"(?:[\s,-]+[A-Za-z]+){0,3}?[\s,-]*(?:v|version\s*)?\d"  # as in _spelled
+    return re.compile(rf"(?<![\w-]){head}(?![\w-])(?!{version})")
+
+
 def writes_name(text: str, name: str) -> bool:
     """Whether ``text`` names a document by ``name`` (one of :func:`document_names`): the name
-    as a whole word, or a versioned name spelled out."""
+    as a whole word, a versioned name spelled out, or its letters part alone.
+
+    Example:
+        >>> writes_name("The GPL requires the notice.", "GPL-3")
+        True
+        >>> writes_name("GPL version 2 requires it.", "GPL-3"), writes_name("the LGPL", "GPL-3")
+        (False, False)
+    """
     if _pattern(name).search(text):
         return True
     spelled = _spelled(name)
-    return spelled is not None and spelled.search(text) is not None
+    if spelled is not None and spelled.search(text) is not None:
+        return True
+    alone = _unversioned(name)
+    return alone is not None and alone.search(text) is not None
 
 
 def named_documents(sentence: str, passages: Iterable[Passage]) -> frozenset[str]:
