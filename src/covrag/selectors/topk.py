@@ -94,6 +94,8 @@ class TopKSelector(Selector):
 #: What ``topk(flat=...)`` chooses by when relevance is flat: the label-free default
 #: (:data:`covrag.pipeline.policy.LABEL_FREE_SELECTOR`).
 REPRESENT = FacilityLocationSelector(similarity=SAME_POINT, contrast=1)
+
+
 def is_flat(relevance: FloatArray, flat: float, rank: int = FLAT_RANK) -> bool:
     """Whether relevance barely tells the pool's top apart: the pool holds at least ``rank``
     passages, the first's relevance is above 0, and the ``rank``-th's lies within ``flat`` of
