@@ -122,10 +122,14 @@ def test_sub_questions_pointing_at_the_passages_shown_are_dropped() -> None:
     assert [a.text for a in plan.aspects] == ["How can I exclude files from a tar archive?"]
     assert " ".join(plan.notes).count("asks about the passages shown") == 4
     # nothing usable left: the question itself is the one aspect
-    only = GroundedPlanner(ScriptedLLM(["What does the passage say about tar?"])).plan(
-        QUESTION, POOL
+    # (the embedded model once counted "first document" ... "eleventh document" in one reply)
+    reply = "What does the passage say about tar?\n" + "\n".join(
+        f"What is the name of the library mentioned in the {nth} document?"
+        for nth in ("seventh", "eleventh", "nineteenth", "12th")
     )
+    only = GroundedPlanner(ScriptedLLM([reply])).plan(QUESTION, POOL)
     assert [a.text for a in only.aspects] == [QUESTION]
+    assert " ".join(only.notes).count("asks about the passages shown") == 5
     # words that name a user's own documents or text are the user's subject, and stay
     for kept in (
         "How do I number the pages of a document?",

@@ -184,7 +184,8 @@ def _repeats(candidate: str, kept: Sequence[str]) -> bool:
 
 _SHOWN_NAMES = r"(?:passages?|excerpts?|snippets?|search results?)"
 _ORDINAL = (
-    r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th)|"
+    r"(?:first|second|third|(?:four|fif|six|seven|eigh|nin|ten|eleven|twelf)th|"
+    r"(?:thir|four|fif|six|seven|eigh|nine)teenth|twentieth|\d+(?:st|nd|rd|th)|"
     r"last|above|given|previous|same)"
 )
 #: Words that point at what the planner was shown rather than at the user's subject ("...
