@@ -4,8 +4,14 @@ real path."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+from covrag.llm.base import ChatResult
+from covrag.llm.cache import CachedLLM, ResponseCache
 from covrag.plan.conditioned import C2Query
 from covrag.plan.grounded import GroundedPlanner, frame_terms, parse_subquestions, points_at_shown
 from covrag.plan.planned import PlannerAspects
@@ -138,3 +144,26 @@ def test_sub_questions_pointing_at_the_passages_shown_are_dropped() -> None:
         "Which options are given in the manual?",
     ):
         assert not points_at_shown(kept), kept
+
+
+class CutScriptedLLM(ScriptedLLM):
+    """A scripted model whose every reply stops at the token limit, as a looping one does."""
+
+    def _chat(self, messages: Any, schema: Any, params: Any) -> ChatResult:
+        return dataclasses.replace(super()._chat(messages, schema, params), finish_reason="length")
+
+
+def test_a_plan_reply_cut_at_the_limit_is_used_and_cached(tmp_path: Path) -> None:
+    looping = "\n".join(
+        ["How can I exclude files from a tar archive?"]
+        + [f"What is named in the {n} document?" for n in ("first", "second", "third")]
+        + ["What is named in the fourth"]  # cut here
+    )
+    inner = CutScriptedLLM([looping])
+    llm = CachedLLM(inner, ResponseCache(tmp_path / "cache.sqlite"))
+    first = GroundedPlanner(llm).plan(QUESTION, POOL)
+    assert [a.text for a in first.aspects] == ["How can I exclude files from a tar archive?"]
+    assert "reached its limit of 160 tokens" in " ".join(first.notes)
+    # the next run is answered from the cache: the same plan, no model call
+    again = GroundedPlanner(llm).plan(QUESTION, POOL)
+    assert again.aspects == first.aspects and inner.usage.calls == 1

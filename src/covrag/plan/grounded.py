@@ -14,7 +14,9 @@ several times the writer's time per token. :class:`GroundedPlanner` instead:
 - reads a plain list, one question a line (no grammar-constrained JSON), and drops what is not
   a usable question (not ending in ``?``, too short, a repeat, one pointing at the passages
   the planner was shown, "What are the block-listed codes mentioned in the passage?", which the
-  user never saw: :func:`points_at_shown`), each with a note;
+  user never saw: :func:`points_at_shown`), each with a note; a reply cut at the token limit
+  (a model that loops) is used for its complete lines, noted, and kept by a response cache, so
+  the next run plans the same;
 - keeps each sub-question in the question's frame: when the question names a program whose
   document the search found (``tar``) and a sub-question leaves it out, the sub-question gets
   it back ("How can I exclude files?" -> "How can I exclude files with tar?"), with a note.
@@ -120,8 +122,14 @@ class GroundedPlanner:
             max_tokens=self.max_tokens,
             seed=self.llm.params.seed,
         )
-        reply = self.llm.chat([system(SYSTEM), user(prompt)], params=params)
+        messages = [system(SYSTEM), user(prompt)]
+        reply = self.llm.chat(messages, params=params)
         kept, notes = parse_subquestions(reply.text, question, self.most)
+        if reply.finish_reason == "length":
+            # a model that loops writes to the limit; its complete lines are the plan, so the
+            # reply is kept (a response cache then gives the same plan on the next run)
+            notes.append(f"the plan reply reached its limit of {self.max_tokens} tokens")
+            self.llm.accept(messages, reply, params=params)
         kept = [with_frame(text, question, pool, notes) for text in kept]
         if not kept:
             notes.append("no usable sub-question: the question itself is the one aspect")
