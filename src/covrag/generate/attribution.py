@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from covrag.llm.prompts import document_of
 from covrag.types import Passage
@@ -60,6 +61,9 @@ def bare_name(name: str) -> str:
     return _ENDING.sub("", name, count=1)
 
 
+# the patterns of a name, built once: every sentence is matched against every document's
+# names, in the citation check and in the benchmark's misattribution count
+@lru_cache(maxsize=4096)
 def _pattern(name: str) -> re.Pattern[str]:
     words = name.split()
     plain = len(words) == 1 and name.isalpha()
@@ -71,6 +75,7 @@ def _pattern(name: str) -> re.Pattern[str]:
 _VERSIONED = re.compile(r"([A-Za-z]{2,})[-_ ]?v?(\d+(?:\.\d+)*)")
 
 
+@lru_cache(maxsize=4096)
 def _spelled(name: str) -> re.Pattern[str] | None:
     """A versioned name as prose writes it: its letters part, up to three words, the version
     ("Apache License 2.0", "Apache License, Version 2.0", "GNU GPL version 3", "GPLv3" for
@@ -84,6 +89,7 @@ def _spelled(name: str) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![\w-]){head}(?:{between}|v?){version}{ending}", re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)
 def _unversioned(name: str) -> re.Pattern[str] | None:
     """A versioned name's letters part written alone, as the name writes it ("the GPL" for
     ``GPL-3``, "the Apache License" for ``Apache-2.0``), with no version after it ("GPL
