@@ -212,3 +212,41 @@ def test_a_sentence_naming_two_functions_gets_both_definitions_once() -> None:
     # a definition already in the answer is not quoted again
     taken = {(found[0][0].id, found[0][1])}
     assert [p.id for p, _ in definitions(sentence, PASSAGES, taken)] == ["shutil#27"]
+
+
+KEEPALIVE = Passage(
+    "ssh_config#97",
+    "The default is no.\n\n"
+    "TCPKeepAlive Specifies whether the system should send TCP keepalive messages to the other "
+    "side. If they are sent, death of the connection or crash of one of the machines will be "
+    "properly noticed. This option only uses TCP keepalives (as opposed to using ssh level "
+    "keepalives), so takes a long time to notice when the connection dies.",
+    metadata=SSH,
+)
+
+
+def test_a_quotation_opening_with_a_pronoun_names_its_subject() -> None:
+    from covrag.generate.quotes import quotation, quote
+    from covrag.generate.requote import named_span
+
+    text = KEEPALIVE.text
+    leaning = text.index("This option only")
+    span = (leaning, len(text))
+    head = text.index("TCPKeepAlive")
+    assert named_span(text, span) == (head, len(text))
+    # a sentence that names its subject, or one opening its paragraph, is quoted as it is
+    named = (head, text.index(" If they"))
+    assert named_span(text, named) == named
+    assert named_span("It is 0. It counts.", (9, 19)) == (9, 19)
+    # a paragraph longer than a quotation may be keeps the sentence alone
+    long = Passage("x#1", "Name " + "word " * 130 + "end. This is it.", metadata=SSH)
+    cut = (long.text.index("This is"), len(long.text))
+    assert named_span(long.text, cut) == cut
+    # every quoting path builds its quotation so: the fallback's, by sub-question
+    asked = Aspect("sq1", "Why does TCP keepalive take a long time to notice a dead connection?")
+    quoted = quote(KEEPALIVE, asked)
+    assert quoted is not None and quoted.text.startswith("\u201cTCPKeepAlive Specifies")
+    assert quoted.check is not None and quoted.check.span == (head, len(text))
+    start, end = quoted.check.span
+    assert quoted.text == f"\u201c{text[start:end]}\u201d"
+    assert quotation(KEEPALIVE, span).text == quoted.text

@@ -185,9 +185,16 @@ def test_own_sentence_quotes_the_one_passage_sentence_holding_most_of_the_span()
     own = own_sentence(Citation("This option ...", (ALIVE.id,), check=check), {ALIVE.id: ALIVE})
     assert own is not None and own.text.startswith("\u201cServerAliveInterval Sets")
     assert "It is 0" not in own.text
-    # most of it in the second, which opens with a pronoun: nothing replaces the sentence
+    # most of it in the second, which opens with a pronoun: quoted from its paragraph's start,
+    # which names the setting
     check = SupportCheck((ALIVE.id,), "aligned", 0.9, ALIVE.id, (second - 3, len(text)))
-    assert own_sentence(Citation("x", (ALIVE.id,), check=check), {ALIVE.id: ALIVE}) is None
+    own = own_sentence(Citation("x", (ALIVE.id,), check=check), {ALIVE.id: ALIVE})
+    assert own is not None and own.text.startswith("\u201cServerAliveInterval Sets")
+    assert own.text.endswith("It is 0 by default.\u201d")
+    # a paragraph that opens with a pronoun itself names nothing: nothing replaces the sentence
+    leaning = Passage("s#91", "It is 0 by default. It counts seconds.", metadata=ALIVE.metadata)
+    check = SupportCheck((leaning.id,), "aligned", 0.9, leaning.id, (20, 38))
+    assert own_sentence(Citation("x", (leaning.id,), check=check), {leaning.id: leaning}) is None
 
 
 def test_no_quoting_path_quotes_text_a_document_plants_for_the_model() -> None:

@@ -6,7 +6,10 @@ it), one quotation per passage: the passage sentence (a blank line ends one too)
 of the sub-question's content words, each weighted by its rarity among the passages
 (:func:`~covrag.generate.requote.word_weights`: a word every passage writes, the module's name in
 its own manual, tells nothing), of at least a few words (not a heading); the first such sentence on
-ties, or when there is no sub-question. Each quotation is an
+ties, or when there is no sub-question. A sentence that takes its subject from the one before it
+("This option only uses TCP keepalives ...") is quoted from its paragraph's start, which names it
+(:func:`~covrag.generate.requote.named_span`; every quoting path builds its quotations with
+:func:`quotation`). Each quotation is an
 exact span of its passage, cited, with that span in its check (``aligned``, score 1): a reader
 finds it word for word; a sentence two sub-questions (or two overlapping passages) would quote
 is quoted once, under the first.
@@ -20,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from covrag.generate.records import WritingContext
 from covrag.generate.requote import (
     addresses_model,
+    named_span,
     quotable_spans,
     quote_spans,
     stems,
@@ -59,8 +63,10 @@ def quote(
 
 
 def quotation(passage: Passage, span: tuple[int, int], aspect_id: str | None = None) -> Citation:
-    """``passage.text[span]`` in quotation marks, cited, with that span in its check."""
-    start, end = span
+    """``passage.text[span]`` in quotation marks, cited, with that span in its check; a sentence
+    that takes its subject from the sentences before it is quoted from its paragraph's start
+    (:func:`~covrag.generate.requote.named_span`)."""
+    start, end = named_span(passage.text, span)
     check = SupportCheck((), "aligned", 1.0, passage.id, (start, end))
     return Citation(f"\u201c{passage.text[start:end]}\u201d", (passage.id,), aspect_id, check=check)
 

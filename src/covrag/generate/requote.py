@@ -128,6 +128,43 @@ def quote_spans(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if not addresses_model(text[a:b])]
 
 
+#: A sentence that opens with a pronoun or a connective takes its subject from the text before it
+#: ("This option only uses TCP keepalives ..." under ssh_config's ``TCPKeepAlive``).
+_LEANS = re.compile(
+    r"^\s*(?:this|these|that|those|it|its|they|their|such|then|also|however|otherwise)\b",
+    re.IGNORECASE,
+)
+
+
+def leans(text: str) -> bool:
+    """Whether ``text`` opens with a pronoun or connective whose subject is written before it.
+
+    Example:
+        >>> leans("This option only uses TCP keepalives.")
+        True
+        >>> leans("TCPKeepAlive Specifies whether the system should send TCP keepalives.")
+        False
+    """
+    return _LEANS.match(text) is not None
+
+
+def named_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    """``span`` of ``text``, or, when its sentence leans (:func:`leans`), the span from the start
+    of its paragraph (after the last blank line before it, or the text's start) to its end, so
+    that a quotation names what it is about: "TCPKeepAlive Specifies whether ... This option only
+    uses TCP keepalives ...". ``span`` itself when the paragraph's text still leans, holds text
+    addressed to a model, or is longer than :data:`MAX_QUOTE_CHARS`."""
+    start, end = span
+    if not leans(text[start:end]):
+        return span
+    head = max((m.end() for m in re.finditer(r"\n[ \t]*\n", text[:start])), default=0)
+    head += len(text[head:start]) - len(text[head:start].lstrip())
+    widened = text[head:end]
+    if head >= start or leans(widened) or addresses_model(widened):
+        return span
+    return span if len(widened) > MAX_QUOTE_CHARS else (head, end)
+
+
 def quotable_spans(text: str) -> list[tuple[int, int]]:
     """The :func:`quote_spans` of ``text`` long enough to quote (:data:`MIN_QUOTE_WORDS`)."""
     return [
@@ -213,8 +250,9 @@ def requote(
             out.append(s)
             continue
         written = s.check.written if s.check is not None else s.passage_ids
-        for passage, span in quotes:
-            taken.add((passage.id, span))
+        for passage, found_span in quotes:
+            taken.add((passage.id, found_span))
+            span = named_span(passage.text, found_span)
             check = SupportCheck(written, "aligned", 1.0, passage.id, span)
             text = f"\u201c{passage.text[span[0] : span[1]]}\u201d"
             out.append(dataclasses.replace(s, text=text, passage_ids=(passage.id,), check=check))

@@ -13,7 +13,8 @@ redirects."); :func:`tidy` then removes, from the sentences the check kept:
   sentence that was dropped, whose subject it takes, or after one that cites other documents
   only (its passages are about another subject: "This option ..." under ssh's setting, held by
   curl's manual). When the sentence is aligned to its passage and the passage's own sentence
-  around that span names its subject (opens with no pronoun), that sentence takes its place,
+  around that span names its subject (opens with no pronoun, or is quoted from its paragraph's
+  start, which does), that sentence takes its place,
   quoted: "This option specifies the interval ..." after a dropped sentence naming
   ServerAliveInterval becomes "ServerAliveInterval Sets a timeout interval in seconds ...",
   which ssh_config(5) writes (``replaced``);
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 
 from covrag.generate.alignment import sentence_spans
 from covrag.generate.quotes import quotation
-from covrag.generate.requote import addresses_model
+from covrag.generate.requote import addresses_model, leans, named_span
 from covrag.types import Citation, Passage
 
 _SAYS = (
@@ -61,10 +62,6 @@ _NARRATION = re.compile(
     rf"\b(?:the|this|that|these|each|both)\s+(?:provided|given|cited|above)\s+{_MATERIAL}\b|"
     rf"\b(?:the|this|that|these)\s+{_MATERIAL}\s+{_SAYS}\b|"
     r"\baccording\s+to\s+the\s+(?:passages?|documents?|context|text|excerpts?|sources?)\b",
-    re.IGNORECASE,
-)
-_LEANS = re.compile(
-    r"^\s*(?:this|these|that|those|it|its|they|their|such|then|also|however|otherwise)\b",
     re.IGNORECASE,
 )
 
@@ -156,7 +153,8 @@ def own_sentence(sentence: Citation, passages: Mapping[str, Passage]) -> Citatio
     # the passage sentence holding most of the span: a span across two sentences would also
     # quote the next one, which the answer may state by itself
     first, last = max(around, key=lambda ab: (min(ab[1], end) - max(ab[0], start), -ab[0]))
-    if _LEANS.match(passage.text[first:last]) or addresses_model(passage.text[first:last]):
+    first, last = named_span(passage.text, (first, last))
+    if leans(passage.text[first:last]) or addresses_model(passage.text[first:last]):
         return None
     return quotation(passage, (first, last))
 
@@ -190,7 +188,7 @@ def tidy(
             reasons[i] = "instruction"
         elif narrates(sentence.text):
             reasons[i] = "narrates"
-        elif _LEANS.match(sentence.text) and (
+        elif leans(sentence.text) and (
             (i > 0 and gone[i - 1]) or (mine and before and not mine & before)
         ):
             own = own_sentence(sentence, passages) if passages and i > 0 and gone[i - 1] else None
