@@ -102,3 +102,18 @@ def test_numbers_after_the_word_passage_are_citations_too() -> None:
     # a bracket with other words in it is text, not a citation
     kept = parse_citations("Read [the passage on keys] first [1].", ["a"]).answer.sentences[0]
     assert kept.text == "Read [the passage on keys] first." and kept.passage_ids == ("a",)
+
+
+def test_a_command_keeps_its_words_when_citations_are_removed() -> None:
+    # only the spaces a citation leaves go: "find . -mtime" and "cd .." are commands
+    text = (
+        "Run find . -mtime -7 -type f [2]. Then cd .. and list it [1] , twice [1]. [2].\n"
+        "It ends here [3]."
+    )
+    parsed = parse_citations(text, ["a", "b", "c"])
+    assert [s.text for s in parsed.answer.sentences] == [
+        "Run find . -mtime -7 -type f.",
+        "Then cd .. and list it, twice.",
+        "It ends here.",
+    ]
+    assert [s.passage_ids for s in parsed.answer.sentences] == [("b",), ("a", "b"), ("c",)]

@@ -109,9 +109,12 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _clean(sentence: str) -> str:
-    text = _BRACKET.sub("", sentence)
-    text = re.sub(r"\s+([.,;:!?])", r"\1", text)
-    text = re.sub(r"([.!?])\s*\.", r"\1", text)  # "money. [2]." leaves "money. ."
+    """``sentence`` without its citation brackets and the spaces they leave ("money [2]." ->
+    "money."; "money. [2]." -> "money."); nothing else is respaced, so a command keeps its
+    words ("find . -mtime -7", "cd ..")."""
+    brackets = rf"(?:\s*{_BRACKET.pattern})+"
+    text = re.sub(rf"([.!?]){brackets}\s*\.", r"\1", sentence, flags=re.IGNORECASE)
+    text = re.sub(rf"{brackets}(?:\s+(?=[.,;:!?]))?", "", text, flags=re.IGNORECASE)
     return re.sub(r"\s{2,}", " ", text).strip()
 
 
