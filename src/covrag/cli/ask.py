@@ -22,6 +22,7 @@ from covrag.cli.common import (
     check_outputs,
     config_from_args,
     err_console,
+    held_warnings,
     progress_bar,
 )
 from covrag.pipeline.config import AskConfig
@@ -203,7 +204,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
                 progress.update(task, description=f"generate: {name} done")
             progress.advance(task)
 
-        with reporting(_llm_progress(progress, console)):
+        with reporting(_llm_progress(progress, console)), held_warnings() as held:
             result = ask(
                 args.question,
                 llm,
@@ -218,8 +219,10 @@ def run_ask(args: argparse.Namespace, console: Console) -> int:
         if running and not console.is_terminal:
             _stage_done(console, *running[0], time.perf_counter())
     result = dataclasses.replace(result, costs={"load": load, **result.costs})
-    if skipped:
-        result = dataclasses.replace(result, warnings=(*result.warnings, *skipped))
+    # each warning once on the screen, and every one in the run file
+    logged = held.not_in(result.warnings)
+    if skipped or logged:
+        result = dataclasses.replace(result, warnings=(*result.warnings, *skipped, *logged))
     return _write_result(result, out, args.json, console)
 
 
