@@ -250,3 +250,35 @@ def test_a_quotation_opening_with_a_pronoun_names_its_subject() -> None:
     start, end = quoted.check.span
     assert quoted.text == f"\u201c{text[start:end]}\u201d"
     assert quotation(KEEPALIVE, span).text == quoted.text
+
+
+def test_a_quotation_read_from_its_paragraph_s_start_is_not_quoted_twice() -> None:
+    import numpy as np
+
+    from covrag.generate.nearest import _fold
+    from covrag.generate.quotes import quotation, quoted_answer
+    from covrag.generate.records import WritingContext
+    from covrag.types import CoverageMatrix
+
+    text = KEEPALIVE.text
+    head = text.index("TCPKeepAlive")
+    whole = (head, len(text))
+    # the fallback: one sub-question's quotation is the entry's first sentence, the other's the
+    # sentence leaning on it, read from the same start: the wider one alone, in the first's place
+    asked = (
+        Aspect("sq1", "Does the system send TCP keepalive messages to the other side?"),
+        Aspect("sq2", "Why does TCP keepalive take a long time to notice a dead connection?"),
+    )
+    matrix = CoverageMatrix((KEEPALIVE.id,), ("sq1", "sq2"), np.array([[0.9, 0.9]]), threshold=0.5)
+    quotes = quoted_answer((KEEPALIVE,), WritingContext(asked, matrix))
+    spans = [q.check.span for q in quotes if q.check is not None]
+    assert spans == [whole], [q.text for q in quotes]
+    # the nearest quotes: a wider quotation takes the place of the kept one it holds
+    first = quotation(KEEPALIVE, (head, text.index(" If they")))
+    written = Citation("TCP keepalives are slow to notice a dead connection.", (KEEPALIVE.id,))
+    kept, added = _fold((written, first), [quotation(KEEPALIVE, (text.index("This"), len(text)))])
+    assert added == [] and kept[0] == written
+    assert kept[1].check is not None and kept[1].check.span == whole
+    # and one a kept quotation holds is not added
+    kept, added = _fold(kept, [first])
+    assert added == [] and len(kept) == 2

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from covrag.embed import Encoder, default_encoder
 from covrag.errors import ConfigError
-from covrag.generate.quotes import quotation
+from covrag.generate.quotes import fold_in, quotation
 from covrag.generate.records import Draft
 from covrag.generate.requote import quotable_spans, stems
 from covrag.schema.defaults import DEFAULT_GATE
@@ -111,9 +111,12 @@ class NearestQuotes:
             or not any(s.supported and s.passage_ids for s in kept)
         ):
             return draft
-        added = self.nearest(question, passages, kept)
+        kept, added = _fold(kept, self.nearest(question, passages, kept))
         if not added:
-            return draft
+            return dataclasses.replace(
+                draft,
+                parsed=dataclasses.replace(draft.parsed, answer=Answer(kept, draft.answer.dropped)),
+            )
         if draft.fallback == "quote":  # quotations all: the nearest the question lead
             at = 0
         else:  # after the written sentences, before one naming what is not answered
@@ -134,3 +137,16 @@ class NearestQuotes:
             "question that the answer did not state"
         )
         return dataclasses.replace(draft, parsed=parsed, tidied=(*draft.tidied, note))
+
+
+def _fold(
+    kept: Sequence[Citation], added: Sequence[Citation]
+) -> tuple[tuple[Citation, ...], list[Citation]]:
+    """``kept`` and ``added`` without an added quotation that a kept or earlier added one holds;
+    one that holds a kept quotation takes its place, so the kept sentences keep their places
+    (:func:`~covrag.generate.quotes.fold_in`)."""
+    mine, out = list(kept), list[Citation]()
+    for quoted in added:
+        if not fold_in(mine, quoted) and not fold_in(out, quoted):
+            out.append(quoted)
+    return tuple(mine), out

@@ -96,7 +96,47 @@ def _once(quotes: Iterable[Citation | None]) -> tuple[Citation, ...]:
     for quoted in quotes:
         if quoted is not None:
             kept.setdefault(quoted.text, quoted)
-    return tuple(kept.values())
+    return without_contained(tuple(kept.values()))
+
+
+def quoted_span(sentence: Citation) -> tuple[str, int, int] | None:
+    """(passage id, start, end) of a quotation's span; None for a sentence that is no
+    quotation."""
+    check = sentence.check
+    if not sentence.text.startswith("\u201c") or check is None or check.span is None:
+        return None
+    return (check.passage_id or "", *check.span)
+
+
+def fold_in(sentences: list[Citation], quoted: Citation) -> bool:
+    """Whether ``quoted`` is already in ``sentences``: a quotation of the same passage there
+    holds its span (then nothing changes), or its span holds theirs (then it takes that one's
+    place in ``sentences``, which is changed in place). False: append it."""
+    mine = quoted_span(quoted)
+    if mine is None:
+        return False
+    for i, other in enumerate(sentences):
+        theirs = quoted_span(other)
+        if theirs is None or theirs[0] != mine[0]:
+            continue
+        if theirs[1] <= mine[1] and mine[2] <= theirs[2]:
+            return True
+        if mine[1] <= theirs[1] and theirs[2] <= mine[2]:
+            sentences[i] = quoted
+            return True
+    return False
+
+
+def without_contained(sentences: Sequence[Citation]) -> tuple[Citation, ...]:
+    """``sentences`` with no quotation whose span lies inside another quotation's span of the
+    same passage: a quotation read from its paragraph's start (:func:`quotation`) holds the
+    sentence before it, which may be quoted too. The wider one stays, where the first of the two
+    was (:func:`fold_in`)."""
+    out: list[Citation] = []
+    for sentence in sentences:
+        if not fold_in(out, sentence):
+            out.append(sentence)
+    return tuple(out)
 
 
 def refusal(unsupported: int) -> Citation:
