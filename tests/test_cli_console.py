@@ -3,7 +3,8 @@ from __future__ import annotations
 import io
 import logging
 
-from covrag.cli.common import console, err_console, held_warnings
+from covrag.cli.common import console, err_console
+from covrag.cli.held import held_warnings
 
 
 def test_dataset_specs_print_as_written_not_as_emoji() -> None:

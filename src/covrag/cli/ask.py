@@ -22,9 +22,9 @@ from covrag.cli.common import (
     check_outputs,
     config_from_args,
     err_console,
-    held_warnings,
     progress_bar,
 )
+from covrag.cli.held import held_warnings
 from covrag.pipeline.config import AskConfig
 from covrag.types import Aspect
 
