@@ -39,7 +39,7 @@ def test_each_entry_point_starts_from_its_preset() -> None:
     config = AskConfig()
     assert config.policy() == ASK  # AskConfig's defaults are the preset's
     assert (config.k, config.floor, config.gate, config.subquestions, config.answers) == (
-        8,
+        12,
         0.5,
         0.5,
         4,

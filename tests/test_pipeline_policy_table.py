@@ -17,7 +17,7 @@ DOCUMENTED = {
     "SELECT_BATCH": (10, "dense", 0.0, 0.0),
     "SERVER_SELECT": (10, "dense", 0.0, 0.0),
     "INTEGRATIONS": (5, "auto", 0.0, 0.0),
-    "ASK": (8, "sentences", 0.5, 0.5),
+    "ASK": (12, "sentences", 0.5, 0.5),
     "ANSWER": (None, "order", 0.5, 0.5),
     "BENCH": (10, "dense", 0.0, 0.0),
 }
