@@ -63,3 +63,29 @@ def test_llm_progress_updates_a_line_of_the_progress_display_on_a_terminal(capsy
         show(TokenProgress("m", 40, 2.0, done=True))
         assert task.description == "llm done: 40 tokens, 20.0 tokens/s"
     assert capsys.readouterr().err == ""
+
+
+def test_a_draft_problem_the_run_s_warnings_hold_is_shown_once() -> None:
+    import dataclasses
+
+    retriever = BM25Retriever().index(CORPUS)
+    config = AskConfig(pool=2, k=2, passes=0, gate=0.0, floor=0.0, quotes=0)
+    reply = "Should schools require uniforms?\nSchool uniforms reduce bullying between pupils [1]."
+    result = ask(
+        "Should schools require uniforms?",
+        ScriptedLLM([reply]),
+        retriever,
+        config,
+        aspects=(Aspect("sq1", "bullying between pupils"),),
+        estimator=KeywordCoverage(),
+    )
+    problems = result.generation.drafts[-1].problems
+    assert problems, "the scripted answer has a sentence citing no passage"
+    # the CLI adds a logged warning the run did not record, as the library logged it
+    logged = tuple(f"answer to 2 passages: {p}" for p in problems)
+    result = dataclasses.replace(result, warnings=(*result.warnings, *logged))
+    buffer = io.StringIO()
+    print_ask(result, Console(file=buffer, width=400, emoji=False))
+    shown = buffer.getvalue()
+    for problem in problems:
+        assert shown.count(problem) == 1, shown

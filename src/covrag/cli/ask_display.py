@@ -160,7 +160,8 @@ def _print_answer(
             text += " [red](unsupported: no passage holds this)[/]"
         console.print(f"  {i}. {text}", highlight=False)
     for problem in final.problems:
-        if problem not in result.warnings:  # the run's warnings are printed above
+        # the run's warnings are printed above, some as logged ("answer to 8 passages: ...")
+        if not any(problem in warning for warning in result.warnings):
             console.print(f"[yellow]warning:[/] {problem}", highlight=False)
     for i, critique in enumerate(result.generation.critiques, start=1):
         if critique.feedback:
