@@ -282,3 +282,25 @@ def test_a_quotation_read_from_its_paragraph_s_start_is_not_quoted_twice() -> No
     # and one a kept quotation holds is not added
     kept, added = _fold(kept, [first])
     assert added == [] and len(kept) == 2
+
+
+def test_the_same_words_quoted_from_two_overlapping_passages_are_quoted_once() -> None:
+    from covrag.generate.nearest import _fold
+    from covrag.generate.quotes import quotation, without_contained
+
+    # passages cut with an overlap share text (licences-09: the Apache License's appendix
+    # heading, quoted from its chunks #15 and #16 one after the other)
+    heading = "APPENDIX: How to apply the Apache License to your work."
+    tail = Passage("Apache#15", f"END OF TERMS AND CONDITIONS {heading}")
+    head = Passage("Apache#16", f"{heading} To apply the Apache License to your work, attach it.")
+    from_head = quotation(head, (0, len(heading)))
+    from_tail = quotation(tail, (tail.text.index("APPENDIX"), len(tail.text)))
+    assert from_head.text == from_tail.text
+    written = Citation("Attach the boilerplate notice to your work.", (head.id,))
+    kept, added = _fold((written,), [from_head, from_tail])
+    assert kept == (written,) and added == [from_head]
+    # a quotation holding another passage's words takes its place
+    wider = quotation(head, (0, len(head.text)))
+    kept, added = _fold((written, from_tail), [wider])
+    assert added == [] and kept == (written, wider)
+    assert without_contained((from_tail, from_head)) == (from_tail,)

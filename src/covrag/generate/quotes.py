@@ -108,20 +108,35 @@ def quoted_span(sentence: Citation) -> tuple[str, int, int] | None:
     return (check.passage_id or "", *check.span)
 
 
+def _quoted_words(quotation: Citation) -> str:
+    """A quotation's words, case and spacing aside, without its quotation marks."""
+    return " ".join(quotation.text.strip().strip("\u201c\u201d").split()).casefold()
+
+
 def fold_in(sentences: list[Citation], quoted: Citation) -> bool:
     """Whether ``quoted`` is already in ``sentences``: a quotation of the same passage there
-    holds its span (then nothing changes), or its span holds theirs (then it takes that one's
-    place in ``sentences``, which is changed in place). False: append it."""
+    holds its span, or one of another passage holds its words (passages cut with an overlap
+    share text) (then nothing changes), or its span or words hold theirs (then it takes that
+    one's place in ``sentences``, which is changed in place). False: append it."""
     mine = quoted_span(quoted)
     if mine is None:
         return False
+    words = _quoted_words(quoted)
     for i, other in enumerate(sentences):
         theirs = quoted_span(other)
-        if theirs is None or theirs[0] != mine[0]:
+        if theirs is None:
             continue
-        if theirs[1] <= mine[1] and mine[2] <= theirs[2]:
+        if theirs[0] == mine[0]:
+            held, holds = (
+                theirs[1] <= mine[1] and mine[2] <= theirs[2],
+                (mine[1] <= theirs[1] and theirs[2] <= mine[2]),
+            )
+        else:
+            other_words = _quoted_words(other)
+            held, holds = words in other_words, other_words in words
+        if held:
             return True
-        if mine[1] <= theirs[1] and theirs[2] <= mine[2]:
+        if holds:
             sentences[i] = quoted
             return True
     return False
