@@ -100,9 +100,8 @@ class PrepareConfig:
         metadata=_help(
             "relevance signal: dense = MiniLM cosine to the query (the DES bi-encoder score), "
             "sentences = that plus the cosine of the passage's sentence nearest the query, "
-            "titled = sentences with each passage and sentence read after its document's "
-            "title, score = the passages' own retriever scores, order = pool order (first = most "
-            "relevant)"
+            "titled = sentences with each sentence read after its document's title, score = "
+            "the passages' own retriever scores, order = pool order (first = most relevant)"
         ),
     )
     embeddings: bool = field(

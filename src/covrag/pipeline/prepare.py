@@ -67,8 +67,8 @@ def prepare(
 
     n = len(topic.passages)
     if config.relevance == "titled":
-        assert encoder is not None and query_embedding is not None
-        relevance = titled_relevance(topic, encoder, query_embedding)
+        assert encoder is not None and embeddings is not None and query_embedding is not None
+        relevance = embeddings @ query_embedding + titled_nearest(topic, encoder, query_embedding)
     elif config.relevance in ("dense", "sentences"):
         assert embeddings is not None and query_embedding is not None
         relevance = embeddings @ query_embedding
@@ -140,27 +140,24 @@ def titled(passage: Passage, text: str) -> str:
     return f"{name}: {text}" if name else text
 
 
-def titled_relevance(topic: Topic, encoder: Encoder, query_embedding: FloatArray) -> FloatArray:
-    """``sentences`` relevance with each passage and each sentence read after its document's
-    title (:func:`titled`): a passage of ``zlib-txtvsbin.txt`` that never writes "zlib" is
-    still about zlib when the question asks how zlib tells text from binary, and a passage of
-    the curl manual is not about ssh because it writes "keepalive"
-    (docs/experiments/40-titled-relevance.md)."""
-    passages = topic.passages
-    whole = encoder.encode([titled(p, p.text) for p in passages]) @ query_embedding
+def titled_nearest(topic: Topic, encoder: Encoder, query_embedding: FloatArray) -> FloatArray:
+    """Per passage, the cosine to the question of its nearest sentence read after its
+    document's title (:func:`titled`): ``titled`` relevance is the passage's own cosine plus
+    this. A sentence of ``zlib-txtvsbin.txt`` that never writes "zlib" is still about zlib when
+    the question asks how zlib tells text from binary, and a sentence of the curl manual is not
+    about ssh because it writes "keepalive" (docs/experiments/40-titled-relevance.md)."""
     pieces: list[str] = []
     owner: list[int] = []
-    for i, passage in enumerate(passages):
+    for i, passage in enumerate(topic.passages):
         sentences = split_sentences(passage.text)
         for sentence in sentences if len(sentences) > 1 else [passage.text]:
             pieces.append(titled(passage, sentence))
             owner.append(i)
+    n = len(topic.passages)
     if not pieces:
-        return np.asarray(whole, dtype=np.float64)
-    nearest = nearest_piece(
-        encoder.encode(pieces) @ query_embedding, np.array(owner, dtype=np.int64), len(passages)
-    )
-    return np.asarray(whole + nearest, dtype=np.float64)
+        return np.zeros(n)
+    similarity = encoder.encode(pieces) @ query_embedding
+    return nearest_piece(similarity, np.array(owner, dtype=np.int64), n)
 
 
 def nearest_piece(similarity: FloatArray, owner: IntArray, n: int) -> FloatArray:
