@@ -117,3 +117,24 @@ def test_the_fallback_quotations_are_led_by_the_nearest() -> None:
     first, second = draft.answer.sentences
     assert first.text.startswith("\u201cServerAliveInterval") and second is quoted
     assert any("1 quotation(s) added before the quotations" in w for w in support_warnings(draft))
+
+
+def test_a_heading_is_never_quoted_as_an_answer_sentence() -> None:
+    from covrag.generate.quotes import quoted_answer
+
+    # licences-06's answer quoted five such lines; each is the sentence nearest a question
+    # about the GPL's versions, and none states anything
+    question = "How does version 3 of the GNU General Public License treat patents?"
+    licence = Passage(
+        "GPL-3#1",
+        "GNU GENERAL PUBLIC LICENSE Version 3, 29 June 2007\n\n"
+        "Each contributor grants you a non-exclusive, worldwide, royalty-free patent license "
+        "under the contributor's essential patent claims.",
+    )
+    heading = "GNU GENERAL PUBLIC LICENSE Version 3, 29 June 2007"
+    draft = NearestQuotes(3, least=-1.0).add(question, checked_draft(written()), (licence,))
+    quoted = [s.text for s in draft.answer.sentences[1:]]
+    assert quoted and all(heading not in text for text in quoted), quoted
+    assert quoted[0].startswith("\u201cEach contributor grants you")
+    # nor by the fallback's quotations
+    assert all(heading not in s.text for s in quoted_answer((licence,), None))

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import pytest
+
 from covrag.generate.citations import split_sentences as answer_sentences
 from covrag.plan.decompose import normalise, question_problem
 from covrag.plan.qtree import word_overlap
-from covrag.text import STOPWORDS, content_words, split_sentences, words
+from covrag.text import STOPWORDS, content_words, is_heading, split_sentences, words
 
 
 def test_words_are_lower_cased_runs_of_letters_and_digits() -> None:
@@ -88,3 +90,29 @@ def test_writes_loose_reads_a_dotted_name_by_its_last_part_and_plurals_as_one() 
     assert writes("the URLs are read", "URL", loose=True)
     assert not writes("the URLs are read", "URL")
     assert not writes("run it with -D set", "-d", loose=True)  # an option keeps its case
+
+
+@pytest.mark.parametrize(
+    ("line", "heading"),
+    [
+        # headings quoted as answer sentences on the answer benchmark's corpora
+        ("GNU LESSER GENERAL PUBLIC LICENSE Version 2.1, February 1999", True),
+        ("GNU GENERAL PUBLIC LICENSE TERMS AND CONDITIONS FOR COPYING, DISTRIBUTION AND", True),
+        ("The GNU General Public License", True),
+        ("Frequently Asked Questions about zlib", True),
+        ("MODULE REFERENCE https://docs.python.org/3.11/library/json.html", True),
+        ("Installing Python Packages in Debian ==========", True),
+        ("GIT-STASH(1)                      Git Manual                      GIT-STASH(1)", True),
+        # statements, synopses and option entries are not
+        ("-c, --create Create a new archive.", False),
+        ("tar --create [--file ARCHIVE] [OPTIONS] [FILE...]", False),
+        ("UNIX-style usage tar -A [OPTIONS] ARCHIVE ARCHIVE", False),
+        ("-H, --header can be used several times in a command line", False),
+        ("class TemporaryDirectory(builtins.object)", False),
+        ("http://www.apache.org/licenses/LICENSE-2.0", False),
+        ("The Apache License 2.0 grants a patent license", False),
+        ('Licensed under the Apache License, Version 2.0 (the "License");', False),
+    ],
+)
+def test_a_heading_is_told_from_a_statement(line: str, heading: bool) -> None:
+    assert is_heading(line) is heading

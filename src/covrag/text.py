@@ -168,3 +168,33 @@ def writes(text: str, name: str, *, loose: bool = False) -> bool:
         re.search(rf"(?<![\w-]){re.escape(form)}s?(?![\w-])", text, re.IGNORECASE) is not None
         for form in forms
     )
+
+
+_URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+")
+_TITLE_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+#: Words a title leaves in lower case ("Frequently Asked Questions about zlib").
+_TITLE_SMALL = frozenset("a an and about as at by for from in of on or the to with".split())
+
+
+def is_heading(text: str) -> bool:
+    """Whether ``text`` (one line or sentence of a document) is a heading, not a statement: it
+    ends without a sentence's punctuation and its words, URLs aside, are capitalised (all of
+    them, or three in four of at most 12), as in "GNU GENERAL PUBLIC LICENSE Version 3, 29 June
+    2007", "MODULE REFERENCE https://...", "Frequently Asked Questions about zlib". A URL or a
+    number alone is no heading; a man page's synopsis ("tar --create [--file ARCHIVE]") and an
+    option's entry ("-c, --create Create a new archive.") are none.
+
+    Example:
+        >>> is_heading("Mozilla Public License Version 2.0 ==================")
+        True
+        >>> is_heading("tar --create [--file ARCHIVE] [OPTIONS] [FILE...]")
+        False
+    """
+    line = text.strip().strip("\u201c\u201d").strip()
+    if not line or line[-1] in ".!?;:":
+        return False
+    found = _TITLE_WORD.findall(_URL.sub(" ", line))
+    if not found:
+        return False
+    capital = sum(1 for w in found if w[0].isupper() or w in _TITLE_SMALL)
+    return capital == len(found) or (capital * 4 >= len(found) * 3 and len(found) <= 12)

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from covrag.generate.alignment import sentence_spans
 from covrag.generate.attribution import candidates
-from covrag.text import code_names, content_words, words, writes
+from covrag.text import code_names, content_words, is_heading, words, writes
 from covrag.types import Citation, Passage, SupportCheck
 
 #: The share of the sentence's weighted content words the quoted sentence must hold. Set by
@@ -165,11 +165,16 @@ def named_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
     return span if len(widened) > MAX_QUOTE_CHARS else (head, end)
 
 
+def quotable(text: str) -> bool:
+    """Whether a passage sentence can be quoted as an answer's sentence: it has at least
+    :data:`MIN_QUOTE_WORDS` words and is no heading (:func:`~covrag.text.is_heading`: "GNU
+    LESSER GENERAL PUBLIC LICENSE Version 2.1, February 1999" answers nothing)."""
+    return len(words(text)) >= MIN_QUOTE_WORDS and not is_heading(text)
+
+
 def quotable_spans(text: str) -> list[tuple[int, int]]:
-    """The :func:`quote_spans` of ``text`` long enough to quote (:data:`MIN_QUOTE_WORDS`)."""
-    return [
-        (s, e) for s, e in quote_spans(text) if e > s and len(words(text[s:e])) >= MIN_QUOTE_WORDS
-    ]
+    """The :func:`quote_spans` of ``text`` that can be quoted (:func:`quotable`)."""
+    return [(s, e) for s, e in quote_spans(text) if e > s and quotable(text[s:e])]
 
 
 def _weight(words: Iterable[str], weights: Mapping[str, float], unseen: float) -> float:
@@ -210,7 +215,7 @@ def best_quote(
             text = p.text[start:end]
             if end <= start or len(text) > MAX_QUOTE_CHARS or _overlaps(p.id, start, end, taken):
                 continue
-            if len(words(text)) < MIN_QUOTE_WORDS:
+            if not quotable(text):
                 continue
             shared = wanted & stems(text)
             if len(shared) < REQUOTE_MIN_WORDS or all(weights[w] <= common for w in shared):
