@@ -449,3 +449,41 @@ def test_a_document_named_in_a_sentence_is_not_a_name_its_passage_must_write() -
     assert held_names(sentence, [passage], {"c#1": passage}).supported
     other = Citation("Set ServerAliveCountMax in ssh_config.", ("c#1",), check=check)
     assert not held_names(other, [passage], {"c#1": passage}).supported
+
+
+def test_a_short_written_answer_is_completed_by_the_passages_quotations() -> None:
+    reply = (
+        "Uniforms reduce bullying because nobody stands out [1].\n"
+        "The weather is mild in spring [2]."
+    )
+    topic = Topic("t", QUESTION, PASSAGES, ASPECTS)
+    context = WritingContext(ASPECTS, KeywordCoverage().estimate(topic))
+
+    def checked(checker: SupportChecker) -> Draft:
+        generator = CritiqueRewriteGenerator(
+            CitedWriter(ScriptedLLM([reply])), passes=0, checker=checker
+        )
+        return generator.generate(QUESTION, PASSAGES, context=context).drafts[-1]
+
+    written = "Uniforms reduce bullying because nobody stands out."
+    short = checked(SupportChecker(complete=0))
+    assert [s.text for s in short.answer.sentences] == [written]
+    full = checked(SupportChecker(complete=3))
+    assert full.fallback is None and full.answer.sentences[0].text == written
+    # then the fallback's quotation of each other sub-question's passage, cited, an exact span;
+    # p1's sentence, which the written one states, is not quoted again
+    quoted = full.answer.sentences[1:]
+    assert [(s.aspect_id, s.passage_ids) for s in quoted] == [("a2", ("p2",)), ("a3", ("p3",))]
+    by_id = {p.id: p for p in PASSAGES}
+    for s in quoted:
+        assert s.check is not None and s.check.span is not None
+        start, end = s.check.span
+        assert s.text == f"\u201c{by_id[s.passage_ids[0]].text[start:end]}\u201d"
+    assert [s.text for s in full.answer.dropped] == ["The weather is mild in spring."]
+    assert any("keeps 1 sentence(s) the model wrote" in w for w in support_warnings(full))
+    # an answer keeping as many of the model's sentences as asked is left as it is, and a
+    # checker that refuses instead of quoting never quotes
+    assert len(checked(SupportChecker(complete=1)).answer.sentences) == 1
+    assert len(checked(SupportChecker(fallback="refuse", complete=3)).answer.sentences) == 1
+    with pytest.raises(ConfigError, match="complete"):
+        SupportChecker(complete=-1)

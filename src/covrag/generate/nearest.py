@@ -28,15 +28,10 @@ from covrag.embed import Encoder, default_encoder
 from covrag.errors import ConfigError
 from covrag.generate.quotes import fold_in, quotation
 from covrag.generate.records import Draft
+from covrag.generate.requote import STATED_SHARE as STATED_SHARE  # re-exported
 from covrag.generate.requote import quotable_spans, stems
 from covrag.schema.defaults import DEFAULT_GATE
 from covrag.types import Answer, Citation, Passage
-
-#: A context sentence is stated already when a kept sentence writes this share of its word stems.
-#: A kept sentence's aligned span is no test: alignment needs most of the sentence's words in the
-#: passage, not most of the passage's sentence in the sentence, and the sentences it overlaps
-#: were often stated in part (on the answer benchmark, excluding them lowered V_strict).
-STATED_SHARE = 0.8
 
 
 def candidates(

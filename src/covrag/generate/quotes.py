@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from covrag.generate.records import WritingContext
 from covrag.generate.requote import (
+    STATED_SHARE,
     addresses_model,
     named_span,
     quotable_spans,
@@ -87,6 +88,28 @@ def quoted_answer(
     )
     framing = missing_sentence(missing, True)
     return (*quotes, *(() if framing is None else (framing,)))
+
+
+def completed(
+    kept: Sequence[Citation], passages: Sequence[Passage], context: WritingContext | None
+) -> tuple[Citation, ...]:
+    """A short written answer (``kept``, checked) completed by the fallback's quotations
+    (:func:`quoted_answer`) after its sentences: those a kept sentence already states (it writes
+    :data:`~covrag.generate.requote.STATED_SHARE` of their word stems) or a kept quotation holds
+    (:func:`fold_in`) left out, and one framing sentence at the end (the answer's own, else the
+    one naming the sub-questions no passage covers)."""
+    out = [s for s in kept if not s.framing]
+    framing = [s for s in kept if s.framing]
+    written = [stems(s.text) for s in out]
+    for quoted in quoted_answer(passages, context):
+        wanted = stems(quoted.text)
+        if quoted.framing:
+            framing = framing or [quoted]
+        elif any(len(wanted & w) >= STATED_SHARE * len(wanted) for w in written):
+            continue  # a kept sentence states it
+        elif not fold_in(out, quoted):
+            out.append(quoted)
+    return (*out, *framing)
 
 
 def _once(quotes: Iterable[Citation | None]) -> tuple[Citation, ...]:

@@ -53,7 +53,7 @@ from covrag.generate.alignment import align, best_window
 from covrag.generate.attribution import bare_name, candidates, document_names
 from covrag.generate.citations import InvalidCitation, ParsedAnswer
 from covrag.generate.commands import composed, option_at
-from covrag.generate.quotes import quoted_answer, refusal
+from covrag.generate.quotes import completed, quoted_answer, refusal
 from covrag.generate.records import Draft, WritingContext
 from covrag.generate.requote import requote
 from covrag.generate.tidy import reword, tidy
@@ -93,6 +93,11 @@ class SupportChecker:
             them, marked ``unsupported``).
         fallback: What replaces a reply with no supported sentence: ``quote`` (quotations of
             the passages, by sub-question) or ``refuse`` (no answer, with the reason).
+        complete: With ``fallback="quote"``, an answer that keeps fewer than this many of the
+            model's own sentences (quotations in place of its dropped ones aside) is completed
+            by the fallback's quotations after them (:func:`~covrag.generate.quotes.completed`;
+            0, the default, as ``covrag ask``'s: never; 3 measured in
+            docs/experiments/41-completed-answers.md).
 
     Example:
         >>> checker = SupportChecker()  # doctest: +SKIP
@@ -108,6 +113,7 @@ class SupportChecker:
         threshold: float | None = None,
         unsupported: str = "quote",
         fallback: str = "quote",
+        complete: int = 0,
     ) -> None:
         if unsupported not in UNSUPPORTED_POLICIES:
             raise ConfigError(
@@ -115,6 +121,8 @@ class SupportChecker:
             )
         if fallback not in FALLBACKS:
             raise ConfigError(f"fallback must be one of {FALLBACKS}, got {fallback!r}")
+        if complete < 0:
+            raise ConfigError(f"complete must be >= 0, got {complete}")
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ConfigError(f"threshold must lie in [0, 1], got {threshold}")
         if judge is None and threshold is not None:
@@ -126,11 +134,13 @@ class SupportChecker:
         self.threshold = threshold
         self.unsupported = unsupported
         self.fallback = fallback
+        self.complete = complete
 
     def __repr__(self) -> str:
         return (
             f"SupportChecker({self.judge!r}, threshold={self.threshold}, "
-            f"unsupported={self.unsupported!r}, fallback={self.fallback!r})"
+            f"unsupported={self.unsupported!r}, fallback={self.fallback!r}, "
+            f"complete={self.complete})"
         )
 
     def check_sentences(
@@ -252,33 +262,49 @@ class SupportChecker:
         invalid = _kept_invalid(draft.parsed.invalid, sentences, gone, swapped)
         fallback = None
         answer = Answer(tuple(kept), dropped)
-        # the fallback when nothing the model wrote holds: a quotation in place of one of its
-        # sentences does not stand for an answer, but leads the fallback's quotations
+        own = [s for s in kept if s.supported and not s.framing and id(s) not in quotes]
+        own = [s for s in own if not s.text.startswith("\u201c")]
         if not any(s.supported and id(s) not in quotes for s in kept):
             fallback = self.fallback
-            unsupported = (
-                *replaced,
-                *(s for s in sentences if not s.framing and id(s) not in quotes),
-            )
-            led = [s for s in kept if id(s) in quotes] if self.fallback == "quote" else []
-            # the tidy notes are about sentences the fallback does not show
-            notes = (
-                (
-                    f"the quotations are led by {len(led)} quoted in place of sentences no "
-                    "passage holds: " + "; ".join(repr(s.text) for s in replaced),
-                )
-                if led
-                else ()
-            )
-            if self.fallback == "quote":
-                answer = Answer(_after(led, quoted_answer(passages, context)), unsupported)
-            else:
-                answer = Answer((refusal(len(unsupported)),), unsupported)
+            answer, notes = self._fallback(kept, replaced, sentences, quotes, passages, context)
             invalid = ()
+        elif self.fallback == "quote" and len(own) < self.complete:
+            answer = Answer(completed(kept, passages, context), dropped)
+            notes = (
+                *notes,
+                f"the answer keeps {len(own)} sentence(s) the model wrote: the selected "
+                "passages' quotations by sub-question follow them",
+            )
         parsed = ParsedAnswer(answer, invalid, draft.parsed.repeated)
         return dataclasses.replace(
             draft, parsed=parsed, checked=True, fallback=fallback, tidied=notes
         )
+
+    def _fallback(
+        self,
+        kept: Sequence[Citation],
+        replaced: Sequence[Citation],
+        sentences: Sequence[Citation],
+        quotes: set[int],
+        passages: Sequence[Passage],
+        context: WritingContext | None,
+    ) -> tuple[Answer, tuple[str, ...]]:
+        """The fallback answer when nothing the model wrote holds, and its notes: a quotation in
+        place of one of its sentences does not stand for an answer, but leads the fallback's
+        quotations (the tidy notes are about sentences the fallback does not show)."""
+        unsupported = (*replaced, *(s for s in sentences if not s.framing and id(s) not in quotes))
+        if self.fallback != "quote":
+            return Answer((refusal(len(unsupported)),), unsupported), ()
+        led = [s for s in kept if id(s) in quotes]
+        notes = (
+            (
+                f"the quotations are led by {len(led)} quoted in place of sentences no "
+                "passage holds: " + "; ".join(repr(s.text) for s in replaced),
+            )
+            if led
+            else ()
+        )
+        return Answer(_after(led, quoted_answer(passages, context)), unsupported), notes
 
 
 def _kept_invalid(

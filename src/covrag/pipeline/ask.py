@@ -168,7 +168,10 @@ def build_generator(
     # Every draft's citations are checked against the passages (by alignment; the judge only
     # when a threshold asks for it), so nothing unsupported is shown or written.
     checker = SupportChecker(
-        support_judge, unsupported=config.unsupported, fallback=config.fallback
+        support_judge,
+        unsupported=config.unsupported,
+        fallback=config.fallback,
+        complete=config.complete,
     )
     # what the writer left unstated, nearest the question: quoted after its sentences
     nearest = NearestQuotes(config.quotes, encoder) if config.quotes else None

@@ -192,6 +192,7 @@ class AskConfig:
     max_tokens: int = _writer("max_tokens")
     unsupported: UnsupportedPolicy = _writer("unsupported")
     fallback: Fallback = _writer("fallback")
+    complete: int = _writer("complete")
     quotes: int = _writer("quotes")
 
     def __post_init__(self) -> None:

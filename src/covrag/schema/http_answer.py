@@ -125,6 +125,14 @@ class AnswerRequest(Strict):
         description="when no sentence of the model's reply is supported: quote = quote the "
         "passages, each quotation cited; refuse = give no answer, and say why",
     )
+    complete: int = Field(
+        default=WRITER.complete,
+        ge=0,
+        le=50,
+        description="with fallback quote: an answer that keeps fewer than this many of the "
+        "model's own sentences gets the fallback's quotations, by sub-question, after them "
+        "(0 = never)",
+    )
     quotes: int = Field(
         default=WRITER.quotes,
         ge=0,
