@@ -4,6 +4,7 @@ the reader's support check; narration; misattribution; the nugget file's errors.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -212,4 +213,5 @@ def test_the_answer_benchmarks_nuggets_hold_in_their_documents() -> None:
         timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("10 questions") == 5
+    counts = [int(n) for n in re.findall(r"documents, (\d+) questions", done.stdout)]
+    assert len(counts) == 6 and all(n >= 10 for n in counts), done.stdout  # six corpora
