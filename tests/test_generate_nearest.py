@@ -138,3 +138,23 @@ def test_a_heading_is_never_quoted_as_an_answer_sentence() -> None:
     assert quoted[0].startswith("\u201cEach contributor grants you")
     # nor by the fallback's quotations
     assert all(heading not in s.text for s in quoted_answer((licence,), None))
+
+
+def test_a_faq_s_question_is_never_quoted_as_an_answer_sentence() -> None:
+    from covrag.generate.quotes import quoted_answer
+
+    # the FAQs corpus: 24 of 91 quotations were the FAQs' own questions, nearest the user's
+    question = "Why does xz use only one or two cores when I ask it for many threads?"
+    faq = Passage(
+        "xz-faq#17",
+        "Q:  I told xz to use many threads but it is using only one or two processor cores. "
+        "What is wrong?\n\n"
+        "A:  Since multi-threaded compression is done by splitting the data into blocks that "
+        "are compressed individually, if the input file is too small for the block size, then "
+        "many threads cannot be used.",
+    )
+    draft = NearestQuotes(3, least=-1.0).add(question, checked_draft(written()), (faq,))
+    quoted = [s.text for s in draft.answer.sentences[1:]]
+    assert quoted and all("Q:" not in t and not t.rstrip("\u201d").endswith("?") for t in quoted)
+    assert quoted[0].startswith("\u201cA:  Since multi-threaded compression")
+    assert all("Q:" not in s.text for s in quoted_answer((faq,), None))

@@ -170,11 +170,26 @@ def named_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
     return span if len(widened) > MAX_QUOTE_CHARS else (head, end)
 
 
+def asks(text: str) -> bool:
+    """Whether ``text`` (a passage sentence) asks rather than states: it ends with a question
+    mark, or opens a FAQ's question ("Q:  I told xz to use many threads but ...").
+
+    Example:
+        >>> asks("Why do long usernames get printed as numbers?")
+        True
+        >>> asks("The UNIX and POSIX standards require user names be printed as numbers.")
+        False
+    """
+    line = text.strip().strip("\u201c\u201d").strip()
+    return line.endswith("?") or re.match(r"Q\s*[:.]", line) is not None
+
+
 def quotable(text: str) -> bool:
     """Whether a passage sentence can be quoted as an answer's sentence: it has at least
-    :data:`MIN_QUOTE_WORDS` words and is no heading (:func:`~covrag.text.is_heading`: "GNU
-    LESSER GENERAL PUBLIC LICENSE Version 2.1, February 1999" answers nothing)."""
-    return len(words(text)) >= MIN_QUOTE_WORDS and not is_heading(text)
+    :data:`MIN_QUOTE_WORDS` words, is no heading (:func:`~covrag.text.is_heading`: "GNU
+    LESSER GENERAL PUBLIC LICENSE Version 2.1, February 1999" answers nothing) and no question
+    (:func:`asks`: a FAQ's "Why does ps get signal 17?" is what the user asked, not an answer)."""
+    return len(words(text)) >= MIN_QUOTE_WORDS and not is_heading(text) and not asks(text)
 
 
 def quotable_spans(text: str) -> list[tuple[int, int]]:
