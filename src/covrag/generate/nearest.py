@@ -29,7 +29,7 @@ from covrag.errors import ConfigError
 from covrag.generate.quotes import fold_in, quotation
 from covrag.generate.records import Draft
 from covrag.generate.requote import STATED_SHARE as STATED_SHARE  # re-exported
-from covrag.generate.requote import quotable_spans, stems
+from covrag.generate.requote import quotable_spans, stated, stems
 from covrag.schema.defaults import DEFAULT_GATE
 from covrag.types import Answer, Citation, Passage
 
@@ -44,7 +44,7 @@ def candidates(
     for passage in passages:
         for start, end in quotable_spans(passage.text):
             wanted = stems(passage.text[start:end])
-            if wanted and any(len(wanted & w) >= STATED_SHARE * len(wanted) for w in written):
+            if wanted and stated(wanted, written):
                 continue
             found.append((passage, (start, end)))
     return found

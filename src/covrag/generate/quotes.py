@@ -22,11 +22,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from covrag.generate.records import WritingContext
 from covrag.generate.requote import (
-    STATED_SHARE,
     addresses_model,
     named_span,
     quotable_spans,
     quote_spans,
+    stated,
     stems,
     word_weights,
 )
@@ -105,7 +105,7 @@ def completed(
         wanted = stems(quoted.text)
         if quoted.framing:
             framing = framing or [quoted]
-        elif any(len(wanted & w) >= STATED_SHARE * len(wanted) for w in written):
+        elif stated(wanted, written):
             continue  # a kept sentence states it
         elif not fold_in(out, quoted):
             out.append(quoted)

@@ -184,6 +184,12 @@ def asks(text: str) -> bool:
     return line.endswith("?") or re.match(r"Q\s*[:.]", line) is not None
 
 
+def stated(wanted: set[str], written: Iterable[set[str]]) -> bool:
+    """Whether one of the ``written`` sentences' word stems holds :data:`STATED_SHARE` of
+    ``wanted`` (a context sentence's stems): the answer states that sentence already."""
+    return any(len(wanted & w) >= STATED_SHARE * len(wanted) for w in written)
+
+
 def quotable(text: str) -> bool:
     """Whether a passage sentence can be quoted as an answer's sentence: it has at least
     :data:`MIN_QUOTE_WORDS` words, is no heading (:func:`~covrag.text.is_heading`: "GNU

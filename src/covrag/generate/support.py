@@ -262,8 +262,9 @@ class SupportChecker:
         invalid = _kept_invalid(draft.parsed.invalid, sentences, gone, swapped)
         fallback = None
         answer = Answer(tuple(kept), dropped)
-        own = [s for s in kept if s.supported and not s.framing and id(s) not in quotes]
-        own = [s for s in own if not s.text.startswith("\u201c")]
+        own = [  # the model's own sentences kept: no quotation, none put in a dropped one's place
+            s for s in kept if s.supported and not s.framing and not s.text.startswith("\u201c")
+        ]
         if not any(s.supported and id(s) not in quotes for s in kept):
             fallback = self.fallback
             answer, notes = self._fallback(kept, replaced, sentences, quotes, passages, context)
