@@ -8,7 +8,8 @@ docs/experiments/36-flat-relevance.md). :func:`composed` checks such a sentence 
 reader checks it against the manuals: the sentence is a command line (its first word a
 program), the context holds a document of each program it runs (a document named after it or
 a part of it: ``find.1.txt``; ``git-stash.1.txt`` for ``git``), and every option it passes
-(``-mtime``, ``--exclude``; a value after ``=`` aside) is written, as a word, in a context
+(``-mtime``, ``--exclude``; a value after ``=`` aside; each of combined short options such as
+``-czvf`` when no passage writes them together) is written, as a word, in a context
 passage of one of those documents. The sentence then cites those passages, verified
 ``composed``; an option that no such passage writes leaves it unsupported. What the check does
 not verify, and says by the name ``composed``: that the options combine as the command does.
@@ -28,9 +29,9 @@ from covrag.types import Citation, Passage, SupportCheck
 #: A program's name as a command line's first word.
 _PROGRAM = re.compile(r"^[a-z][a-z0-9_+-]*$")
 #: An option word (``-L``, ``--json``, ``--exclude=PATTERN``): the part before ``=``.
-_OPTION = re.compile(r"^(--?[A-Za-z][A-Za-z0-9-]*)(?:=.*)?$")
+OPTION_WORD = re.compile(r"^(--?[A-Za-z][A-Za-z0-9-]*)(?:=.*)?$")
 #: Words after which a command line runs another program.
-_RUNS = {"|", "||", "&&", ";", "-exec", "-execdir", "-ok", "xargs", "sudo", "env"}
+RUNS = {"|", "||", "&&", ";", "-exec", "-execdir", "-ok", "xargs", "sudo", "env"}
 #: Quotes, backticks and closing punctuation around a command written as a sentence.
 _WRAP = "`'\"\u201c\u201d\u2018\u2019 "
 
@@ -66,21 +67,30 @@ def command_words(text: str) -> list[str] | None:
 def _programs(words: Sequence[str]) -> list[str]:
     """The programs the command runs: its first word, and each word after ``|``, ``-exec``,
     ``xargs`` and the like."""
-    starts = [0] + [i + 1 for i, w in enumerate(words) if w in _RUNS and i + 1 < len(words)]
+    starts = [0] + [i + 1 for i, w in enumerate(words) if w in RUNS and i + 1 < len(words)]
     names = [words[i].rstrip(".") for i in starts]
     return [n for n in names if _PROGRAM.match(n)]
 
 
-def _documents(program: str, name: str | None) -> bool:
+def documents_program(program: str, name: str | None) -> bool:
     """Whether a document named ``name`` documents ``program``: named after it (``find``), or
     after a part of it (``git-stash``, ``ssh_config``, ``pip-user-guide``)."""
     return name is not None and (name == program or name.startswith((f"{program}-", f"{program}_")))
 
 
-def _document_program(passage: Passage) -> str | None:
+def program_of(passage: Passage) -> str | None:
     """The program a passage's document is named after: ``find.1.txt`` -> ``find``."""
     name = document_of(passage)
     return name.split(".", 1)[0].lower() if name else None
+
+
+def split(option: str) -> list[str]:
+    """``option``, or the short options it combines (``-czvf`` -> ``-c``, ``-z``, ``-v``,
+    ``-f``: one dash and two to five letters)."""
+    letters = option[1:]
+    if option.startswith("--") or not 1 < len(letters) <= 5 or not letters.isalpha():
+        return [option]
+    return [f"-{c}" for c in letters]
 
 
 def option_at(text: str, option: str) -> re.Match[str] | None:
@@ -95,24 +105,25 @@ def composed(sentence: Citation, passages: Sequence[Passage]) -> Citation | None
     words = command_words(sentence.text)
     if words is None:
         return None
-    documented = {p.id: _document_program(p) for p in passages}
+    documented = {p.id: program_of(p) for p in passages}
     programs = _programs(words)
-    if not all(any(_documents(g, d) for d in documented.values()) for g in programs):
+    if not all(any(documents_program(g, d) for d in documented.values()) for g in programs):
         return None  # a program the context has no document of
-    own = [p for p in passages if any(_documents(g, documented[p.id]) for g in programs)]
-    options = list(dict.fromkeys(m.group(1) for w in words if (m := _OPTION.match(w))))
+    own = [p for p in passages if any(documents_program(g, documented[p.id]) for g in programs)]
+    options = list(dict.fromkeys(m.group(1) for w in words if (m := OPTION_WORD.match(w))))
     if not options:
         return None
     cited: list[Passage] = []
     for option in options:
-        holder = next((p for p in own if option_at(p.text, option)), None)
-        if holder is None:
-            return None
-        if holder not in cited:
-            cited.append(holder)
+        parts = [option] if any(option_at(p.text, option) for p in own) else split(option)
+        for part in parts:
+            holder = next((p for p in own if option_at(p.text, part)), None)
+            if holder is None:
+                return None
+            if holder not in cited:
+                cited.append(holder)
     first = cited[0]
-    match = option_at(first.text, options[0])
-    assert match is not None
+    match = next(m for o in (*options, *split(options[0])) if (m := option_at(first.text, o)))
     check = SupportCheck(
         sentence.passage_ids, "composed", 1.0, first.id, (match.start(), match.end())
     )

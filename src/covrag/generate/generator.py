@@ -9,6 +9,7 @@ from typing import Protocol
 
 from covrag.errors import ConfigError
 from covrag.generate.critique import Critic, CritiqueContext
+from covrag.generate.evidence import Evidence
 from covrag.generate.nearest import NearestQuotes
 from covrag.generate.records import Critique, Draft, GenerationResult, WritingContext
 from covrag.generate.support import SupportChecker
@@ -101,6 +102,9 @@ class CritiqueRewriteGenerator:
             server always check).
         nearest: Adds to every checked draft the context sentences nearest the question that
             it does not state (:class:`~covrag.generate.nearest.NearestQuotes`); None = none.
+        evidence: Looks up the entries that define what a draft names and the context does
+            not, for the check to read it against (:class:`~covrag.generate.evidence.Evidence`);
+            None = the context only.
 
     Example:
         >>> from covrag.llm import parse_llm
@@ -120,6 +124,7 @@ class CritiqueRewriteGenerator:
         passes: int = 2,
         checker: SupportChecker | None = None,
         nearest: NearestQuotes | None = None,
+        evidence: Evidence | None = None,
     ):
         if passes < 0:
             raise ConfigError(f"passes must be >= 0, got {passes}")
@@ -130,11 +135,12 @@ class CritiqueRewriteGenerator:
         self.passes = passes
         self.checker = checker
         self.nearest = nearest
+        self.evidence = evidence
 
     def __repr__(self) -> str:
         return (
             f"CritiqueRewriteGenerator({self.writer!r}, {self.critic!r}, passes={self.passes}, "
-            f"checker={self.checker!r}, nearest={self.nearest!r})"
+            f"checker={self.checker!r}, nearest={self.nearest!r}, evidence={self.evidence!r})"
         )
 
     def _checked(
@@ -146,7 +152,12 @@ class CritiqueRewriteGenerator:
     ) -> Draft:
         if self.checker is None:
             return draft
-        checked = self.checker.check(draft, passages, context)
+        extra: tuple[Passage, ...] = ()
+        if self.evidence is not None:
+            extra = self.evidence.lookup([s.text for s in draft.answer.sentences], passages)
+        checked = self.checker.check(draft, passages, context, evidence=extra)
+        if extra:
+            checked = dataclasses.replace(checked, evidence=extra)
         if self.nearest is not None:
             checked = self.nearest.add(question, checked, passages)
         for problem in checked.problems:

@@ -39,6 +39,9 @@ class Draft:
         tidied: What the check's tidying did (:mod:`covrag.generate.tidy`): lead-ins removed,
             sentences dropped for talking about the passages, leaning on a dropped sentence,
             introducing what was dropped, or repeating one.
+        evidence: Passages beyond the context the check read the draft against: the entries
+            that define what it names (:mod:`covrag.generate.evidence`); its sentences may
+            cite them.
     """
 
     parsed: ParsedAnswer
@@ -51,6 +54,7 @@ class Draft:
     checked: bool = False
     fallback: str | None = None
     tidied: tuple[str, ...] = ()
+    evidence: tuple[Passage, ...] = ()
 
     @property
     def answer(self) -> Answer:
@@ -199,6 +203,12 @@ class GenerationResult:
         return self.drafts[-1].answer
 
     @property
+    def evidence(self) -> tuple[Passage, ...]:
+        """The passages beyond the context that any draft was checked against, each once."""
+        found = {p.id: p for d in self.drafts for p in d.evidence}
+        return tuple(found.values())
+
+    @property
     def cost(self) -> LLMCost:
         total = LLMCost()
         for draft in self.drafts:
@@ -238,6 +248,7 @@ def draft_record(draft: Draft) -> DraftOut:
             ],
             "problems": list(draft.problems),
             "left_out": list(draft.left_out),
+            "evidence": [p.id for p in draft.evidence],
             "checked": draft.checked,
             "fallback": draft.fallback,
             "cut_off": draft.cut_off,

@@ -215,28 +215,32 @@ class SupportChecker:
         draft: Draft,
         passages: Sequence[Passage],
         context: WritingContext | None = None,
+        evidence: Sequence[Passage] = (),
     ) -> Draft:
         """``draft`` with every sentence checked, citations repaired and the policy applied;
-        a draft with no supported sentence becomes the fallback answer."""
+        a draft with no supported sentence becomes the fallback answer. ``evidence``: passages
+        beyond the context that a sentence may be checked against and cite
+        (:mod:`covrag.generate.evidence`); the fallback quotes the context only."""
         if not passages:  # nothing to cite: the writer said the corpus does not answer
             return draft
         written = draft.answer.sentences
         reworded = [
             s if s.framing else dataclasses.replace(s, text=reword(s.text)) for s in written
         ]
-        sentences = self.check_sentences(reworded, passages)
+        checkable = (*passages, *(p for p in evidence if p not in passages))
+        sentences = self.check_sentences(reworded, checkable)
         replaced: list[Citation] = []
         if self.unsupported == "quote":
             checked = {id(s) for s in sentences}
-            sentences, replaced = requote(sentences, passages)
+            sentences, replaced = requote(sentences, checkable)
         quotes = set() if not replaced else {id(s) for s in sentences} - checked
         drop = self.unsupported != "mark"
         unsupported_out = [not s.framing and not s.supported and drop for s in sentences]
         tidied = tidy(
             sentences,
             unsupported_out,
-            {p.id: document_of(p) for p in passages},
-            {p.id: p for p in passages},
+            {p.id: document_of(p) for p in checkable},
+            {p.id: p for p in checkable},
         )
         removed = {id(c) for c, _ in tidied.removed}
         swapped = {id(c) for c, _ in tidied.replaced}

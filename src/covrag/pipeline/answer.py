@@ -144,7 +144,9 @@ def answer(
     estimator = policy.coverage if isinstance(policy.coverage, CoverageEstimator) else None
     judge = estimator if coverage is not None and writer.feedback == "pointers" else None
     exclude = [a.text for a in topic.aspects if a.polarity == "exclude"]
-    generator = build_generator(llm, writer, judge, exclude, support_judge, encoder)
+    generator = build_generator(
+        llm, writer, judge, exclude, support_judge, encoder, corpus=topic.passages
+    )
     result = generator.generate(
         topic.query,
         list(passages),

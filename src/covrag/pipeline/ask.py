@@ -45,6 +45,7 @@ from covrag.generate import (
     Writer,
     support_warnings,
 )
+from covrag.generate.evidence import Evidence
 from covrag.generate.records import GenerationResult
 from covrag.llm.base import LLM
 from covrag.pipeline.ask_records import STAGES as STAGES  # re-exported
@@ -138,12 +139,15 @@ def build_generator(
     exclude: Sequence[str] = (),
     support_judge: CoverageEstimator | None = None,
     encoder: Encoder | None = None,
+    corpus: Sequence[Passage] = (),
 ) -> CritiqueRewriteGenerator:
     """The writer and critic ``config`` asks for: ``judge`` tells the critic which aspects the
     answer covers (``pointers`` feedback); ``support_judge`` is the citation check's judge of
     paraphrase, which the check consults only under a threshold (by default it does not:
     alignment alone supports a sentence, :mod:`covrag.generate.support`); ``encoder`` finds the
-    context sentences nearest the question (``config.quotes``; None = the packaged MiniLM)."""
+    context sentences nearest the question (``config.quotes``; None = the packaged MiniLM);
+    ``corpus`` is where the check looks up the entries defining what a draft names
+    (``config.evidence`` of them at most; :mod:`covrag.generate.evidence`)."""
     writer: Writer
     if config.writer == "synthesis":
         writer = SynthesisWriter(
@@ -175,8 +179,9 @@ def build_generator(
     )
     # what the writer left unstated, nearest the question: quoted after its sentences
     nearest = NearestQuotes(config.quotes, encoder) if config.quotes else None
+    evidence = Evidence(corpus, config.evidence) if corpus and config.evidence else None
     return CritiqueRewriteGenerator(
-        writer, critic, passes=config.passes, checker=checker, nearest=nearest
+        writer, critic, passes=config.passes, checker=checker, nearest=nearest, evidence=evidence
     )
 
 
@@ -260,8 +265,9 @@ def ask(
     emit(SelectedEvent(selection.passage_ids, refusal or ""))
 
     clock.start("generate")
+    corpus = retriever.passages if isinstance(retriever, IndexRetriever) else topic.passages
     generation = _generate(
-        llm, config, estimator, planned, topic, selection, coverage, refusal, clock.notify
+        llm, config, estimator, planned, topic, selection, coverage, refusal, clock.notify, corpus
     )
     clock.stop("generate", generation.cost)
     return AskResult(
@@ -269,7 +275,7 @@ def ask(
         subquestions=planned.subquestions,
         plan=planned.plan,
         queries=queries,
-        topic=topic,
+        topic=_with_evidence(topic, generation),
         coverage=coverage,
         selection=selection,
         generation=generation,
@@ -281,6 +287,14 @@ def ask(
         ),
         filters=filters,
     )
+
+
+def _with_evidence(topic: Topic, generation: GenerationResult) -> Topic:
+    """``topic`` with the evidence passages the check read beyond the pool after its own, so
+    that the run file holds every passage an answer sentence may cite."""
+    pooled = {p.id for p in topic.passages}
+    beyond = tuple(p for p in generation.evidence if p.id not in pooled)
+    return dataclasses.replace(topic, passages=(*topic.passages, *beyond)) if beyond else topic
 
 
 def load_models(config: AskConfig | None = None) -> CoverageEstimator:
@@ -363,12 +377,15 @@ def _generate(
     coverage: CoverageMatrix,
     refusal: str | None,
     on_step: StageCallback,
+    corpus: Sequence[Passage] = (),
 ) -> GenerationResult:
     """The generate stage: the cited, critiqued answer from the selected passages (the
     estimator judges support when it is a cross-encoder, else the shipped one does)."""
     by_id = {p.id: p for p in topic.passages}
     judge = estimator if isinstance(estimator, CrossEncoderCoverage) else CrossEncoderCoverage()
-    return build_generator(llm, config.writer_policy(), judge, planned.query.exclude).generate(
+    writer = config.writer_policy()
+    generator = build_generator(llm, writer, judge, planned.query.exclude, corpus=corpus)
+    return generator.generate(
         planned.query.request,
         [by_id[p] for p in selection.passage_ids],
         context=CritiqueContext(planned.aspects, coverage, refusal=refusal or ""),

@@ -193,6 +193,7 @@ class AskConfig:
     unsupported: UnsupportedPolicy = _writer("unsupported")
     fallback: Fallback = _writer("fallback")
     complete: int = _writer("complete")
+    evidence: int = _writer("evidence")
     quotes: int = _writer("quotes")
 
     def __post_init__(self) -> None:

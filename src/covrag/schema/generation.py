@@ -106,6 +106,11 @@ class DraftOut(RunAnswer):
     problems: list[str] = []
     left_out: list[str] = Field(default=[], description="sentences citing no passage, left out")
     checked: bool = Field(default=False, description="whether the support check ran")
+    evidence: list[str] = Field(
+        default=[],
+        description="passages beyond the context the check read the draft against (the entries "
+        "defining what it names); its sentences may cite them",
+    )
     fallback: FallbackOut = Field(
         default=None,
         description="quote or refuse when no sentence of the model's reply was supported and "

@@ -133,6 +133,14 @@ class AnswerRequest(Strict):
         "model's own sentences gets the fallback's quotations, by sub-question, after them "
         "(0 = never)",
     )
+    evidence: int = Field(
+        default=WRITER.evidence,
+        ge=0,
+        le=12,
+        description="check each draft also against at most this many of the request's passages "
+        "beyond the context that define the options, settings and functions it names (0 = the "
+        "context only)",
+    )
     quotes: int = Field(
         default=WRITER.quotes,
         ge=0,

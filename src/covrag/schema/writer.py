@@ -93,6 +93,14 @@ class WriterPolicy:
             "sentences gets the fallback's quotations, by sub-question, after them (0 = never)"
         ),
     )
+    evidence: int = field(
+        default=0,
+        metadata=_help(
+            "check each draft also against at most this many entries of the corpus that define "
+            "the options, settings and functions it names and the context does not (a command's "
+            "options in its program's manual), which it may then cite (0 = the context only)"
+        ),
+    )
     quotes: int = field(
         default=3,
         metadata=_help(
@@ -108,6 +116,8 @@ class WriterPolicy:
             raise ConfigError(f"passes must be >= 0, got {self.passes}")
         if self.complete < 0:
             raise ConfigError(f"complete must be >= 0, got {self.complete}")
+        if self.evidence < 0:
+            raise ConfigError(f"evidence must be >= 0, got {self.evidence}")
         if self.quotes < 0:
             raise ConfigError(f"quotes must be >= 0, got {self.quotes}")
 
