@@ -89,3 +89,44 @@ def test_a_draft_problem_the_run_s_warnings_hold_is_shown_once() -> None:
     shown = buffer.getvalue()
     for problem in problems:
         assert shown.count(problem) == 1, shown
+
+
+GREP = (  # a manual's synopsis and entries, brackets and all
+    Passage(
+        "grep#1",
+        "SYNOPSIS grep [OPTION...] PATTERNS [FILE...] [/x] grep searches for PATTERNS in "
+        "each FILE.",
+        metadata={"title": "grep.1"},
+    ),
+    Passage(
+        "grep#9",
+        "-q, --quiet, --silent Quiet; do not write anything to standard output.",
+        metadata={"title": "grep.1"},
+    ),
+)
+
+
+def test_passage_text_is_shown_as_written_and_evidence_is_numbered_after_the_context() -> None:
+    retriever = BM25Retriever().index(GREP)
+    config = AskConfig(pool=1, k=1, passes=0, gate=0.0, floor=0.0, quotes=0, evidence=2)
+    result = ask(
+        "How does grep search for PATTERNS in each FILE?",
+        ScriptedLLM(["grep -q PATTERNS FILE"]),
+        retriever,
+        config,
+        aspects=(Aspect("sq1", "grep searches for PATTERNS in each FILE"),),
+        estimator=KeywordCoverage(),
+    )
+    assert result.selection.passage_ids == ("grep#1",)
+    assert [p.id for p in result.generation.evidence] == ["grep#9"]
+    assert result.generation.answer.sentences[0].passage_ids == ("grep#9",)
+    buffer = io.StringIO()
+    print_ask(result, Console(file=buffer, width=400, emoji=False))
+    shown = buffer.getvalue()
+    # rich markup in a passage ("[/x]" closes no tag; "[FILE...]" would be taken as a style)
+    assert "SYNOPSIS grep [OPTION...] PATTERNS [FILE...] [/x]" in shown
+    assert "Looked up for the answer" in shown and "(grep.1, grep#9)" in shown
+    assert "1. grep -q PATTERNS FILE [2]" in shown
+    # the run file holds the passage the answer cites
+    record = result.run_record()
+    assert "grep#9" in {p["id"] for p in record["topics"][0]["passages"]}

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 
 from covrag.cli.common import progress_bar
 from covrag.errors import ConfigError
@@ -105,7 +106,8 @@ def index_documents(
             wait=wait,
         )
     for skip in report.skipped[:_SHOWN_SKIPS]:
-        console.print(f"[yellow]skipped[/] {skip.source}: {skip.reason}", highlight=False)
+        line = escape(f"{skip.source}: {skip.reason}")
+        console.print(f"[yellow]skipped[/] {line}", highlight=False)
     if len(report.skipped) > _SHOWN_SKIPS:
         console.print(f"[yellow]skipped[/] {len(report.skipped) - _SHOWN_SKIPS} more files")
     changes = (

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from covrag.cli._docs import index_documents
@@ -237,7 +238,7 @@ def _write_result(result: AskResult, out: Path | None, as_json: bool, console: C
         sys.stdout.write(record + "\n")
         sys.stdout.flush()
         for warning in result.warnings:
-            console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+            console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
         return 0
     print_ask(result, console)
     console.print(f"\nwrote {out} (render it: covrag report {out} -o answer.html)")

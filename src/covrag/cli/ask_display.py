@@ -69,11 +69,33 @@ def print_selection(
             text = texts[step.passage_id]
             table.add_row(
                 str(number[step.passage_id]),
-                f"{text[:220]}{'...' if len(text) > 220 else ''} "
-                f"[dim]({origins.get(step.passage_id, '')}{step.passage_id})[/]",
-                "\n".join(aspect_text[a] for a in step.newly_covered) or "-",
+                f"{escape(text[:220])}{'...' if len(text) > 220 else ''} "
+                f"[dim]({escape(origins.get(step.passage_id, '') + step.passage_id)})[/]",
+                escape("\n".join(aspect_text[a] for a in step.newly_covered) or "-"),
             )
         console.print(table)
+
+
+def print_evidence(result: AskResult, number: Mapping[str, int], console: Console) -> None:
+    """The entries the check looked up for what the answer names (none: nothing printed)."""
+    evidence = result.generation.evidence
+    if not evidence:
+        return
+    table = Table(
+        title="Looked up for the answer: entries defining what it names (not selected)",
+        caption="the citation check read the answer against these too; the writer did not see them",
+    )
+    table.add_column("[n]", justify="right")
+    table.add_column("passage")
+    for p in evidence:
+        title = p.metadata.get("title")
+        origin = f"{title}, " if title else ""
+        table.add_row(
+            str(number[p.id]),
+            f"{escape(p.text[:220])}{'...' if len(p.text) > 220 else ''} "
+            f"[dim]({escape(origin + p.id)})[/]",
+        )
+    console.print(table)
 
 
 def answer_cell(sentences: Sequence[int]) -> str:
@@ -93,15 +115,18 @@ def print_ask(result: AskResult, console: Console) -> None:
     _print_plan(result, number, console)
 
     print_selection(result, number, aspect_text, console)
+    for passage in result.generation.evidence:  # numbered after the context
+        number.setdefault(passage.id, len(number) + 1)
+    print_evidence(result, number, console)
     if result.uncovered:
         console.print("[bold]Not covered by the selection:[/]")
         for a in result.uncovered:
-            console.print(f"  - {a.text}")
+            console.print(f"  - {escape(a.text)}", highlight=False)
     else:
         console.print("Every aspect is covered by the selection.")
 
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     _print_answer(result, number, aspect_text, console)
     _print_costs(result, console)
 
@@ -135,7 +160,7 @@ def _print_plan(result: AskResult, number: Mapping[str, int], console: Console) 
         )
         row = in_answer.get(a.id)
         said = "-" if row is None else answer_cell(row.answer_sentences)
-        table.add_row(a.id, a.text, kind, shown, said)
+        table.add_row(escape(a.id), escape(a.text), kind, shown, said)
     console.print(table)
 
 
@@ -162,10 +187,10 @@ def _print_answer(
     for problem in final.problems:
         # the run's warnings are printed above, some as logged ("answer to 8 passages: ...")
         if not any(problem in warning for warning in result.warnings):
-            console.print(f"[yellow]warning:[/] {problem}", highlight=False)
+            console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
     for i, critique in enumerate(result.generation.critiques, start=1):
         if critique.feedback:
-            console.print(f"[dim]critique {i}:\n{critique.feedback}[/]", highlight=False)
+            console.print(f"[dim]critique {i}:\n{escape(critique.feedback)}[/]", highlight=False)
 
 
 def _print_costs(result: AskResult, console: Console) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, Union
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -380,13 +381,14 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         return command(args, console)
     except CovragError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         return 2
     except FileNotFoundError as exc:
-        err_console.print(f"[bold red]error:[/] no such file: {exc.filename}", highlight=False)
+        missing = escape(str(exc.filename))
+        err_console.print(f"[bold red]error:[/] no such file: {missing}", highlight=False)
         return 2
     except OSError as exc:
-        err_console.print(f"[bold red]error:[/] {os_message(exc)}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(os_message(exc))}", highlight=False)
         return 2
     except KeyboardInterrupt:
         err_console.print("interrupted")
