@@ -282,12 +282,15 @@ def checked(
     else:
         topic = record["topics"][0]
         passages = [RunPassage.model_validate(p).to_passage() for p in topic["passages"]]
+        looked_up = set((topic.get("retrieval") or {}).get("looked_up", []))
+        pool = [p for p in passages if p.id not in looked_up]  # evidence is not retrieved
         selected = [s["passage_id"] for s in topic["selection"]["steps"]]
         sentences = [
             CitedSentence(s["text"], tuple(s.get("passage_ids", ())))
             for s in (topic.get("answer") or {}).get("sentences", [])
         ]
-        check = check_answer(question, passages, selected, sentences)
+        evidence = [p for p in passages if p.id in looked_up]
+        check = check_answer(question, pool, selected, sentences, evidence)
         costs = topic.get("costs") or {}
     seconds = {s: float(costs[s]["seconds"]) for s in STAGES if s in costs}
     return check, seconds

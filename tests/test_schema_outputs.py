@@ -58,7 +58,12 @@ def test_ask_run_record_is_a_run_file_with_the_plan_and_costs() -> None:
         "subquestions": None,
         "outline": None,
     }
-    assert record["retrieval"] == {"queries": list(result.queries), "pool": 4, "definitions": {}}
+    assert record["retrieval"] == {
+        "queries": list(result.queries),
+        "pool": 4,
+        "definitions": {},
+        "looked_up": [],
+    }
     assert record["costs"]["estimate"] == result.costs["estimate"].as_dict()
     read_model(RunFileModel, data)
     assert read_model(AskTopic, record).generation == result.generation.to_record()

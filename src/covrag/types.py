@@ -101,6 +101,10 @@ class Passage:
 #: The :attr:`Passage.metadata` key of a passage that joined a pool as the definition of a name
 #: the pool's passages gave (:mod:`covrag.retrieve.definitions`): the name.
 DEFINES = "defines"
+#: The :attr:`Passage.metadata` key of a passage an ``ask`` run file holds beyond the retrieved
+#: pool: an entry the citation check looked up for what a draft names
+#: (:mod:`covrag.generate.evidence`), which an answer sentence may cite.
+LOOKED_UP = "looked_up"
 
 
 @dataclass(frozen=True)

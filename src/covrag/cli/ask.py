@@ -47,8 +47,9 @@ DEFAULT_ASK_OUT = Path("ask-run.json")
 #: QTree outline was never measured in ask; a trained or random outline, section 17).
 #: ``aspect_source`` stays: the key points read off the pool are the label-free way to
 #: sub-questions grounded in the corpus (issue 36; docs/experiments/keypoint-aspects.md);
-#: ``gate_margin``, ``gate_scope``, ``filters`` and ``quotes`` are measured on the answer benchmark
-#: (benchmarks/bench_answer_nuggets.py).
+#: ``gate_margin``, ``gate_scope``, ``filters``, ``evidence`` and ``quotes`` are measured on the
+#: answer benchmark (benchmarks/bench_answer_nuggets.py; ``evidence``:
+#: docs/experiments/42-draft-evidence.md).
 ASK_OPTIONS = (
     "subquestions",
     "aspect_source",
@@ -68,6 +69,7 @@ ASK_OPTIONS = (
     "passes",
     "unsupported",
     "fallback",
+    "evidence",
     "quotes",
     "max_tokens",
 )

@@ -378,11 +378,14 @@ def check_answer(
     pool: Sequence[Passage],
     context: Sequence[str],
     sentences: Sequence[CitedSentence],
+    evidence: Sequence[Passage] = (),
 ) -> AnswerCheck:
     """Check one answer: ``pool`` is every retrieved passage (with the ``source`` of its
     document in its metadata), ``context`` the ids of the selected ones, ``sentences`` the
-    answer's sentences with the ids they cite."""
-    by_id = {p.id: p for p in pool}
+    answer's sentences with the ids they cite, ``evidence`` the passages beyond the pool the
+    citation check looked up (:mod:`covrag.generate.evidence`), which sentences may cite but
+    which count in no recall."""
+    by_id = {p.id: p for p in (*pool, *evidence)}
     chosen = [by_id[i] for i in context if i in by_id]
     said = [normalise(s.text, lower=False) for s in sentences]
     verdicts = []

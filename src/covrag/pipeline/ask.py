@@ -70,7 +70,7 @@ from covrag.retrieve.base import IndexRetriever
 from covrag.retrieve.definitions import TOP as DEFINITION_READS
 from covrag.retrieve.definitions import with_definitions
 from covrag.schema.writer import WriterPolicy
-from covrag.types import Aspect, CoverageMatrix, Passage, Selection, Topic
+from covrag.types import LOOKED_UP, Aspect, CoverageMatrix, Passage, Selection, Topic
 
 logger = logging.getLogger(__name__)
 
@@ -293,7 +293,11 @@ def _with_evidence(topic: Topic, generation: GenerationResult) -> Topic:
     """``topic`` with the evidence passages the check read beyond the pool after its own, so
     that the run file holds every passage an answer sentence may cite."""
     pooled = {p.id for p in topic.passages}
-    beyond = tuple(p for p in generation.evidence if p.id not in pooled)
+    beyond = tuple(
+        dataclasses.replace(p, metadata={**p.metadata, LOOKED_UP: True})
+        for p in generation.evidence
+        if p.id not in pooled
+    )
     return dataclasses.replace(topic, passages=(*topic.passages, *beyond)) if beyond else topic
 
 

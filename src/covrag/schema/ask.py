@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from covrag.schema._base import RecordError
 from covrag.schema.generation import GenerationOut, StageCostOut
 from covrag.schema.runfile import RunTopic, dump, run_file_header
-from covrag.types import DEFINES, Answer, CoverageMatrix, Selection, Topic
+from covrag.types import DEFINES, LOOKED_UP, Answer, CoverageMatrix, Selection, Topic
 
 
 class SubquestionsOut(BaseModel):
@@ -48,6 +48,11 @@ class RetrievalOut(BaseModel):
         default_factory=dict,
         description="passages that joined the pool as the definition of a name the passages "
         "nearest the question gave: passage id -> the name",
+    )
+    looked_up: list[str] = Field(
+        default_factory=list,
+        description="passages the run file holds beyond the pool: entries the citation check "
+        "looked up for what a draft names, which answer sentences may cite (not counted in pool)",
     )
 
 
@@ -197,10 +202,11 @@ def ask_run_record(
         plan=plan,
         retrieval=RetrievalOut(
             queries=list(queries),
-            pool=len(topic.passages),
+            pool=sum(1 for p in topic.passages if LOOKED_UP not in p.metadata),
             definitions={
                 p.id: str(p.metadata[DEFINES]) for p in topic.passages if DEFINES in p.metadata
             },
+            looked_up=[p.id for p in topic.passages if LOOKED_UP in p.metadata],
         ),
         uncovered=list(uncovered),
         aspect_coverage=[AspectCoverageOut.of(*row) for row in aspect_coverage],
