@@ -128,3 +128,23 @@ def test_the_generator_records_the_evidence_of_each_draft(corpus: tuple[Passage,
     plain = CritiqueRewriteGenerator(CitedWriter(ScriptedLLM([COMMAND])), passes=0,
                                      checker=SupportChecker())  # fmt: skip
     assert plain.generate("q", [atime]).evidence == ()
+
+
+def test_a_modules_function_is_looked_up_in_that_modules_reference() -> None:
+    # pydoc's entries open with the function's own name (benchmarks/answers/corpora/python-api)
+    entry_ = Passage(
+        "shutil#40",
+        "    copytree(src, dst, symlinks=False, ignore=None, dirs_exist_ok=False)\n"
+        "        Recursively copy a directory tree and return the destination directory.",
+        metadata={"title": "shutil"},
+    )
+    other = Passage(
+        "os#9", "copytree(src, dst)\n    Not shutil's entry.", metadata={"title": "os.path"}
+    )
+    intro = Passage("shutil#1", "The shutil module offers high-level file operations.",
+                    metadata={"title": "shutil"})  # fmt: skip
+    sentence = "Use shutil.copyTree to copy the whole folder."  # the name as the draft wrote it
+    assert wanted([sentence]) == [("shutil", "copyTree", ())]
+    found = Evidence((intro, other, entry_)).lookup(["Call shutil.copytree(src, dst)."], (intro,))
+    assert found == (entry_,)  # the shutil module's entry, not another module's
+    assert Evidence((intro, other, entry_)).lookup(["Call shutil.copytree()."], (entry_,)) == ()

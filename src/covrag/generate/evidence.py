@@ -17,7 +17,10 @@ context defines, the passage that defines it (a paragraph of it opens with the n
   of the program that takes it (``find``'s ``-mtime`` in ``find.1``, ``grep``'s ``-l`` in
   ``grep.1``, never another tool's entry of the same name); combined short options
   (``-czvf``) that no entry defines whole are looked up one by one;
-- an option, setting or function a sentence names (:func:`~covrag.text.code_names`), in the
+- a module's function a sentence names (``shutil.copytree``), in that module's documents
+  (``shutil.txt``), whose entry opens with the function's own name (``copytree(src, dst,
+  ...)``);
+- an option, setting or other name a sentence names (:func:`~covrag.text.code_names`), in the
   documents of the context, in the context's order, else in the one document of the corpus that
   defines it (none when two do: tools share option names).
 
@@ -93,9 +96,18 @@ def wanted(sentences: Sequence[str]) -> list[tuple[str | None, str, tuple[str, .
             continue
         hints = tuple(dict.fromkeys([*run, *(w.lower() for w in re.findall(r"[\w-]+", text))]))
         for name in code_names(text):
-            if name not in passed:  # an option of the draft's command: its program's
+            if "." in name and not name.startswith("-"):  # a module's function: its entry
+                module, attribute = _as_written(name, text).rsplit(".", 1)
+                found.setdefault((module.split(".")[0].lower(), attribute), ())
+            elif name not in passed:  # an option of the draft's command: its program's
                 found.setdefault((None, name), hints)
     return [(program, name, hints) for (program, name), hints in found.items()]
+
+
+def _as_written(name: str, text: str) -> str:
+    """``name`` as ``text`` writes it (code names give dotted names lower-cased)."""
+    match = re.search(re.escape(name), text, re.IGNORECASE)
+    return match.group(0) if match else name
 
 
 def _program(document: str | None) -> str | None:
@@ -188,7 +200,11 @@ class Evidence:
                 found = self._definition(part, documents)
                 if found is None and program is None:
                     found = self._anywhere(part)
-                elif found is None and not any(option_at(p.text, part) for p in known):
+                elif (
+                    found is None
+                    and part.startswith("-")
+                    and not any(option_at(p.text, part) for p in known)
+                ):
                     found = self._writing(part, documents)  # composed reads it written
                 if found is not None and found not in (*context, *added):
                     added.append(found)
