@@ -61,7 +61,7 @@ from covrag.schema.runfile import RunPassage
 from covrag.types import Aspect
 
 HERE = Path(__file__).parent / "answers"
-CORPORA = ("manuals", "python-api", "guides", "licences", "compression", "faqs")
+CORPORA = ("manuals", "python-api", "guides", "licences", "compression", "faqs", "news")
 STAGES = ("plan", "retrieve", "estimate", "select", "generate")
 #: Other filters and selectors scored on the same pool and coverage with ``--stage context``
 #: (fields of the ask policy they change).

@@ -78,6 +78,12 @@ def test_a_sentence_s_option_is_taken_from_the_program_it_is_about(
     context = (entry(corpus, "gzip.1", "-d"), entry(corpus, "grep.1", "-i"))
     found = Evidence(corpus).lookup(["Use grep with the -q option to print nothing."], context)
     assert [document_of(p) for p in found] == ["grep.1"] and defines(found[0], "-q")
+    # an option of a program the sentence names comes from that program's documents or from
+    # none: gzip's manual has no -i entry, tar's has, and tar's is not gzip's
+    context = (entry(corpus, "gzip.1", "-d"), entry(corpus, "tar.1", "--exclude"))
+    assert Evidence(corpus).lookup(["Run gzip with the -i option."], context) == ()
+    found = Evidence(corpus).lookup(["Run tar with the -i option."], context)
+    assert [document_of(p) for p in found] == ["tar.1"]
     # an option explained after the draft's command is that command's program's option
     context = (entry(corpus, "gzip.1", "-d"), entry(corpus, "tar.1", "--exclude"))
     explained = ["tar -czvf out.tar.gz --exclude=tmp src", "The -v option lists the files."]

@@ -20,7 +20,10 @@ context defines, the passage that defines it (a paragraph of it opens with the n
 - a module's function a sentence names (``shutil.copytree``), in that module's documents
   (``shutil.txt``), whose entry opens with the function's own name (``copytree(src, dst,
   ...)``);
-- an option, setting or other name a sentence names (:func:`~covrag.text.code_names`), in the
+- an option a sentence names beside a program that has documents ("tar's --exclude", "run grep
+  with -q"), in that program's documents only (on the release notes of grep and tar, a sentence
+  about tar's ``--exclude`` took grep's entry of the same name before this rule);
+- another option, setting or name a sentence names (:func:`~covrag.text.code_names`), in the
   documents of the context, in the context's order, else in the one document of the corpus that
   defines it (none when two do: tools share option names).
 
@@ -156,6 +159,16 @@ class Evidence:
         hinted = [d for g in hints for d in documents if g and documents_program(g, _program(d))]
         return list(dict.fromkeys([*hinted, *documents]))
 
+    def _owned(self, hints: Sequence[str]) -> list[str | None]:
+        """The corpus's documents of the programs ``hints`` names (``tar`` -> ``tar.1``,
+        ``tar-NEWS.txt``), in the hints' order."""
+        documents = self.by_document()
+        return list(
+            dict.fromkeys(
+                d for g in hints if g for d in documents if documents_program(g, _program(d))
+            )
+        )
+
     def _definition(self, name: str, documents: Sequence[str | None]) -> Passage | None:
         grouped = self.by_document()
         for document in documents:
@@ -191,17 +204,22 @@ class Evidence:
             documents = self._documents(program, hints, context)
             if program is not None and not documents:
                 continue  # no document of the program: nothing to check the option against
-            known = [p for p in (*context, *added) if not program or document_of(p) in documents]
+            owned = self._owned(hints) if program is None and name.startswith("-") else []
+            if owned:  # an option of a program the sentence names: that program's entry only
+                documents = owned
+            bound = program is not None or bool(owned)
+            known = [p for p in (*context, *added) if not bound or document_of(p) in documents]
             for part in self._parts(name, known, documents):
                 if len(added) >= self.most:
                     return tuple(added)
                 if any(defines(p, part) for p in known):
                     continue
                 found = self._definition(part, documents)
-                if found is None and program is None:
+                if found is None and not bound:
                     found = self._anywhere(part)
                 elif (
                     found is None
+                    and program is not None
                     and part.startswith("-")
                     and not any(option_at(p.text, part) for p in known)
                 ):
