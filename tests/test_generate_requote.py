@@ -304,3 +304,30 @@ def test_the_same_words_quoted_from_two_overlapping_passages_are_quoted_once() -
     kept, added = _fold((written, from_tail), [wider])
     assert added == [] and kept == (written, wider)
     assert without_contained((from_tail, from_head)) == (from_tail,)
+
+
+PROXY = Passage(  # pip's user guide, as the answer benchmark's guides corpus holds it
+    "pip-user_guide#4",
+    "pip can be configured to connect through a proxy server in various ways:\n\n"
+    "* using the ``--proxy`` command-line option to specify a proxy in the form "
+    "``scheme://[user:passwd@]proxy.server:port``\n* using ``proxy`` in a config file\n"
+    "* by setting the standard environment-variables ``http_proxy``, ``https_proxy`` and "
+    "``no_proxy``.\n\nThe current version of pip works on:",
+    metadata={"title": "pip-user_guide.rst"},
+)
+
+
+def test_a_sentence_that_ends_with_a_colon_is_quoted_with_what_it_introduces() -> None:
+    pieces = [PROXY.text[s:e] for s, e in quote_spans(PROXY.text)]
+    # the sentence and its list are one piece: quoted alone it promised "various ways"
+    assert pieces[0].startswith("pip can be configured") and pieces[0].endswith("``no_proxy``.")
+    # the passage ends at the last colon: what it introduces is not here, so no path that
+    # chooses a quotation takes it
+    assert pieces[-1] == "The current version of pip works on:"
+    aspect = Aspect("sq1", "On which versions does the current version of pip work?")
+    span = quote_span(PROXY, aspect, word_weights([PROXY]))
+    assert span is not None and not PROXY.text[span[0] : span[1]].endswith(":")
+    # a short heading that ends with a colon stays a heading ("Help on module shutil:")
+    assert [PASSAGES[0].text[s:e] for s, e in quote_spans(PASSAGES[0].text)][0] == (
+        "Help on module shutil:"
+    )

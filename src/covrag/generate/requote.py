@@ -119,7 +119,10 @@ def addresses_model(text: str) -> bool:
 def quote_spans(text: str) -> list[tuple[int, int]]:
     """The ``[start, end)`` of each sentence of ``text``, a blank line ending one too (a man
     page's option line and its description, a heading and its paragraph); a sentence addressed
-    to a model (:func:`addresses_model`) is none of them, so no path quotes it."""
+    to a model (:func:`addresses_model`) is none of them, so no path quotes it. A sentence that
+    ends with a colon runs on to the one after it, what it introduces ("... in various ways:"
+    and the list), within :data:`MAX_QUOTE_CHARS`: quoted alone it promises what the answer
+    does not give."""
     spans: list[tuple[int, int]] = []
     for start, end in sentence_spans(text):
         cursor = start
@@ -130,7 +133,31 @@ def quote_spans(text: str) -> list[tuple[int, int]]:
             cursor = start + m.end()
         if text[cursor:end].strip():
             spans.append((cursor, end))
-    return [(a, b) for a, b in spans if not addresses_model(text[a:b])]
+    return _run_on([(a, b) for a, b in spans if not addresses_model(text[a:b])], text)
+
+
+def introduces(text: str) -> bool:
+    """Whether ``text`` ends with a colon (closing quotes and space aside): it introduces what
+    follows it."""
+    return text.rstrip().rstrip("\u201d\"'").rstrip().endswith(":")
+
+
+def _run_on(spans: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
+    """``spans`` with each one that :func:`introduces` joined to the one after it, when the two
+    stay within :data:`MAX_QUOTE_CHARS` and it is a sentence of its own (at least
+    :data:`MIN_QUOTE_WORDS` words: "Help on module shutil:" is pydoc's heading)."""
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        last = text[out[-1][0] : out[-1][1]] if out else ""
+        if (
+            introduces(last)
+            and len(words(last)) >= MIN_QUOTE_WORDS
+            and end - out[-1][0] <= MAX_QUOTE_CHARS
+        ):
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
 
 
 #: A sentence that opens with a pronoun or a connective takes its subject from the text before it
@@ -194,8 +221,15 @@ def quotable(text: str) -> bool:
     """Whether a passage sentence can be quoted as an answer's sentence: it has at least
     :data:`MIN_QUOTE_WORDS` words, is no heading (:func:`~covrag.text.is_heading`: "GNU
     LESSER GENERAL PUBLIC LICENSE Version 2.1, February 1999" answers nothing) and no question
-    (:func:`asks`: a FAQ's "Why does ps get signal 17?" is what the user asked, not an answer)."""
-    return len(words(text)) >= MIN_QUOTE_WORDS and not is_heading(text) and not asks(text)
+    (:func:`asks`: a FAQ's "Why does ps get signal 17?" is what the user asked, not an answer),
+    nor a sentence that introduces what its passage does not hold (:func:`introduces`, after
+    :func:`quote_spans` ran it on where it could)."""
+    return (
+        len(words(text)) >= MIN_QUOTE_WORDS
+        and not is_heading(text)
+        and not asks(text)
+        and not introduces(text)
+    )
 
 
 def quotable_spans(text: str) -> list[tuple[int, int]]:
