@@ -48,3 +48,15 @@ def test_cli_errors_are_clear(corpus: Path, tmp_path: Path, capsys) -> None:  # 
 def _unwrapped(text: str) -> str:
     """The console wraps long lines: compare with whitespace collapsed."""
     return " ".join(text.split())
+
+
+def test_search_shows_brackets_in_passages_as_written(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "manual.jsonl"
+    text = "SYNOPSIS grep [OPTION...] PATTERNS [FILE...] [/x]"  # rich markup, were it read so
+    path.write_text(json.dumps({"id": "g1", "text": text}) + "\n")
+    out = tmp_path / "index"
+    assert main(["index", "--corpus", str(path), "--kind", "bm25", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["search", "--index", str(out), "grep [FILE...] PATTERNS"]) == 0
+    printed = capsys.readouterr().out
+    assert "[OPTION...]" in printed and "[/x]" in printed and "[FILE...] PATTERNS" in printed

@@ -110,7 +110,7 @@ def print_ask(result: AskResult, console: Console) -> None:
     numbers, the critiques and the costs."""
     topic = result.topic
     aspect_text = {a.id: a.text for a in topic.aspects}
-    console.rule(f"[bold]{result.query.request}[/]")
+    console.rule(f"[bold]{escape(result.query.request)}[/]")
     number = {pid: i for i, pid in enumerate(result.selection.passage_ids, start=1)}
     _print_plan(result, number, console)
 

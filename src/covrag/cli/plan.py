@@ -119,7 +119,9 @@ def run_plan(args: argparse.Namespace, console: Console) -> int:
         except StructuredOutputError as exc:
             if args.json or not args.tree:
                 raise
-            console.print(f"\n[bold red]QTree / outlines could not be planned[/]: {exc}")
+            console.print(
+                f"\n[bold red]QTree / outlines could not be planned[/]: {escape(str(exc))}"
+            )
             return 1
     usage = planned.usage
     if args.json:
@@ -169,10 +171,10 @@ def print_usage(usage: dict[str, float], console: Console) -> None:
 
 def _print_split(query: Any, subquestions: Any, described: str, console: Console) -> None:
     """The request's split (base query, include, exclude) and its sub-questions."""
-    console.rule(f"[bold]plan[/] {described}")
-    console.print(f"[bold]base query[/]: {query.base}")
-    console.print(f"[bold]include[/]: {'; '.join(query.include) or '-'}")
-    console.print(f"[bold]exclude[/]: {'; '.join(query.exclude) or '-'}")
+    console.rule(f"[bold]plan[/] {escape(described)}")
+    console.print(f"[bold]base query[/]: {escape(query.base)}", highlight=False)
+    console.print(f"[bold]include[/]: {escape('; '.join(query.include) or '-')}", highlight=False)
+    console.print(f"[bold]exclude[/]: {escape('; '.join(query.exclude) or '-')}", highlight=False)
     if subquestions is None:
         return
     console.print(f"\n[bold]sub-questions[/] ({len(subquestions.aspects)})")
@@ -206,8 +208,9 @@ def _print_plan(plan: Any, console: Console) -> None:
         table.add_column(column)
     for n, outline in enumerate(plan.candidates, start=1):
         mark = " (chosen)" if outline is plan.best else ""
-        table.add_row(f"LLM {n}{mark}", outline.render(), str(outline.score), outline.rationale)
-    table.add_row(
-        "random baseline", plan.baseline.render(), str(plan.baseline.score), plan.baseline.rationale
-    )
+        row = (outline.render(), str(outline.score), outline.rationale)
+        table.add_row(f"LLM {n}{mark}", *(escape(cell) for cell in row))
+    baseline = plan.baseline
+    row = (baseline.render(), str(baseline.score), baseline.rationale)
+    table.add_row("random baseline", *(escape(cell) for cell in row))
     console.print(table)

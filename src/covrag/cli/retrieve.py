@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from covrag.cli._docs import (
@@ -101,7 +102,7 @@ def run_search(args: argparse.Namespace, console: Console) -> int:
     started = time.perf_counter()
     results = search(args.index, args.query, args.k, args.covered)
     seconds = time.perf_counter() - started
-    table = Table(title=f"{args.query} ({len(results)} results, {seconds:.3f} s)")
+    table = Table(title=f"{escape(args.query)} ({len(results)} results, {seconds:.3f} s)")
     table.add_column("rank", justify="right")
     table.add_column("id")
     table.add_column("score", justify="right")
@@ -110,6 +111,6 @@ def run_search(args: argparse.Namespace, console: Console) -> int:
         text = passage.text
         if len(text) > _SHOWN_CHARS:
             text = text[: _SHOWN_CHARS - 1] + "…"
-        table.add_row(str(rank), passage.id, f"{passage.score:.4g}", text)
+        table.add_row(str(rank), escape(passage.id), f"{passage.score:.4g}", escape(text))
     console.print(table)
     return 0
