@@ -145,19 +145,34 @@ def introduces(text: str) -> bool:
 def _run_on(spans: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
     """``spans`` with each one that :func:`introduces` joined to the one after it, when the two
     stay within :data:`MAX_QUOTE_CHARS` and it is a sentence of its own (at least
-    :data:`MIN_QUOTE_WORDS` words: "Help on module shutil:" is pydoc's heading)."""
+    :data:`MIN_QUOTE_WORDS` words: "Help on module shutil:" is pydoc's heading); when what it
+    introduces is a list (:func:`list_item`), the items after the first join it too, within
+    the same limit."""
     out: list[tuple[int, int]] = []
+    listing = False  # the last piece is an introduction and the list items after it
     for start, end in spans:
         last = text[out[-1][0] : out[-1][1]] if out else ""
-        if (
-            introduces(last)
-            and len(words(last)) >= MIN_QUOTE_WORDS
-            and end - out[-1][0] <= MAX_QUOTE_CHARS
-        ):
+        piece = text[start:end]
+        fits = bool(out) and end - out[-1][0] <= MAX_QUOTE_CHARS
+        if fits and introduces(last) and len(words(last)) >= MIN_QUOTE_WORDS:
+            out[-1] = (out[-1][0], end)
+            listing = list_item(piece)
+        elif fits and listing and list_item(piece):
             out[-1] = (out[-1][0], end)
         else:
             out.append((start, end))
+            listing = False
     return out
+
+
+# A list's item: a bullet ("*", "-", "\u2022") or an enumerator ("(a)", "b)", "2.") first.
+_ITEM = re.compile(r"^\s*(?:[*\u2022-]\s|\(?[a-z0-9]{1,3}[.)]\s)")
+
+
+def list_item(text: str) -> bool:
+    """Whether ``text`` is an item of a list: it opens with a bullet or an enumerator, or it is
+    a few words (find's "b      block (buffered) special")."""
+    return _ITEM.match(text) is not None or len(words(text)) < MIN_QUOTE_WORDS
 
 
 #: A sentence that opens with a pronoun or a connective takes its subject from the text before it
