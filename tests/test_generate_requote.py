@@ -331,3 +331,35 @@ def test_a_sentence_that_ends_with_a_colon_is_quoted_with_what_it_introduces() -
     assert [PASSAGES[0].text[s:e] for s, e in quote_spans(PASSAGES[0].text)][0] == (
         "Help on module shutil:"
     )
+
+
+def test_a_sentence_that_introduces_a_list_is_quoted_with_the_whole_list() -> None:
+    # the Mozilla Public License 2.0, section 2.3, one item a paragraph
+    text = (
+        "Notwithstanding Section 2.1(b) above, no patent license is granted by a Contributor:\n\n"
+        "(a) for any code that a Contributor has removed from Covered Software; or\n\n"
+        "(b) for infringements caused by: (i) Your and any other third party's modifications of "
+        "Covered Software, or (ii) the combination of its Contributions with other software; or"
+        "\n\n(c) under Patent Claims infringed by Covered Software in the absence of its "
+        "Contributions.\n\nThis License does not grant any rights in the trademarks."
+    )
+    pieces = [text[s:e] for s, e in quote_spans(text)]
+    assert pieces[0].startswith("Notwithstanding") and pieces[0].endswith("its Contributions.")
+    assert pieces[1] == "This License does not grant any rights in the trademarks."
+    # an introduction followed by a sentence that is no list item takes that sentence only
+    prose = "You can stash the changes, like this:\n\n$ git stash\n\nThen the tree is clean."
+    assert [prose[s:e] for s, e in quote_spans(prose)] == [
+        "You can stash the changes, like this:\n\n$ git stash",
+        "Then the tree is clean.",
+    ]
+
+
+def test_a_heading_after_a_bulleted_list_is_no_item_of_it() -> None:
+    # pip's installation guide: the list, then the next section's heading
+    text = (
+        "Usually, pip is automatically installed if you are:\n\n"
+        "* working in a virtual environment\n\n* using Python downloaded from python.org\n\n"
+        "Supported Methods\n\nIf your Python environment does not have pip installed, use one."
+    )
+    pieces = [text[s:e] for s, e in quote_spans(text)]
+    assert pieces[0].endswith("downloaded from python.org") and pieces[1] == "Supported Methods"

@@ -146,22 +146,22 @@ def _run_on(spans: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
     """``spans`` with each one that :func:`introduces` joined to the one after it, when the two
     stay within :data:`MAX_QUOTE_CHARS` and it is a sentence of its own (at least
     :data:`MIN_QUOTE_WORDS` words: "Help on module shutil:" is pydoc's heading); when what it
-    introduces is a list (:func:`list_item`), the items after the first join it too, within
-    the same limit."""
+    introduces is a list (:func:`list_item`), the items after the first, of the same kind, join
+    it too, within the same limit (a heading after a bulleted list is no item of it)."""
     out: list[tuple[int, int]] = []
-    listing = False  # the last piece is an introduction and the list items after it
+    listing = ""  # the kind of list the last piece introduces and holds, if any
     for start, end in spans:
         last = text[out[-1][0] : out[-1][1]] if out else ""
-        piece = text[start:end]
+        kind = list_item(text[start:end])
         fits = bool(out) and end - out[-1][0] <= MAX_QUOTE_CHARS
         if fits and introduces(last) and len(words(last)) >= MIN_QUOTE_WORDS:
             out[-1] = (out[-1][0], end)
-            listing = list_item(piece)
-        elif fits and listing and list_item(piece):
+            listing = kind
+        elif fits and listing and kind == listing:
             out[-1] = (out[-1][0], end)
         else:
             out.append((start, end))
-            listing = False
+            listing = ""
     return out
 
 
@@ -169,10 +169,12 @@ def _run_on(spans: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
 _ITEM = re.compile(r"^\s*(?:[*\u2022-]\s|\(?[a-z0-9]{1,3}[.)]\s)")
 
 
-def list_item(text: str) -> bool:
-    """Whether ``text`` is an item of a list: it opens with a bullet or an enumerator, or it is
-    a few words (find's "b      block (buffered) special")."""
-    return _ITEM.match(text) is not None or len(words(text)) < MIN_QUOTE_WORDS
+def list_item(text: str) -> str:
+    """What kind of list item ``text`` is: ``marked`` (it opens with a bullet or an enumerator),
+    ``short`` (a few words: find's "b      block (buffered) special"), or none (empty)."""
+    if _ITEM.match(text) is not None:
+        return "marked"
+    return "short" if len(words(text)) < MIN_QUOTE_WORDS else ""
 
 
 #: A sentence that opens with a pronoun or a connective takes its subject from the text before it
