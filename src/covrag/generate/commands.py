@@ -78,10 +78,14 @@ def documents_program(program: str, name: str | None) -> bool:
     return name is not None and (name == program or name.startswith((f"{program}-", f"{program}_")))
 
 
+def program_named(document: str | None) -> str | None:
+    """The program a document is named after: ``find.1.txt`` -> ``find``."""
+    return document.split(".", 1)[0].lower() if document else None
+
+
 def program_of(passage: Passage) -> str | None:
-    """The program a passage's document is named after: ``find.1.txt`` -> ``find``."""
-    name = document_of(passage)
-    return name.split(".", 1)[0].lower() if name else None
+    """The program a passage's document is named after (:func:`program_named`)."""
+    return program_named(document_of(passage))
 
 
 def split(option: str) -> list[str]:

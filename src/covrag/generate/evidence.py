@@ -39,7 +39,7 @@ option, and a sentence no passage holds is replaced by the definition of what it
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from covrag.generate.commands import (
     OPTION_WORD,
@@ -47,6 +47,7 @@ from covrag.generate.commands import (
     command_words,
     documents_program,
     option_at,
+    program_named,
     split,
 )
 from covrag.llm.prompts import document_of
@@ -85,14 +86,14 @@ def wanted(sentences: Sequence[str]) -> list[tuple[str | None, str, tuple[str, .
     programs it may belong to: those the draft's command lines run, then the words of its
     sentence (a sentence explaining an option of the command: "the -f option names the
     archive")."""
-    commands = [words for text in sentences if (words := command_words(text)) is not None]
+    lines = [(text, command_words(text)) for text in sentences]
+    commands = [words for _, words in lines if words is not None]
     run = [program for words in commands for program, _ in command_names(words, programs=True)]
     passed = {
         part for words in commands for _, o in command_names(words) for part in (o, *split(o))
     }
     found: dict[tuple[str | None, str], tuple[str, ...]] = {}
-    for text in sentences:
-        words = command_words(text)
+    for text, words in lines:
         if words is not None:
             for program, option in command_names(words):
                 found.setdefault((program, option), ())
@@ -111,11 +112,6 @@ def _as_written(name: str, text: str) -> str:
     """``name`` as ``text`` writes it (code names give dotted names lower-cased)."""
     match = re.search(re.escape(name), text, re.IGNORECASE)
     return match.group(0) if match else name
-
-
-def _program(document: str | None) -> str | None:
-    """The program a document is named after: ``find.1.txt`` -> ``find``."""
-    return document.split(".", 1)[0].lower() if document else None
 
 
 class Evidence:
@@ -154,9 +150,11 @@ class Evidence:
         """Where to look for a name, in order: the program's documents; else the context's
         documents, those of the programs ``hints`` names first."""
         if program is not None:
-            return [d for d in self.by_document() if documents_program(program, _program(d))]
+            return [d for d in self.by_document() if documents_program(program, program_named(d))]
         documents = list(dict.fromkeys(document_of(p) for p in context))
-        hinted = [d for g in hints for d in documents if g and documents_program(g, _program(d))]
+        hinted = [
+            d for g in hints for d in documents if g and documents_program(g, program_named(d))
+        ]
         return list(dict.fromkeys([*hinted, *documents]))
 
     def _owned(self, hints: Sequence[str]) -> list[str | None]:
@@ -165,27 +163,30 @@ class Evidence:
         documents = self.by_document()
         return list(
             dict.fromkeys(
-                d for g in hints if g for d in documents if documents_program(g, _program(d))
+                d for g in hints if g for d in documents if documents_program(g, program_named(d))
             )
         )
 
-    def _definition(self, name: str, documents: Sequence[str | None]) -> Passage | None:
+    def _first(
+        self, test: Callable[[Passage], bool], documents: Sequence[str | None]
+    ) -> Passage | None:
+        """The first passage ``test`` accepts, in the order of ``documents``, then of each
+        document's passages."""
         grouped = self.by_document()
         for document in documents:
-            found = next((p for p in grouped.get(document, ()) if defines(p, name)), None)
+            found = next((p for p in grouped.get(document, ()) if test(p)), None)
             if found is not None:
                 return found
         return None
+
+    def _definition(self, name: str, documents: Sequence[str | None]) -> Passage | None:
+        """The first passage of ``documents`` that defines ``name``."""
+        return self._first(lambda p: defines(p, name), documents)
 
     def _writing(self, option: str, documents: Sequence[str | None]) -> Passage | None:
         """The first passage of ``documents`` that writes ``option`` (an entry that defines
         it being none: tar's manual lists ``-f`` under ``--file``)."""
-        grouped = self.by_document()
-        for document in documents:
-            found = next((p for p in grouped.get(document, ()) if option_at(p.text, option)), None)
-            if found is not None:
-                return found
-        return None
+        return self._first(lambda p: option_at(p.text, option) is not None, documents)
 
     def _anywhere(self, name: str) -> Passage | None:
         """The definition of ``name`` when exactly one document of the corpus defines it."""

@@ -52,7 +52,7 @@ from covrag.errors import ConfigError
 from covrag.generate.alignment import align, best_window
 from covrag.generate.attribution import bare_name, candidates, document_names
 from covrag.generate.citations import InvalidCitation, ParsedAnswer
-from covrag.generate.commands import composed, option_at
+from covrag.generate.commands import composed, option_at, split
 from covrag.generate.quotes import completed, quoted_answer, refusal
 from covrag.generate.records import Draft, WritingContext
 from covrag.generate.requote import requote
@@ -396,10 +396,9 @@ def _not_documents(names: Sequence[str], passages: Sequence[Passage]) -> list[st
 def _parts(name: str, passages: Sequence[Passage]) -> list[str]:
     """``name``, or the short options it combines when no passage writes it whole (``-czf``
     -> ``-c``, ``-z``, ``-f``; ``find -mtime`` is one option that find's manual writes)."""
-    letters = name[1:]
-    combined = name.startswith("-") and not name.startswith("--") and 1 < len(letters) <= 5
-    if combined and letters.isalpha() and not any(_holds(p.text, name) for p in passages):
-        return [f"-{c}" for c in letters]
+    parts = split(name)
+    if len(parts) > 1 and not any(_holds(p.text, name) for p in passages):
+        return parts
     return [name]
 
 
