@@ -11,6 +11,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from covrag.pipeline import AskResult
+    from covrag.types import Passage
 
 
 def covered_by(result: AskResult, number: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
@@ -48,10 +49,7 @@ def print_selection(
 ) -> None:
     """The selection table: each pick, its passage (with its document's title) and what it
     newly covers; one line when nothing was selected."""
-    topic = result.topic
-    texts = {p.id: p.text for p in topic.passages}
-    # A passage of a user's document shows the document's title before its id.
-    origins = {p.id: f"{p.metadata['title']}, " for p in topic.passages if "title" in p.metadata}
+    by_id = {p.id: p for p in result.topic.passages}
     title = f"Selection: {result.selection.selector}, k={len(result.selection)}"
     if not result.selection.steps:
         # An empty table is as narrow as its headers, and its title would wrap to fit them.
@@ -66,11 +64,9 @@ def print_selection(
         table.add_column("passage")
         table.add_column("newly covers")
         for step in result.selection.steps:
-            text = texts[step.passage_id]
             table.add_row(
                 str(number[step.passage_id]),
-                f"{escape(text[:220])}{'...' if len(text) > 220 else ''} "
-                f"[dim]({escape(origins.get(step.passage_id, '') + step.passage_id)})[/]",
+                passage_cell(by_id[step.passage_id]),
                 escape("\n".join(aspect_text[a] for a in step.newly_covered) or "-"),
             )
         console.print(table)
@@ -88,14 +84,17 @@ def print_evidence(result: AskResult, number: Mapping[str, int], console: Consol
     table.add_column("[n]", justify="right")
     table.add_column("passage")
     for p in evidence:
-        title = p.metadata.get("title")
-        origin = f"{title}, " if title else ""
-        table.add_row(
-            str(number[p.id]),
-            f"{escape(p.text[:220])}{'...' if len(p.text) > 220 else ''} "
-            f"[dim]({escape(origin + p.id)})[/]",
-        )
+        table.add_row(str(number[p.id]), passage_cell(p))
     console.print(table)
+
+
+def passage_cell(passage: Passage) -> str:
+    """A passage as a table shows it: its first 220 characters, then (dimmed) its document's
+    title, where it has one, and its id; escaped, so its brackets print as written."""
+    title = passage.metadata.get("title")
+    origin = f"{title}, " if title else ""
+    more = "..." if len(passage.text) > 220 else ""
+    return f"{escape(passage.text[:220])}{more} [dim]({escape(origin + passage.id)})[/]"
 
 
 def answer_cell(sentences: Sequence[int]) -> str:
