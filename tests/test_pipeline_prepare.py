@@ -171,39 +171,3 @@ def test_pieces_are_each_sentence_encoded_alone_in_passage_order() -> None:
                 assert np.allclose(vectors[next(rows)], alone, atol=1e-5)
         else:  # its own embedding
             assert np.allclose(vectors[next(rows)], own[i])
-
-
-def test_titled_relevance_reads_each_sentence_after_its_document_s_title() -> None:
-    from covrag.pipeline.prepare import titled
-
-    question = "How does zlib decide whether data is text or binary?"
-    about = Passage(
-        "txt",
-        "The algorithm works by dividing the set of bytecodes into three categories. The allow "
-        "list holds the textual bytes, the block list the bytes of binary data.",
-        metadata={"title": "zlib-txtvsbin"},
-    )
-    other = Passage(
-        "readme",
-        "zlib 1.2.13 is a general purpose data compression library. All the code is thread safe.",
-        metadata={"title": "zlib-README"},
-    )
-    untitled = Passage("none", "The data is binary if it holds a block-listed byte. Or not.")
-    topic = Topic("q", question, (other, about, untitled), ())
-    assert titled(about, "It is text.") == "zlib txtvsbin: It is text."
-    assert titled(untitled, "x") == "x"
-    config = PrepareConfig(relevance="titled")
-    plain = prepare(topic, None, PrepareConfig(relevance="sentences")).candidates.relevance
-    read = prepare(topic, None, config).candidates.relevance
-    # without its title the passage that answers ranks below the one that writes "zlib"
-    # (the bundled compression corpus's zlib-txtvsbin.txt and README, shortened)
-    assert plain[1] < plain[0] and read[1] > read[0]
-    # a passage with no title is read as "sentences" reads it
-    assert read[2] == pytest.approx(plain[2], abs=1e-5)
-    encoder = config.resolved_encoder()
-    q = encoder.encode([question])[0]
-    # the passage's own cosine, read without the title, plus its nearest sentence's, with it
-    whole = float(encoder.encode([about.text])[0] @ q)
-    sentences = [titled(about, s) for s in about.text.split(". ")]
-    best = max(float(v @ q) for v in encoder.encode(sentences))
-    assert read[1] == pytest.approx(whole + best, abs=0.02)

@@ -53,7 +53,7 @@ from covrag.pipeline.ask_records import AskResult as AskResult  # re-exported
 from covrag.pipeline.ask_records import StageCallback as StageCallback  # re-exported
 from covrag.pipeline.ask_records import StageClock, UsageMeter
 from covrag.pipeline.ask_records import StageCost as StageCost  # re-exported
-from covrag.pipeline.config import ENCODED_RELEVANCE, AskConfig
+from covrag.pipeline.config import AskConfig
 from covrag.pipeline.context import Chosen, estimate_context, pick_context
 from covrag.pipeline.events import (
     Event,
@@ -315,7 +315,7 @@ def load_models(config: AskConfig | None = None) -> CoverageEstimator:
     policy = config.policy()
     estimator = parse_estimator(config.coverage)
     estimator.estimate(Topic("load", "load", (Passage("load", "load"),), (Aspect("a", "load"),)))
-    reads_minilm = policy.relevance in ENCODED_RELEVANCE or policy.gate > 0.0
+    reads_minilm = policy.relevance in ("dense", "sentences") or policy.gate > 0.0
     if reads_minilm or selector_of(policy).needs(EMBEDDINGS):
         default_encoder().encode(["load"])
     return estimator

@@ -29,17 +29,9 @@ from covrag.schema.writer import WriterName as WriterName  # re-exported
 from covrag.selectors.base import EMBEDDINGS, PIECES, Selector
 from covrag.tokens import TokenCounter
 
-RelevanceSource = Literal["dense", "sentences", "titled", "score", "order"]
+RelevanceSource = Literal["dense", "sentences", "score", "order"]
 DecomposeStyle = Literal["factors", "points"]  # covrag.plan.decompose.STYLES
-RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = (
-    "dense",
-    "sentences",
-    "titled",
-    "score",
-    "order",
-)
-#: The relevance sources the MiniLM computes (the others read the pool).
-ENCODED_RELEVANCE: tuple[RelevanceSource, ...] = ("dense", "sentences", "titled")
+RELEVANCE_SOURCES: tuple[RelevanceSource, ...] = ("dense", "sentences", "score", "order")
 
 #: The most resamples of a bootstrap or permutation test (``--n-resamples``): far above the
 #: 10,000 that give stable p-values, far below what would not fit in memory.
@@ -100,8 +92,8 @@ class PrepareConfig:
         metadata=_help(
             "relevance signal: dense = MiniLM cosine to the query (the DES bi-encoder score), "
             "sentences = that plus the cosine of the passage's sentence nearest the query, "
-            "titled = sentences with each sentence read after its document's title, score = "
-            "the passages' own retriever scores, order = pool order (first = most relevant)"
+            "score = the passages' own retriever scores, order = pool order (first = most "
+            "relevant)"
         ),
     )
     embeddings: bool = field(

@@ -125,8 +125,7 @@ class ContextPolicy:
         default="dense",
         metadata=_help(
             "what orders the pool for the selector: dense = MiniLM cosine to the question; "
-            "sentences = that plus the cosine of the passage's sentence nearest it; titled = "
-            "sentences with each sentence read after its document's title; score = "
+            "sentences = that plus the cosine of the passage's sentence nearest it; score = "
             "the retriever's scores; order = pool order; auto = score when every passage has "
             "one, else order"
         ),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 import time
 from dataclasses import dataclass
 
@@ -13,21 +12,12 @@ import numpy as np
 from covrag.coverage.base import CoverageEstimator
 from covrag.embed import Encoder
 from covrag.errors import ConfigError
-from covrag.llm.prompts import document_of
-from covrag.pipeline.config import ENCODED_RELEVANCE, PrepareConfig, RelevanceSource, config_for
+from covrag.pipeline.config import PrepareConfig, RelevanceSource, config_for
 from covrag.pipeline.inputs import with_inputs
 from covrag.selectors.base import Candidates, Selector
 from covrag.text import split_sentences
 from covrag.tokens import TokenCounter, with_token_costs
-from covrag.types import (
-    Budget,
-    CoverageMatrix,
-    FloatArray,
-    IntArray,
-    Passage,
-    Selection,
-    Topic,
-)
+from covrag.types import Budget, CoverageMatrix, FloatArray, IntArray, Selection, Topic
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +42,7 @@ def prepare(
     coverage: CoverageMatrix | None = estimator.estimate(topic) if estimator else None
 
     encoder: Encoder | None = None
-    if config.relevance in ENCODED_RELEVANCE or config.embeddings or config.pieces:
+    if config.relevance in ("dense", "sentences") or config.embeddings or config.pieces:
         encoder = config.resolved_encoder()
     embeddings = query_embedding = None
     if encoder is not None:
@@ -66,10 +56,7 @@ def prepare(
         piece_embeddings, piece_owner = embed_pieces(topic, embeddings, encoder)
 
     n = len(topic.passages)
-    if config.relevance == "titled":
-        assert encoder is not None and embeddings is not None and query_embedding is not None
-        relevance = embeddings @ query_embedding + titled_nearest(topic, encoder, query_embedding)
-    elif config.relevance in ("dense", "sentences"):
+    if config.relevance in ("dense", "sentences"):
         assert embeddings is not None and query_embedding is not None
         relevance = embeddings @ query_embedding
         if config.relevance == "sentences":
@@ -127,37 +114,6 @@ def embed_pieces(
             0, dtype=np.int64
         )
     return np.concatenate(vectors), np.array(owners, dtype=np.int64)
-
-
-def titled(passage: Passage, text: str) -> str:
-    """``text`` (a passage or one of its sentences) as ``titled`` relevance reads it: after
-    the name of its document, its punctuation read as spaces ("zlib txtvsbin: ..."), where
-    the passage has one."""
-    document = document_of(passage)
-    if document is None:
-        return text
-    name = " ".join(re.sub(r"[-_.]+", " ", document).split())
-    return f"{name}: {text}" if name else text
-
-
-def titled_nearest(topic: Topic, encoder: Encoder, query_embedding: FloatArray) -> FloatArray:
-    """Per passage, the cosine to the question of its nearest sentence read after its
-    document's title (:func:`titled`): ``titled`` relevance is the passage's own cosine plus
-    this. A sentence of ``zlib-txtvsbin.txt`` that never writes "zlib" is still about zlib when
-    the question asks how zlib tells text from binary, and a sentence of the curl manual is not
-    about ssh because it writes "keepalive" (docs/experiments/40-titled-relevance.md)."""
-    pieces: list[str] = []
-    owner: list[int] = []
-    for i, passage in enumerate(topic.passages):
-        sentences = split_sentences(passage.text)
-        for sentence in sentences if len(sentences) > 1 else [passage.text]:
-            pieces.append(titled(passage, sentence))
-            owner.append(i)
-    n = len(topic.passages)
-    if not pieces:
-        return np.zeros(n)
-    similarity = encoder.encode(pieces) @ query_embedding
-    return nearest_piece(similarity, np.array(owner, dtype=np.int64), n)
 
 
 def nearest_piece(similarity: FloatArray, owner: IntArray, n: int) -> FloatArray:

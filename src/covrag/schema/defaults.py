@@ -43,7 +43,7 @@ FilterScope = Literal["passages", "question"]
 
 #: What orders a pool for the selector (:class:`~covrag.pipeline.policy.ContextPolicy`'s
 #: ``relevance``): ``auto`` is the passages' scores when every passage has one, else their order.
-Relevance = Literal["auto", "dense", "sentences", "titled", "score", "order"]
+Relevance = Literal["auto", "dense", "sentences", "score", "order"]
 
 
 @dataclass(frozen=True)
