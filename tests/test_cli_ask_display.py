@@ -69,7 +69,7 @@ def test_a_draft_problem_the_run_s_warnings_hold_is_shown_once() -> None:
     import dataclasses
 
     retriever = BM25Retriever().index(CORPUS)
-    config = AskConfig(pool=2, k=2, passes=0, gate=0.0, floor=0.0, quotes=0)
+    config = AskConfig(pool=2, k=2, passes=0, gate=0.0, floor=0.0, quotes=0, complete=0)
     reply = "Should schools require uniforms?\nSchool uniforms reduce bullying between pupils [1]."
     result = ask(
         "Should schools require uniforms?",

@@ -66,7 +66,7 @@ def test_the_support_check_keeps_the_command_and_drops_the_rest() -> None:
         Citation("find . -mtime -7 -newermt yesterday", ("find#36",)),
     )
     draft = Draft(ParsedAnswer(Answer(sentences)), raw="", target_sentences=3)
-    checked = SupportChecker(unsupported="drop").check(draft, CONTEXT)
+    checked = SupportChecker(unsupported="drop", complete=0).check(draft, CONTEXT)
     kept = checked.answer.sentences
     assert [s.text for s in kept] == [COMMAND]
     assert kept[0].check is not None and kept[0].check.verified == "composed"

@@ -108,10 +108,10 @@ def test_the_check_cites_the_evidence_and_keeps_the_fallback_to_the_context(
 ) -> None:
     atime = entry(corpus, "find.1", "-atime")
     draft = draft_of(COMMAND, (atime,))
-    alone = SupportChecker().check(draft, (atime,))
+    alone = SupportChecker(complete=0).check(draft, (atime,))
     assert alone.fallback == "quote"  # nothing holds the command: the context is quoted
     found = Evidence(corpus).lookup([COMMAND], (atime,))
-    checked = SupportChecker().check(draft, (atime,), evidence=found)
+    checked = SupportChecker(complete=0).check(draft, (atime,), evidence=found)
     assert checked.fallback is None
     [sentence] = checked.answer.sentences
     assert sentence.check is not None and sentence.check.verified == "composed"

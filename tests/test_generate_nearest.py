@@ -99,7 +99,7 @@ def test_nothing_is_added_to_a_refusal_an_unchecked_draft_or_with_quotes_zero() 
 def test_the_generator_adds_them_to_every_checked_draft() -> None:
     llm = ScriptedLLM([f"{WRITTEN} [1]"])
     generator = CritiqueRewriteGenerator(
-        CitedWriter(llm), passes=0, checker=SupportChecker(), nearest=NearestQuotes(2)
+        CitedWriter(llm), passes=0, checker=SupportChecker(complete=0), nearest=NearestQuotes(2)
     )
     result = generator.generate(QUESTION, PASSAGES)
     sentences = result.drafts[-1].answer.sentences

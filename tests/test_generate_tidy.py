@@ -82,7 +82,7 @@ def test_the_support_check_tidies_and_warns() -> None:
         Citation("Use --json to send JSON data to a HTTP server using POST.", ("c#2",)),
     )  # fmt: skip
     draft = Draft(ParsedAnswer(Answer(sentences)), raw="", target_sentences=4)
-    checked = SupportChecker(judge=NoSupport()).check(draft, CURL)
+    checked = SupportChecker(judge=NoSupport(), complete=0).check(draft, CURL)
     texts = [s.text for s in checked.answer.sentences]
     assert texts == [
         "-L makes curl redo the request on the new place.",
@@ -108,7 +108,7 @@ def test_text_a_document_plants_for_the_model_is_never_shown_as_the_answer() -> 
         Citation(planted, ("x#1",)),  # copied word for word: aligned, yet never shown
     )
     draft = Draft(ParsedAnswer(Answer(sentences)), raw="", target_sentences=2)
-    checked = SupportChecker(judge=NoSupport()).check(draft, passages)
+    checked = SupportChecker(judge=NoSupport(), complete=0).check(draft, passages)
     assert [s.text for s in checked.answer.sentences] == [sentences[0].text]
     assert "address the model" in " ".join(support_warnings(checked))
 
@@ -148,7 +148,9 @@ def test_a_sentence_leaning_on_a_dropped_one_gives_way_to_its_passages_own_sente
                  ("s#90",)),
     )  # fmt: skip
     draft = Draft(ParsedAnswer(Answer(sentences)), raw="", target_sentences=2)
-    checked = SupportChecker(judge=NoSupport(), unsupported="drop").check(draft, (ALIVE,))
+    checked = SupportChecker(judge=NoSupport(), unsupported="drop", complete=0).check(
+        draft, (ALIVE,)
+    )
     [kept] = checked.answer.sentences
     assert kept.text.startswith("\u201cServerAliveInterval Sets a timeout interval in seconds")
     assert kept.text.endswith("request a response from the server.\u201d")
@@ -170,7 +172,9 @@ def test_a_leaning_passage_sentence_does_not_replace_one() -> None:
         Citation("It is 0 by default.", ("s#90",)),
     )  # fmt: skip
     draft = Draft(ParsedAnswer(Answer(sentences)), raw="", target_sentences=3)
-    checked = SupportChecker(judge=NoSupport(), unsupported="drop").check(draft, (ALIVE,))
+    checked = SupportChecker(judge=NoSupport(), unsupported="drop", complete=0).check(
+        draft, (ALIVE,)
+    )
     assert "It is 0 by default." not in [s.text for s in checked.answer.sentences]
     assert "lean on a sentence that was dropped" in " ".join(support_warnings(checked))
 

@@ -58,6 +58,7 @@ from covrag.generate.records import Draft, WritingContext
 from covrag.generate.requote import requote
 from covrag.generate.tidy import reword, tidy
 from covrag.llm.prompts import document_of
+from covrag.schema.writer import WRITER
 from covrag.text import code_names
 from covrag.types import Answer, Aspect, Citation, FloatArray, Passage, SupportCheck, Topic
 
@@ -96,8 +97,8 @@ class SupportChecker:
         complete: With ``fallback="quote"``, an answer that keeps fewer than this many of the
             model's own sentences (quotations in place of its dropped ones aside) is completed
             by the fallback's quotations after them (:func:`~covrag.generate.quotes.completed`;
-            0, the default, as ``covrag ask``'s: never; 3 measured in
-            docs/experiments/41-completed-answers.md).
+            0 = never). The default is ``covrag ask``'s, 3
+            (docs/experiments/45-completed-answers-held-out.md).
 
     Example:
         >>> checker = SupportChecker()  # doctest: +SKIP
@@ -113,7 +114,7 @@ class SupportChecker:
         threshold: float | None = None,
         unsupported: str = "quote",
         fallback: str = "quote",
-        complete: int = 0,
+        complete: int = WRITER.complete,
     ) -> None:
         if unsupported not in UNSUPPORTED_POLICIES:
             raise ConfigError(
