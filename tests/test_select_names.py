@@ -49,6 +49,28 @@ def test_a_name_is_written_as_an_option_a_last_part_or_a_word_in_any_case() -> N
     assert absent_names(["URLs", "ID", "URIs"], urls) == ("URIs",)
 
 
+def test_a_name_keeps_the_version_its_slash_gives_it() -> None:
+    # wget's release notes write HTTP/1.1 and never HTTP/2: a question about HTTP/2 is not
+    # answered from them (the news corpus's news-12)
+    question = "Does wget support HTTP/2, and if so since which release and with which option?"
+    assert subject_names(question) == ["HTTP/2"]
+    assert subject_names("Does MPL/2.0 allow it, and does HTTP/1.1 or OS/2?") == [
+        "MPL/2.0",
+        "HTTP/1.1",
+        "OS/2",
+    ]
+    notes = (Passage("n", "** Wget now uses HTTP/1.1 persistent connections by default."),)
+    assert absent_names(["HTTP/2", "HTTP/1.1", "HTTP/1"], notes) == ("HTTP/2", "HTTP/1")
+    # the same version as a document writes it: a space, no separator, trailing zeros
+    for text in ("Adds HTTP/2 support.", "HTTP 2 is on.", "the HTTP2 code", "HTTP/2.0 draft"):
+        assert absent_names(["HTTP/2"], (Passage("w", text),)) == (), text
+    for text in ("HTTP/2.1 only", "HTTP 200 OK", "HTTP/20"):
+        assert absent_names(["HTTP/2"], (Passage("w", text),)) == ("HTTP/2",), text
+    kept, report = filter_pool(pool(), 0.0, names=subject_names(question))
+    assert len(kept) == 0 and report.absent == ("HTTP/2",)
+    assert "'HTTP/2'" in (report.reason() or "")
+
+
 def test_an_absent_name_removes_every_passage_and_the_refusal_names_it() -> None:
     candidates = pool()
     kept, report = filter_pool(candidates, 0.0, names=["LZMA2"])

@@ -117,10 +117,14 @@ def code_names(text: str) -> list[str]:
 
 
 # A name as a question writes it: an acronym or a word with a digit or an inner capital ("TOML",
-# "LZMA2", "PyPI", "CC0"), beside the code names of :func:`code_names`.
+# "LZMA2", "PyPI", "CC0"), with the version a slash gives it ("HTTP/2", "MPL/2.0": a document
+# about HTTP/1.1 is not about HTTP/2), beside the code names of :func:`code_names`.
 _NAME = re.compile(
-    r"(?<![\w.-])(?:[A-Z][A-Za-z0-9]*[A-Z0-9][A-Za-z0-9]*|[a-z]+[0-9][a-z0-9]*)(?![\w-])"
+    r"(?<![\w.-])(?:[A-Z][A-Za-z0-9]*[A-Z0-9][A-Za-z0-9]*(?:/\d+(?:\.\d+)*)?"
+    r"|[a-z]+[0-9][a-z0-9]*)(?![\w-])"
 )
+# A name with its version after a slash: "HTTP/2" -> ("HTTP", "2").
+_VERSIONED = re.compile(r"([A-Za-z][A-Za-z0-9]*)/(\d+(?:\.\d+)*)")
 # What makes a name a value the question passes on rather than a thing it asks about: a number
 # before it ("10 MB"), or words that introduce a literal ("the word TODO", "the string ERROR").
 _LITERAL = re.compile(r"(?:\d\s*|\b(?:word|words|string|text|pattern|line|value|named|called)\s+)$")
@@ -149,7 +153,8 @@ def writes(text: str, name: str, *, loose: bool = False) -> bool:
     (``-d`` is not ``-D``), another name in any case. ``loose`` (whether a passage writes a name
     a question asks about: :mod:`covrag.selectors.floor`'s name filter) also takes a dotted name
     by its last part (pydoc writes ``copy2(src, dst)`` under ``shutil``), and a name or an
-    acronym in the singular or the plural ("URL" for "URLs", "URLs" for "URL").
+    acronym in the singular or the plural ("URL" for "URLs", "URLs" for "URL"), and a name with a
+    version after a slash as "HTTP/2", "HTTP 2", "HTTP2" or "HTTP/2.0" (never "HTTP/1.1").
 
     Example:
         >>> writes("pass -D to it", "-d"), writes("Read the urls.", "URLs", loose=True)
@@ -161,6 +166,12 @@ def writes(text: str, name: str, *, loose: bool = False) -> bool:
         return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
     if not loose:
         return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.IGNORECASE) is not None
+    versioned = _VERSIONED.fullmatch(name)
+    if versioned:  # "HTTP/2" as written, "HTTP 2", "HTTP2" or "HTTP/2.0"; never "HTTP/1.1"
+        base = re.escape(versioned.group(1))
+        version = re.escape(re.sub(r"(?:\.0)+$", "", versioned.group(2)))
+        pattern = rf"(?<![\w-]){base}(?:/|\s|){version}(?:\.0)*(?![\w-]|\.\d)"
+        return re.search(pattern, text, re.IGNORECASE) is not None
     last = name.rsplit(".", 1)[-1] if "." in name.strip(".") else name
     # an acronym's plural ("URLs", "IDs") is written when its singular is
     forms = [last, last[:-1]] if re.fullmatch(r"[A-Z0-9]{2,}s", last) else [last]
