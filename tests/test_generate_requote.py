@@ -238,6 +238,17 @@ def test_a_quotation_opening_with_a_pronoun_names_its_subject() -> None:
     named = (head, text.index(" If they"))
     assert named_span(text, named) == named
     assert named_span("It is 0. It counts.", (9, 19)) == (9, 19)
+    # a paragraph that leans too, but names the option the sentence points back to (tar's NEWS)
+    notes = (
+        "This release restores the traditional functionality of the --keep-old-files.  This "
+        "option causes tar to avoid replacing existing files while extracting and to treat such "
+        "files as errors."
+    )
+    pointing = notes.index("This option")
+    assert named_span(notes, (pointing, len(notes))) == (0, len(notes))
+    # ... and one that names nothing the sentence does not is no help
+    vague = "This release is faster.  This option causes tar to skip --keep-old-files."
+    assert named_span(vague, (25, len(vague))) == (25, len(vague))
     # a paragraph longer than a quotation may be keeps the sentence alone
     long = Passage("x#1", "Name " + "word " * 130 + "end. This is it.", metadata=SSH)
     cut = (long.text.index("This is"), len(long.text))

@@ -201,17 +201,21 @@ def named_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
     """``span`` of ``text``, or, when its sentence leans (:func:`leans`), the span from the start
     of its paragraph (after the last blank line before it, or the text's start) to its end, so
     that a quotation names what it is about: "TCPKeepAlive Specifies whether ... This option only
-    uses TCP keepalives ...". ``span`` itself when the paragraph's text still leans, holds text
-    addressed to a model, or is longer than :data:`MAX_QUOTE_CHARS`."""
+    uses TCP keepalives ...". A paragraph that leans too is taken when its text before the
+    sentence names an option or function the sentence does not ("This release restores ... the
+    --keep-old-files.  This option causes tar to ..."). ``span`` itself when the paragraph's text
+    still leans and names nothing more, holds text addressed to a model, or is longer than
+    :data:`MAX_QUOTE_CHARS`."""
     start, end = span
     if not leans(text[start:end]):
         return span
     head = max((m.end() for m in re.finditer(r"\n[ \t]*\n", text[:start])), default=0)
     head += len(text[head:start]) - len(text[head:start].lstrip())
     widened = text[head:end]
-    if head >= start or leans(widened) or addresses_model(widened):
+    if head >= start or addresses_model(widened) or len(widened) > MAX_QUOTE_CHARS:
         return span
-    return span if len(widened) > MAX_QUOTE_CHARS else (head, end)
+    names = [n for n in code_names(text[head:start]) if not writes(text[start:end], n)]
+    return (head, end) if names or not leans(widened) else span
 
 
 def asks(text: str) -> bool:
