@@ -212,3 +212,26 @@ def test_a_critic_given_the_writers_system_prompt_reuses_the_drafts_prefix() -> 
     shared.llm_critique(QUESTION, passages, draft)
     reused = llm.usage.reused_prompt_tokens - before
     assert reused > 200  # the system prompt, the question and the passages
+
+
+def test_a_rewrites_problems_are_logged_as_the_rewrites(caplog: pytest.LogCaptureFixture) -> None:
+    """A rejected rewrite's problems are not the answer's: the log names the rewrite, so that the
+    screen does not say the answer quotes the passages when the kept draft is the model's."""
+    from covrag.generate import SupportChecker
+
+    first = "Uniforms reduce bullying because nobody stands out [1]."
+    llm = ScriptedLLM([first, CRITIQUE, "The moon is made of green cheese [2]."])
+    generator = CritiqueRewriteGenerator(
+        CitedWriter(llm), Critic(llm, mode="self"), passes=1, checker=SupportChecker(complete=0)
+    )
+    with caplog.at_level("WARNING", logger="covrag"):
+        result = generator.generate(QUESTION, PASSAGES)
+    assert result.critiques[0].verdict.startswith("rejected")
+    assert result.drafts[-1] is result.drafts[0] and result.drafts[0].fallback is None
+    messages = [r.getMessage() for r in caplog.records]
+    unsupported = "no sentence of the model's answer is supported by a passage"
+    assert any(
+        m.startswith("rewrite 1 of the answer to 3 passages: " + unsupported) for m in messages
+    )
+    assert not any(m.startswith("answer to 3 passages: " + unsupported) for m in messages)
+    assert any(m.startswith("pass 1: rejected") for m in messages)

@@ -149,7 +149,10 @@ class CritiqueRewriteGenerator:
         draft: Draft,
         passages: Sequence[Passage],
         context: WritingContext | None,
+        rewrite: int = 0,
     ) -> Draft:
+        """``draft`` checked; each problem the check found is logged, a rewrite's as one (it may
+        be rejected and the previous draft kept: "rewrite 1 of the answer to 5 passages: ...")."""
         if self.checker is None:
             return draft
         extra: tuple[Passage, ...] = ()
@@ -160,9 +163,10 @@ class CritiqueRewriteGenerator:
             checked = dataclasses.replace(checked, evidence=extra)
         if self.nearest is not None:
             checked = self.nearest.add(question, checked, passages)
+        label = f"rewrite {rewrite} of the answer" if rewrite else "answer"
         for problem in checked.problems:
             if problem not in draft.problems:
-                logger.warning("answer to %d passages: %s", len(passages), problem)
+                logger.warning("%s to %d passages: %s", label, len(passages), problem)
         return checked
 
     def generate(
@@ -201,7 +205,7 @@ class CritiqueRewriteGenerator:
             draft = self.writer.rewrite(
                 question, passages, drafts[-1], critique.feedback, outline=outline, context=context
             )
-            draft = self._checked(question, draft, passages, context)
+            draft = self._checked(question, draft, passages, context, rewrite=i)
             verdict = rewrite_verdict(drafts[-1], draft)
             if verdict.startswith("rejected"):
                 logger.warning("pass %d: %s; the previous draft is kept", i, verdict)

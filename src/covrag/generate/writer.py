@@ -181,8 +181,9 @@ class CitedWriter:
         if constraints:
             request += f"\n\n{constraints}"
         messages = [system(SYSTEM_PROMPT), user(request)]
+        scale = self.rewrite_scale(previous)
         return self._draft(
-            messages, passages, self.rewrite_sentences, self.rewrite_scale(previous), context
+            messages, passages, self.rewrite_sentences, scale, context, "rewrite of the answer"
         )
 
     def rewrite_scale(self, previous: Draft) -> float:
@@ -204,6 +205,7 @@ class CitedWriter:
         target: int,
         scale: float,
         context: WritingContext | None,
+        label: str = "answer",
     ) -> Draft:
         params = ChatParams(
             temperature=self.llm.params.temperature,
@@ -226,8 +228,8 @@ class CitedWriter:
             cost=LLMCost.of([result]),
             left_out=left_out,
         )
-        for problem in draft.problems:
-            logger.warning("answer to %d passages: %s", len(passages), problem)
+        for problem in draft.problems:  # a rewrite's are its own: it may not be the one kept
+            logger.warning("%s to %d passages: %s", label, len(passages), problem)
         return draft
 
 
