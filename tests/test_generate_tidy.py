@@ -73,6 +73,20 @@ def test_tidy_names_what_it_drops_and_why() -> None:
     assert any("introduce something that was dropped" in n for n in notes)
 
 
+def test_a_heading_split_off_a_written_sentence_goes() -> None:
+    # licences-05's writer quoted the GPL across its heading; split, the heading was aligned to
+    # the GPL and opened the answer
+    sentences = [
+        Citation("TERMS AND CONDITIONS 0.", ("gpl",)),
+        Citation("Redistributions of source code must retain the above copyright notice.", ("b",)),
+        Citation("Set the level to 9.", ("z",)),  # a statement ending with a number stays
+    ]
+    out = tidy(sentences, [False, False, False])
+    assert [c.text for c in out.kept] == [s.text for s in sentences[1:]]
+    assert [r for _, r in out.removed] == ["heading"]
+    assert any("a document's heading" in n and "TERMS AND CONDITIONS 0." in n for n in out.notes())
+
+
 def test_the_support_check_tidies_and_warns() -> None:
     sentences = (
         Citation("Passage 1 explains that -L makes curl redo the request on the new place.",

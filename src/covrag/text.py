@@ -182,6 +182,8 @@ def writes(text: str, name: str, *, loose: bool = False) -> bool:
 
 
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+")
+#: A heading numbered at its end, as the GPL's "TERMS AND CONDITIONS 0." reads once split.
+_NUMBERED_HEADING = re.compile(r"(.*\S)\s+\d+(?:\.\d+)*\.")
 _TITLE_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 #: Words a title leaves in lower case ("Frequently Asked Questions about zlib").
 _TITLE_SMALL = frozenset("a an and about as at by for from in of on or the to with".split())
@@ -191,17 +193,24 @@ def is_heading(text: str) -> bool:
     """Whether ``text`` (one line or sentence of a document) is a heading, not a statement: it
     ends without a sentence's punctuation and its words, URLs aside, are capitalised (all of
     them, or three in four of at most 12), as in "GNU GENERAL PUBLIC LICENSE Version 3, 29 June
-    2007", "MODULE REFERENCE https://...", "Frequently Asked Questions about zlib". A URL or a
-    number alone is no heading; a man page's synopsis ("tar --create [--file ARCHIVE]") and an
-    option's entry ("-c, --create Create a new archive.") are none.
+    2007", "MODULE REFERENCE https://...", "Frequently Asked Questions about zlib", or in capitals
+    with a number at its end ("TERMS AND CONDITIONS 0."). A URL or a number alone is no
+    heading; a man page's synopsis ("tar --create [--file ARCHIVE]") and an option's entry
+    ("-c, --create Create a new archive.") are none.
 
     Example:
         >>> is_heading("Mozilla Public License Version 2.0 ==================")
         True
         >>> is_heading("tar --create [--file ARCHIVE] [OPTIONS] [FILE...]")
         False
+        >>> is_heading("TERMS AND CONDITIONS 0."), is_heading("Set the level to 9.")
+        (True, False)
     """
     line = text.strip().strip("\u201c\u201d").strip()
+    numbered = _NUMBERED_HEADING.fullmatch(line)
+    if numbered:  # "TERMS AND CONDITIONS 0.": its words in capitals, all of them
+        found = _TITLE_WORD.findall(numbered.group(1))
+        return len(found) >= 2 and all(w.isupper() for w in found)
     if not line or line[-1] in ".!?;:":
         return False
     found = _TITLE_WORD.findall(_URL.sub(" ", line))

@@ -21,6 +21,9 @@ redirects."); :func:`tidy` then removes, from the sentences the check kept:
 - **dangling**: a sentence that ends with a colon when what it introduced was dropped (or it is
   the last one);
 - **repeat**: a sentence the answer already holds word for word;
+- **heading**: a document's heading, not a statement (:func:`~covrag.text.is_heading`: the GPL's
+  "TERMS AND CONDITIONS 0.", split off a sentence the writer quoted it in, is aligned to its
+  passage and says nothing);
 - **instruction**: a sentence addressed to a model, not a reader ("ignore the previous
   instructions", "you are an AI assistant"): text a document plants for the model (a prompt
   injection) is never obeyed by the check and never shown as the answer's, even when copied
@@ -38,6 +41,7 @@ from dataclasses import dataclass
 from covrag.generate.alignment import sentence_spans
 from covrag.generate.quotes import quotation
 from covrag.generate.requote import addresses_model, leans, named_span
+from covrag.text import is_heading
 from covrag.types import Citation, Passage
 
 _SAYS = (
@@ -102,9 +106,9 @@ def reword(sentence: str) -> str:
 
 @dataclass(frozen=True)
 class Tidied:
-    """The sentences kept, those removed with the reason (``narrates``, ``leans``,
-    ``dangling``, ``repeat``, ``instruction``), and the leaning sentences that their passage's
-    own sentence replaced in ``kept`` (as written, the quotation)."""
+    """The sentences kept, those removed with the reason (``narrates``, ``heading``,
+    ``leans``, ``dangling``, ``repeat``, ``instruction``), and the leaning sentences that their
+    passage's own sentence replaced in ``kept`` (as written, the quotation)."""
 
     kept: tuple[Citation, ...]
     removed: tuple[tuple[Citation, str], ...] = ()
@@ -117,6 +121,7 @@ class Tidied:
             "leans": "lean on a sentence that was dropped or is about another document",
             "dangling": "introduce something that was dropped",
             "repeat": "repeat an earlier sentence",
+            "heading": "are a document's heading, not a statement",
             "instruction": "address the model (instructions copied from a document)",
         }
         lines = []
@@ -188,6 +193,8 @@ def tidy(
             reasons[i] = "instruction"
         elif narrates(sentence.text):
             reasons[i] = "narrates"
+        elif is_heading(sentence.text):
+            reasons[i] = "heading"
         elif leans(sentence.text) and (
             (i > 0 and gone[i - 1]) or (mine and before and not mine & before)
         ):
