@@ -116,15 +116,17 @@ def code_names(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+#: A number with dotted parts: a version ("2.0") or a section ("3.1").
+_NUMBERED = r"\d+(?:\.\d+)*"
 # A name as a question writes it: an acronym or a word with a digit or an inner capital ("TOML",
 # "LZMA2", "PyPI", "CC0"), with the version a slash gives it ("HTTP/2", "MPL/2.0": a document
 # about HTTP/1.1 is not about HTTP/2), beside the code names of :func:`code_names`.
 _NAME = re.compile(
-    r"(?<![\w.-])(?:[A-Z][A-Za-z0-9]*[A-Z0-9][A-Za-z0-9]*(?:/\d+(?:\.\d+)*)?"
+    rf"(?<![\w.-])(?:[A-Z][A-Za-z0-9]*[A-Z0-9][A-Za-z0-9]*(?:/{_NUMBERED})?"
     r"|[a-z]+[0-9][a-z0-9]*)(?![\w-])"
 )
 # A name with its version after a slash: "HTTP/2" -> ("HTTP", "2").
-_VERSIONED = re.compile(r"([A-Za-z][A-Za-z0-9]*)/(\d+(?:\.\d+)*)")
+_VERSIONED = re.compile(rf"([A-Za-z][A-Za-z0-9]*)/({_NUMBERED})")
 # What makes a name a value the question passes on rather than a thing it asks about: a number
 # before it ("10 MB"), or words that introduce a literal ("the word TODO", "the string ERROR").
 _LITERAL = re.compile(r"(?:\d\s*|\b(?:word|words|string|text|pattern|line|value|named|called)\s+)$")
@@ -183,7 +185,7 @@ def writes(text: str, name: str, *, loose: bool = False) -> bool:
 
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+")
 #: A heading numbered at its end, as the GPL's "TERMS AND CONDITIONS 0." reads once split.
-_NUMBERED_HEADING = re.compile(r"(.*\S)\s+\d+(?:\.\d+)*\.")
+_NUMBERED_HEADING = re.compile(rf"(.*\S)\s+{_NUMBERED}\.")
 _TITLE_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 #: Words a title leaves in lower case ("Frequently Asked Questions about zlib").
 _TITLE_SMALL = frozenset("a an and about as at by for from in of on or the to with".split())

@@ -39,7 +39,7 @@ option, and a sentence no passage holds is replaced by the definition of what it
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from covrag.generate.commands import (
     OPTION_WORD,
@@ -108,6 +108,17 @@ def wanted(sentences: Sequence[str]) -> list[tuple[str | None, str, tuple[str, .
     return [(program, name, hints) for (program, name), hints in found.items()]
 
 
+def of_programs(programs: Sequence[str], documents: Iterable[str | None]) -> list[str | None]:
+    """The ``documents`` named after one of ``programs`` (``tar`` -> ``tar.1``,
+    ``tar-NEWS.txt``), in the programs' order, each once."""
+    documents = list(documents)
+    return list(
+        dict.fromkeys(
+            d for g in programs if g for d in documents if documents_program(g, program_named(d))
+        )
+    )
+
+
 def _as_written(name: str, text: str) -> str:
     """``name`` as ``text`` writes it (code names give dotted names lower-cased)."""
     match = re.search(re.escape(name), text, re.IGNORECASE)
@@ -150,22 +161,9 @@ class Evidence:
         """Where to look for a name, in order: the program's documents; else the context's
         documents, those of the programs ``hints`` names first."""
         if program is not None:
-            return [d for d in self.by_document() if documents_program(program, program_named(d))]
+            return of_programs([program], self.by_document())
         documents = list(dict.fromkeys(document_of(p) for p in context))
-        hinted = [
-            d for g in hints for d in documents if g and documents_program(g, program_named(d))
-        ]
-        return list(dict.fromkeys([*hinted, *documents]))
-
-    def _owned(self, hints: Sequence[str]) -> list[str | None]:
-        """The corpus's documents of the programs ``hints`` names (``tar`` -> ``tar.1``,
-        ``tar-NEWS.txt``), in the hints' order."""
-        documents = self.by_document()
-        return list(
-            dict.fromkeys(
-                d for g in hints if g for d in documents if documents_program(g, program_named(d))
-            )
-        )
+        return list(dict.fromkeys([*of_programs(hints, documents), *documents]))
 
     def _first(
         self, test: Callable[[Passage], bool], documents: Sequence[str | None]
@@ -205,7 +203,11 @@ class Evidence:
             documents = self._documents(program, hints, context)
             if program is not None and not documents:
                 continue  # no document of the program: nothing to check the option against
-            owned = self._owned(hints) if program is None and name.startswith("-") else []
+            owned = (
+                of_programs(hints, self.by_document())
+                if program is None and name.startswith("-")
+                else []
+            )
             if owned:  # an option of a program the sentence names: that program's entry only
                 documents = owned
             bound = program is not None or bool(owned)
