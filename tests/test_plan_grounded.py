@@ -167,3 +167,50 @@ def test_a_plan_reply_cut_at_the_limit_is_used_and_cached(tmp_path: Path) -> Non
     # the next run is answered from the cache: the same plan, no model call
     again = GroundedPlanner(llm).plan(QUESTION, POOL)
     assert again.aspects == first.aspects and inner.usage.calls == 1
+
+
+def test_a_line_of_several_questions_is_that_many_sub_questions() -> None:
+    # as the embedded model wrote them for a question about the GPL and the MPL
+    kept, notes = parse_subquestions(
+        "1. What happens when a recipient fails to comply with the license? How can the rights "
+        "be reinstated?\nWhat is the MPL? What is the GPL? What is the LGPL?\n",
+        "Under the Mozilla Public License 2.0, what happens when a recipient fails to comply, "
+        "and how can the rights be reinstated?",
+        4,
+    )
+    assert kept == [
+        "What happens when a recipient fails to comply with the license?",
+        "How can the rights be reinstated?",
+        "What is the MPL?",
+        "What is the GPL?",
+    ]
+    assert notes == ["sub-question dropped: 'What is the LGPL?' is past the limit of 4 sub-questions"]
+
+
+def test_a_sub_question_leaning_on_an_earlier_part_of_the_question_gets_it_back() -> None:
+    # the embedded model's plan for guides-04 of the answer benchmark: "it" and "everything"
+    # lost the requirements and the server without internet, so the searches found other things
+    question = (
+        "I have to install our requirements on a server with no internet access. How do I "
+        "prepare everything beforehand and install it offline?"
+    )
+    llm = ScriptedLLM(
+        [
+            "How do I prepare everything beforehand?\nHow do I install it offline?\n"
+            "Where does pip put its cache?\n"  # "its" leans within itself: left as it is
+        ]
+    )
+    plan = GroundedPlanner(llm).plan(question, POOL)
+    frame = "(I have to install our requirements on a server with no internet access)?"
+    assert [a.text for a in plan.aspects] == [
+        f"How do I prepare everything beforehand {frame}",
+        f"How do I install it offline {frame}",
+        "Where does pip put its cache?",
+    ]
+    assert sum("kept in the question's frame" in note for note in plan.notes) == 2
+    # a part that comes first has nothing before it to lean on
+    first = "Where does pip put its cache on Linux, and how can I see which folder it uses?"
+    plan = GroundedPlanner(ScriptedLLM(["Where does pip put its cache on Linux?"])).plan(
+        first, POOL
+    )
+    assert [a.text for a in plan.aspects] == ["Where does pip put its cache on Linux?"]
