@@ -17,15 +17,9 @@ several times the writer's time per token. :class:`GroundedPlanner` instead:
   user never saw: :func:`points_at_shown`), each with a note; a reply cut at the token limit
   (a model that loops) is used for its complete lines, noted, and kept by a response cache, so
   the next run plans the same;
-- reads a line holding several questions ("What is X? How does X work?") as that many
-  sub-questions;
 - keeps each sub-question in the question's frame: when the question names a program whose
   document the search found (``tar``) and a sub-question leaves it out, the sub-question gets
-  it back ("How can I exclude files?" -> "How can I exclude files with tar?"), with a note;
-  a sub-question restating a later part of the question with a word that leans on an earlier
-  part ("How do I install it offline?" for "I have to install our requirements on a server
-  with no internet access. How do I prepare everything beforehand and install it offline?")
-  gets that earlier part back in brackets, with a note (:func:`with_antecedent`).
+  it back ("How can I exclude files?" -> "How can I exclude files with tar?"), with a note.
 
 When no usable sub-question comes back, the question itself is the one aspect, with a note.
 """
@@ -34,15 +28,14 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from covrag.generate.attribution import bare_name
-from covrag.generate.requote import stems
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.prompts import document_of, truncate_words
 from covrag.plan.decompose import clean_question, normalise, question_problem
-from covrag.text import content_words, words
+from covrag.text import content_words
 from covrag.types import Aspect, Passage
 
 logger = logging.getLogger(__name__)
@@ -137,10 +130,7 @@ class GroundedPlanner:
             # reply is kept (a response cache then gives the same plan on the next run)
             notes.append(f"the plan reply reached its limit of {self.max_tokens} tokens")
             self.llm.accept(messages, reply, params=params)
-        kept = [
-            with_frame(with_antecedent(text, question, notes), question, pool, notes)
-            for text in kept
-        ]
+        kept = [with_frame(text, question, pool, notes) for text in kept]
         if not kept:
             notes.append("no usable sub-question: the question itself is the one aspect")
             kept = [question]
@@ -172,53 +162,6 @@ def with_frame(text: str, question: str, pool: Sequence[Passage], notes: list[st
     if not missing:
         return text
     framed = text[:-1].rstrip() + " with " + " and ".join(missing) + "?"
-    notes.append(f"sub-question {text!r} kept in the question's frame: {framed!r}")
-    return framed
-
-
-#: Words that lean on something named before them ("How do I install it offline?").
-_LEANING = frozenset(
-    {"it", "its", "they", "them", "their", "this", "these", "those", "everything", "instead"}
-)
-#: Where a question's parts meet: a sentence's end, or a comma before "and" / "but".
-_PARTS = re.compile(r"(?<=[.?!;])\s+|,\s+(?:and|but)\s+", re.IGNORECASE)
-
-
-def question_parts(question: str) -> list[str]:
-    """The parts of ``question``, each without its closing punctuation.
-
-    Example:
-        >>> question_parts("Why does pip refuse, and what do I do instead?")
-        ['Why does pip refuse', 'what do I do instead']
-    """
-    parts = (p.strip().rstrip("?.!;,").strip() for p in _PARTS.split(question))
-    return [p for p in parts if content_words(p)]
-
-
-def with_antecedent(text: str, question: str, notes: list[str]) -> str:
-    """``text`` with the parts of ``question`` before the one it restates, in brackets, when
-    it leans on them ("What am I supposed to do instead?" for "Why does pip on Debian 12 refuse
-    to install packages into the system Python, and what am I supposed to do instead?"); a note
-    says so. A sub-question that restates no part of the question (most of its content words in
-    none), or whose leaning word has its referent in the same part, is left as it is.
-
-    Example:
-        >>> with_antecedent("How is it worded?", "Which licences keep the notice, and how "
-        ...     "do they word it?", [])
-        'How is it worded (Which licences keep the notice)?'
-    """
-    mine = stems(text)
-    parts = question_parts(question)
-    if not _LEANING & set(words(text)) or len(parts) < 2:
-        return text
-    shares = [len(mine & stems(part)) for part in parts]
-    # the part it restates: the one holding most of its content words (the last on a tie: a
-    # word leans back, so an earlier part is where its referent is)
-    home = max(range(len(parts)), key=lambda i: (shares[i], i))
-    before = [part for part in parts[:home] if stems(part) - mine]
-    if 2 * shares[home] < len(mine) or not before:
-        return text
-    framed = f"{text[:-1].rstrip()} ({'; '.join(before)})?"
     notes.append(f"sub-question {text!r} kept in the question's frame: {framed!r}")
     return framed
 
@@ -285,7 +228,10 @@ def parse_subquestions(text: str, question: str, most: int) -> tuple[list[str], 
     line dropped."""
     kept: list[str] = []
     notes: list[str] = []
-    for candidate in _questions_of(text):
+    for line in text.splitlines():
+        candidate = clean_question(line)
+        if not candidate:
+            continue
         if points_at_shown(candidate):
             notes.append(
                 f"sub-question dropped: {candidate!r} asks about the passages shown, not the "
@@ -304,19 +250,6 @@ def parse_subquestions(text: str, question: str, most: int) -> tuple[list[str], 
             continue
         kept.append(candidate)
     return kept, _counted(notes)
-
-
-#: Where one line's questions meet ("What is X? How does X work?").
-_SEVERAL = re.compile(r"(?<=\?)\s+(?=\S)")
-
-
-def _questions_of(text: str) -> Iterator[str]:
-    """The questions of a reply, a line holding several read as that many."""
-    for line in text.splitlines():
-        for part in _SEVERAL.split(clean_question(line)):
-            candidate = clean_question(part)
-            if candidate:
-                yield candidate
 
 
 def _counted(notes: Sequence[str]) -> list[str]:
