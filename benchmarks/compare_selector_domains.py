@@ -1,14 +1,14 @@
 """One selector setting, two kinds of corpus: documents (nugget recall) and debates (alpha-nDCG).
 
     nice -n 10 .venv/bin/python benchmarks/compare_selector_domains.py --pools DIR
-        [--selectors SPEC ...] [--debates argkp2021:train+dev ...]
+        [--selectors SPEC ...] [--debates argkp2021:train+dev ...] [--k 8]
 
 ``covrag ask`` chooses its context with one selector for every corpus. This puts selector
 settings side by side on the two kinds of corpus the project measures:
 
 - **documents**: the pools of a context-stage run of the answer benchmark
   (``bench_answer_nuggets.py --stage context --out DIR``; each question's file keeps its 50
-  pooled passages), each setting choosing 8 of them, scored by nugget recall of the context
+  pooled passages), each setting choosing 8 of them (``--k``; ``ask`` chooses 12), scored by nugget recall of the context
   (:func:`covrag.evaluation.nuggets.check_answer`), pooled per corpus, with a paired bootstrap
   95% CI against the first setting over the answerable questions;
 - **debates**: the bundled debate datasets (never a test split), each topic's passages chosen
@@ -105,8 +105,11 @@ def candidates_of(topic: Topic, source: Source = (None, "sentences")) -> Candida
     return with_inputs(prepared.candidates, [SAME_POINT])
 
 
-def documents(pools: Path, settings: dict[str, Setting]) -> dict[str, list[tuple[str, int, int]]]:
-    """Setting -> (corpus, context nuggets, nuggets) per answerable question."""
+def documents(
+    pools: Path, settings: dict[str, Setting], k: int = 8
+) -> dict[str, list[tuple[str, int, int]]]:
+    """Setting -> (corpus, context nuggets, nuggets) per answerable question, ``k`` passages
+    chosen of each pool."""
     rows: dict[str, list[tuple[str, int, int]]] = {name: [] for name in settings}
     for corpus in CORPORA:
         for question in questions_of(corpus):
@@ -120,7 +123,7 @@ def documents(pools: Path, settings: dict[str, Setting]) -> dict[str, list[tuple
                           aspects=())  # fmt: skip
             ready = {key: candidates_of(topic, key) for key, _ in settings.values()}
             for name, (key, choose) in settings.items():
-                ids = [passages[i].id for i in choose(ready[key], 8)]
+                ids = [passages[i].id for i in choose(ready[key], k)]
                 verdicts = check_answer(question, list(passages), ids, []).verdicts
                 rows[name].append((corpus, sum(v.in_context for v in verdicts), len(verdicts)))
     return rows
@@ -203,6 +206,7 @@ def main() -> None:
         "documents by their probability for the question, with and without titles",
     )
     parser.add_argument("--relevance", choices=["sentences", "dense"], default="sentences")
+    parser.add_argument("--k", type=int, default=8, help="passages chosen of each pool")
     parser.add_argument(
         "--encoder-relevance",
         choices=["sentences", "dense"],
@@ -226,7 +230,7 @@ def main() -> None:
         for m in args.cross_encoders
         for h in (None, "title")
     }
-    docs = documents(args.pools, {**settings, **rerank})
+    docs = documents(args.pools, {**settings, **rerank}, args.k)
     debate = {spec: debates(spec, settings) for spec in args.debates}
     first = next(iter(settings))
     header = ["setting", "documents", *(c for c in CORPORA), f"paired vs {first}", *debate]
