@@ -17,7 +17,9 @@ each answerable one with 2-5 nuggets written by reading the documents; format in
   passage of a source document holding the nugget's terms);
 - **V_strict** / **StRecall**: the vital / all nuggets the answer states in a sentence that cites
   a passage stating them; **stated**: stated at all; **transfer**: of the context's nuggets, the
-  share the answer states with support;
+  share the answer states with support; in the summary, **v_strict_lead**: the vital nuggets
+  stated with support within the answer's first 5 sentences (what a reader sees first), and
+  **median_sentences**: the answers' median length;
 - **support**: cited sentences a cited passage supports by the reader's check (most of the
   sentence's content words, or 8 words in a row); **narr**: sentences about "the passage" or "the
   document"; **misattr**: sentences that name a document of the pool and cite none of it;
@@ -40,6 +42,7 @@ import argparse
 import dataclasses
 import json
 import math
+import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -331,6 +334,18 @@ def _pooled(rows: Sequence[AnswerCheck], flag: str, vital_only: bool = False) ->
     return sum(1 for v in verdicts if getattr(v, flag)) / len(verdicts)
 
 
+#: The answer's first sentences, what a reader sees first: ``v_strict_lead`` pools the vital
+#: nuggets stated with support within them.
+LEAD = 5
+
+
+def _lead(rows: Sequence[AnswerCheck]) -> float:
+    vital = [v for c in rows if c.question.answerable for v in c.verdicts if v.vital]
+    if not vital:
+        return math.nan
+    return sum(1 for v in vital if v.supported and min(v.supported) < LEAD) / len(vital)
+
+
 def summary(rows: Sequence[tuple[AnswerCheck, dict[str, float]]], answered: bool) -> dict[str, Any]:
     """Pooled figures of some checked questions."""
     checks = [c for c, _ in rows]
@@ -346,6 +361,10 @@ def summary(rows: Sequence[tuple[AnswerCheck, dict[str, float]]], answered: bool
     if answered:
         figures |= {
             "v_strict": _pooled(checks, "supported", True),
+            "v_strict_lead": _lead(checks),
+            "median_sentences": statistics.median(
+                [len(c.sentences) for c in checks if c.question.answerable] or [math.nan]
+            ),
             "st_recall": _pooled(checks, "supported"),
             "stated": _pooled(checks, "stated"),
             "transfer": sum(1 for v in held if v.supported) / len(held) if held else math.nan,

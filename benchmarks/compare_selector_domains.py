@@ -8,8 +8,9 @@ settings side by side on the two kinds of corpus the project measures:
 
 - **documents**: the pools of a context-stage run of the answer benchmark
   (``bench_answer_nuggets.py --stage context --out DIR``; each question's file keeps its 50
-  pooled passages), each setting choosing 8 of them (``--k``; ``ask`` chooses 12), scored by nugget recall of the context
-  (:func:`covrag.evaluation.nuggets.check_answer`), pooled per corpus, with a paired bootstrap
+  pooled passages), each setting choosing 8 of them (``--k``; ``ask`` chooses 12), scored by
+  nugget recall of the context (:func:`covrag.evaluation.nuggets.check_answer`), pooled per
+  corpus, with a paired bootstrap
   95% CI against the first setting over the answerable questions;
 - **debates**: the bundled debate datasets (never a test split), each topic's passages chosen
   10 at a time, scored by alpha-nDCG@10 against their gold key points.

@@ -215,3 +215,26 @@ def test_the_answer_benchmarks_nuggets_hold_in_their_documents() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     counts = [int(n) for n in re.findall(r"documents, (\d+) questions", done.stdout)]
     assert len(counts) == 7 and all(n >= 10 for n in counts), done.stdout  # seven corpora
+
+
+def test_the_benchmark_counts_vital_nuggets_a_reader_sees_first() -> None:
+    # the answer benchmark's v_strict_lead: a vital nugget stated with support within the first
+    # five sentences counts; the same nugget first supported in sentence six does not
+    import importlib.util
+    import sys
+
+    path = Path(__file__).parent.parent / "benchmarks" / "bench_answer_nuggets.py"
+    spec = importlib.util.spec_from_file_location("bench_answer_nuggets_lead", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    filler = [CitedSentence(f"Sentence {i} says nothing of keepalives.", ("p3",)) for i in range(5)]
+    stating = CitedSentence("Set ServerAliveInterval to a number of seconds.", ("p1",))
+    early = check_answer(QUESTION, POOL, ["p1", "p3"], [stating, *filler])
+    late = check_answer(QUESTION, POOL, ["p1", "p3"], [*filler, stating])
+    assert early.v_strict == late.v_strict == 1.0
+    assert bench._lead([early]) == 1.0
+    assert bench._lead([late]) == 0.0
+    figures = bench.summary([(early, {}), (late, {})], answered=True)
+    assert figures["v_strict_lead"] == 0.5 and figures["median_sentences"] == 6
