@@ -83,6 +83,9 @@ class Chunker:
             "chunker": "semchunk",
             # 2: words hyphenated at a line end are joined (1, written as true: they were not)
             "unwrap": 2,
+            # 2: HTML read from its main content, inline markup as written, code keeping its
+            # lines (covrag.ingest.readers; 1, absent: the whole page, the relaxed profile)
+            "reader": 2,
             "tokens": self.tokens,
             "overlap": self.overlap,
             "counter": counter,

@@ -8,8 +8,17 @@ a maintained parser, never a regex:
   encrypted PDF that opens with the empty password is read; one that needs a password, or has no
   text layer (a scan), is refused with that reason.
 - **HTML**: parsed by ``lxml`` (which honours the page's declared encoding) and turned into text
-  by ``inscriptis``, which keeps the layout of blocks, lists and tables and drops scripts and
-  styles. The title is the page's ``<title>``, else its first ``<h1>``.
+  by ``inscriptis``, which keeps the layout of blocks, lists and tables. Scripts, styles, buttons
+  ("copy" under every code example) and form controls go, and so does a heading's permalink
+  mark (an in-page link reading "#" or "¶"). A page with a main landmark (``<main>``,
+  ``role="main"``) holding text is read from it alone, else without its navigation (``<nav>``,
+  ``role="navigation"``) unless that leaves no text: a documentation site's list of every
+  module, version pickers and the page's table of contents wrote the names of pages the folder
+  does not hold into each page. Inline markup is read as written (inscriptis' ``strict``
+  profile: ``path.<span>basename</span>`` is ``path.basename``, not ``path. basename``), and
+  an inline element inside ``<pre>`` keeps its line breaks (a code example in
+  ``<pre><code>`` is not one long line; two ``<code>`` examples in one ``<pre>`` are two
+  lines). The title is the page's ``<title>``, else its first ``<h1>``.
 - **Markdown**: rendered by ``markdown-it-py`` (CommonMark) and then read like HTML, so emphasis
   marks, link targets and fences do not end up in passages; the title is the first heading when
   it is a top-level one (``# Title``): a README that opens with ``## Code of Conduct`` is not
@@ -183,13 +192,39 @@ def _pdf(data: bytes) -> tuple[str | None, str, tuple[tuple[int, int], ...]]:
     return (title if isinstance(title, str) else None), text, tuple(starts)
 
 
+#: Inline elements that take the white space of the block around them (inside ``<pre>``, its
+#: line breaks); inscriptis gives an element it has no rule for white space "normal".
+_INLINE = (
+    "a", "abbr", "b", "cite", "code", "em", "i", "kbd", "mark", "q", "s", "samp", "small",
+    "span", "strong", "sub", "sup", "tt", "u", "var",
+)  # fmt: skip
+#: What is never a document's text: scripts and styles, and the page's controls.
+_NOT_TEXT = ("script", "style", "noscript", "template", "button", "select")
+#: A heading's permalink: an in-page link whose whole text is one of these marks.
+_PERMALINK_MARKS = frozenset({"#", "\u00b6", "\u00a7", "\U0001f517"})
+
+
+@functools.cache
+def _html_css() -> dict[str, Any]:
+    """inscriptis' ``strict`` profile, with :data:`_INLINE` inheriting white space."""
+    from inscriptis.css_profiles import CSS_PROFILES
+    from inscriptis.html_properties import Display
+    from inscriptis.model.html_element import HtmlElement
+
+    css = dict(CSS_PROFILES["strict"])
+    for tag in _INLINE:
+        if tag not in css:
+            css[tag] = HtmlElement(tag, display=Display.inline, whitespace=None)
+    return css
+
+
 def _html_text(tree: Any) -> str:
     try:
         from inscriptis import Inscriptis
         from inscriptis.model.config import ParserConfig
     except ImportError as exc:
         raise MissingExtraError("inscriptis", "docs") from exc
-    text: str = Inscriptis(tree, ParserConfig()).get_text()
+    text: str = Inscriptis(tree, ParserConfig(css=_html_css())).get_text()
     return text.strip("\n")
 
 
@@ -206,13 +241,40 @@ def _parse_html(data: bytes | str) -> Any:
 
 def _html(data: bytes) -> tuple[str | None, str]:
     tree = _parse_html(data)
-    for element in list(tree.iter("script", "style", "noscript", "template")):
+    for element in list(tree.iter(*_NOT_TEXT)):
         element.drop_tree()
     heading = tree.find(".//title")
     if heading is None or not heading.text_content().strip():
         heading = tree.find(".//h1")
     title = heading.text_content() if heading is not None else None
-    return title, _html_text(tree)
+    for pre in tree.iter("pre"):  # two examples in one block (CommonJS, then ES module)
+        for code in pre.findall("code")[:-1]:
+            if code.getnext() is not None and code.getnext().tag == "code":
+                code.tail = (code.tail or "") + "\n"
+    for link in list(tree.iter("a")):
+        if (link.get("href") or "").startswith("#") and link.text_content().strip() in (
+            _PERMALINK_MARKS
+        ):
+            link.drop_tree()
+    return title, _main_text(tree)
+
+
+def _main_text(tree: Any) -> str:
+    """The text of the page's main content: its ``<main>`` (or ``role="main"``) element when
+    that holds text, else the page without its navigation, else the whole page."""
+    for main in tree.xpath("//main|//*[@role='main']"):
+        text = _html_text(main)
+        if text.strip():
+            return text
+    whole = _html_text(tree)
+    navigation = tree.xpath("//nav|//*[@role='navigation']")
+    if not navigation:
+        return whole
+    for element in navigation:
+        if element.getparent() is not None:
+            element.drop_tree()
+    text = _html_text(tree)
+    return text if text.strip() else whole
 
 
 @functools.cache
