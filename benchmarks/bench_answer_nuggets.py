@@ -64,7 +64,7 @@ from covrag.schema.runfile import RunPassage
 from covrag.types import Aspect
 
 HERE = Path(__file__).parent / "answers"
-CORPORA = ("manuals", "python-api", "guides", "licences", "compression", "faqs", "news")
+CORPORA = ("manuals", "python-api", "guides", "licences", "compression", "faqs", "news", "nodejs")
 STAGES = ("plan", "retrieve", "estimate", "select", "generate")
 #: Other filters and selectors scored on the same pool and coverage with ``--stage context``
 #: (fields of the ask policy they change).
@@ -189,7 +189,7 @@ def ask_one(
     seconds["plan"] = time.perf_counter() - started
     started = time.perf_counter()
     _, topic = retrieve_pool(
-        planned.query, planned.aspects, retriever, config.pool, config.definitions
+        planned.query, planned.aspects, retriever, config.pool, config.definitions, config.names
     )
     seconds["retrieve"] = time.perf_counter() - started
     started = time.perf_counter()

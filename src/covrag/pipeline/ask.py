@@ -5,22 +5,18 @@
 file that ``covrag report`` renders, and evaluated later (``covrag eval-answers``).
 
 - **plan**: the request's include / exclude constraints (explicit, as in QPlanner's C2 queries)
-  and the LLM's sub-questions of the base question (:class:`~covrag.plan.LLMDecomposer`); with
-  ``outline=True`` the full QPlanner plan (QTree, judged outlines) whose best outline guides the
-  writer as a content draft.
+  and the sub-questions of the base question (by default grounded in a first search,
+  :class:`~covrag.plan.grounded.GroundedPlanner`).
 - **retrieve**: one search per sub-question and one for the question, fused by RRF
-  (:class:`~covrag.retrieve.MultiQueryRetriever`) into the candidate pool (with a ``cover``
-  index, by the coverage-trained encoder).
+  (:class:`~covrag.retrieve.MultiQueryRetriever`) into the candidate pool, with the passages
+  that define what it names and those that write what the question names (:func:`retrieve_pool`).
 - **estimate**: the coverage matrix of pool x aspects (the shipped cross-encoder by default).
-- **select**: expected coverage (by default; DES's greedy coverage with
-  ``selector="greedy-coverage"``) under a passage budget, with its trace, among the passages
-  that clear the coverage floor (``config.floor``): a question the corpus cannot answer gets
-  fewer passages, or none, never off-topic padding. With ``config.pool_aspects`` the selector
-  also covers representatives of what cleared the floor
-  (:func:`covrag.pipeline.context.select_context`).
-- **generate**: a cited answer (free cited prose, or planned by aspect with
-  ``writer="synthesis"``, :class:`~covrag.generate.SynthesisWriter`) and critique-and-rewrite
-  passes (:class:`~covrag.generate.CritiqueRewriteGenerator`).
+- **select**: ``config.selector`` (top-k by relevance to the question by default, the label-free
+  choice where that relevance is flat) among the passages the filters keep (coverage floor,
+  topic gate, name filter: :mod:`covrag.selectors.floor`): a question the corpus cannot answer
+  gets fewer passages, or none, never off-topic padding.
+- **generate**: a cited answer, checked sentence by sentence, and critique-and-rewrite passes
+  (:class:`~covrag.generate.CritiqueRewriteGenerator`).
 """
 
 from __future__ import annotations
@@ -69,6 +65,7 @@ from covrag.retrieve import CoverRetriever, MultiQueryRetriever, Retriever
 from covrag.retrieve.base import IndexRetriever
 from covrag.retrieve.definitions import TOP as DEFINITION_READS
 from covrag.retrieve.definitions import with_definitions
+from covrag.retrieve.named import with_named
 from covrag.schema.writer import WriterPolicy
 from covrag.types import LOOKED_UP, Aspect, CoverageMatrix, Passage, Selection, Topic
 
@@ -97,6 +94,7 @@ def retrieve_pool(
     retriever: Retriever,
     pool: int,
     definitions: int = 0,
+    named: bool = False,
 ) -> tuple[tuple[str, ...], Topic]:
     """One search per aspect and one for the question, fused: the queries and the topic.
 
@@ -104,6 +102,8 @@ def retrieve_pool(
     its coverage-trained encoder (:meth:`~covrag.retrieve.CoverRetriever.search_aspects`).
     With ``definitions``, at most that many passages defining what the pooled passages nearest
     the question name join the pool (:func:`~covrag.retrieve.definitions.with_definitions`).
+    With ``named``, so do the corpus passages writing what the question names and no pooled
+    passage writes (:func:`~covrag.retrieve.named.with_named`).
     """
     if isinstance(retriever, CoverRetriever):
         queries = retriever.aspect_queries(query.base, aspects)
@@ -116,6 +116,8 @@ def retrieve_pool(
     if definitions and isinstance(retriever, IndexRetriever) and passages:
         read = nearest(query.base, passages)
         passages = with_definitions(passages, retriever.passages, read=read, most=definitions)
+    if named and isinstance(retriever, IndexRetriever) and passages:
+        passages = with_named(passages, retriever.passages, query.base)
     return queries, Topic("ask", query.base, passages=passages, aspects=tuple(aspects))
 
 
@@ -251,7 +253,7 @@ def ask(
 
     clock.start("retrieve")
     queries, topic = retrieve_pool(
-        query, planned.aspects, retriever, config.pool, config.definitions
+        query, planned.aspects, retriever, config.pool, config.definitions, config.names
     )
     clock.stop("retrieve")
     emit(RetrievedEvent(tuple(p.id for p in topic.passages), queries))

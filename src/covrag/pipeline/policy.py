@@ -101,7 +101,8 @@ class ContextPolicy:
         pool_aspects: Also cover this many representatives of what clears the filters.
         names: The name filter: when the question names something (an acronym, a code name:
             :func:`covrag.text.subject_names`) that no retrieved passage writes, keep none, and
-            say so (:mod:`covrag.selectors.floor`).
+            say so (:mod:`covrag.selectors.floor`); ``ask`` first adds to its pool the corpus
+            passages that write such a name (:mod:`covrag.retrieve.named`).
         label_free: The selector spec used when the caller names no selector and gives no
             aspects (None: ``selector`` then too).
         counter: Token counter for the budget (None: MiniLM WordPiece).
@@ -191,7 +192,8 @@ class ContextPolicy:
         default=False,
         metadata=_help(
             "name filter: a question naming something (an acronym or a code name such as TOML "
-            "or shutil.copy2) that no retrieved passage writes is refused, naming it"
+            "or shutil.copy2) that no retrieved passage writes is refused, naming it (ask first "
+            "adds the corpus passages that write it, so only a name no document writes is)"
         ),
     )
     label_free: str | None = None
