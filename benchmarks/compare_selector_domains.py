@@ -247,7 +247,7 @@ def main() -> None:
             *(f"{d[name]:.3f}" if name in d else "-" for d in debate.values()),
         ]
         print("| " + " | ".join(cells) + " |")
-    print("documents: context nugget recall of 8 passages; debates: alpha-nDCG@10 of 10.")
+    print(f"documents: context nugget recall of {args.k} passages; debates: alpha-nDCG@10 of 10.")
     if debate:
         leave_one_out({n: docs[n] for n in settings}, debate)
 
