@@ -214,7 +214,7 @@ def test_the_answer_benchmarks_nuggets_hold_in_their_documents() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     counts = [int(n) for n in re.findall(r"documents, (\d+) questions", done.stdout)]
-    assert len(counts) == 7 and all(n >= 10 for n in counts), done.stdout  # seven corpora
+    assert len(counts) == 8 and all(n >= 10 for n in counts), done.stdout  # eight corpora
 
 
 def test_the_benchmark_counts_vital_nuggets_a_reader_sees_first() -> None:
