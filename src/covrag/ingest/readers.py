@@ -35,6 +35,7 @@ Offsets of passages refer to the text these readers return (:attr:`Document.text
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import io
@@ -249,7 +250,8 @@ def _html(data: bytes) -> tuple[str | None, str]:
     title = heading.text_content() if heading is not None else None
     for pre in tree.iter("pre"):  # two examples in one block (CommonJS, then ES module)
         for code in pre.findall("code")[:-1]:
-            if code.getnext() is not None and code.getnext().tag == "code":
+            after = code.getnext()
+            if after is not None and after.tag == "code":
                 code.tail = (code.tail or "") + "\n"
     for link in list(tree.iter("a")):
         if (link.get("href") or "").startswith("#") and link.text_content().strip() in (
@@ -266,15 +268,14 @@ def _main_text(tree: Any) -> str:
         text = _html_text(main)
         if text.strip():
             return text
-    whole = _html_text(tree)
-    navigation = tree.xpath("//nav|//*[@role='navigation']")
-    if not navigation:
-        return whole
-    for element in navigation:
+    if not tree.xpath("//nav|//*[@role='navigation']"):
+        return _html_text(tree)
+    trimmed = copy.deepcopy(tree)
+    for element in trimmed.xpath("//nav|//*[@role='navigation']"):
         if element.getparent() is not None:
             element.drop_tree()
-    text = _html_text(tree)
-    return text if text.strip() else whole
+    text = _html_text(trimmed)
+    return text if text.strip() else _html_text(tree)
 
 
 @functools.cache
