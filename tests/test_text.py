@@ -92,6 +92,19 @@ def test_writes_loose_reads_a_dotted_name_by_its_last_part_and_plurals_as_one() 
     assert not writes("run it with -D set", "-d", loose=True)  # an option keeps its case
 
 
+def test_writes_loose_finds_an_acronym_inside_a_camel_case_name() -> None:
+    from covrag.text import writes
+
+    # readline's option writes CRLF (the Node.js corpus has no "CRLF" as a word)
+    assert writes("Set the crlfDelay option to Infinity.", "CRLF", loose=True)
+    assert writes("call useCRLF() or readCrlf()", "CRLF", loose=True)
+    assert not writes("Set the crlfDelay option to Infinity.", "CRLF")  # loose only
+    # no camel-case boundary, or no acronym: not written
+    assert not writes("CRLFDELAY and nocrlf", "CRLF", loose=True)
+    assert not writes("the lzmaFilter of xz", "LZMA2", loose=True)
+    assert not writes("a ccFlags setting", "CC", loose=True)  # two letters are too short
+
+
 @pytest.mark.parametrize(
     ("line", "heading"),
     [

@@ -156,7 +156,8 @@ def writes(text: str, name: str, *, loose: bool = False) -> bool:
     a question asks about: :mod:`covrag.selectors.floor`'s name filter) also takes a dotted name
     by its last part (pydoc writes ``copy2(src, dst)`` under ``shutil``), and a name or an
     acronym in the singular or the plural ("URL" for "URLs", "URLs" for "URL"), and a name with a
-    version after a slash as "HTTP/2", "HTTP 2", "HTTP2" or "HTTP/2.0" (never "HTTP/1.1").
+    version after a slash as "HTTP/2", "HTTP 2", "HTTP2" or "HTTP/2.0" (never "HTTP/1.1"), and an
+    acronym as a part of a camel-case name (readline's ``crlfDelay`` writes "CRLF").
 
     Example:
         >>> writes("pass -D to it", "-d"), writes("Read the urls.", "URLs", loose=True)
@@ -180,7 +181,18 @@ def writes(text: str, name: str, *, loose: bool = False) -> bool:
     return any(
         re.search(rf"(?<![\w-]){re.escape(form)}s?(?![\w-])", text, re.IGNORECASE) is not None
         for form in forms
-    )
+    ) or _in_camel_case(text, last)
+
+
+def _in_camel_case(text: str, acronym: str) -> bool:
+    """Whether ``text`` writes ``acronym`` (three or more capitals and digits, a letter first) as
+    a part of a camel-case name: "crlfDelay" writes CRLF, and so do "useCRLF" and "readCrlf";
+    "CRLFDelay" and "nocrlf" do not (no camel-case boundary)."""
+    if re.fullmatch(r"[A-Z][A-Z0-9]{2,}", acronym) is None:
+        return False
+    low, title = acronym.lower(), acronym[0] + acronym[1:].lower()
+    pattern = rf"(?<![\w-]){low}(?=[A-Z])|(?<=[a-z])(?:{acronym}|{title})(?![a-z0-9])"
+    return re.search(pattern, text) is not None
 
 
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+")
