@@ -487,39 +487,3 @@ def test_a_short_written_answer_is_completed_by_the_passages_quotations() -> Non
     assert len(checked(SupportChecker(fallback="refuse", complete=3)).answer.sentences) == 1
     with pytest.raises(ConfigError, match="complete"):
         SupportChecker(complete=-1)
-
-
-def test_each_sub_question_an_answer_cites_nothing_for_gets_one_quotation() -> None:
-    reply = (
-        "Uniforms reduce bullying because nobody stands out [1].\n"
-        "Uniforms cost parents money every year [2]."
-    )
-    topic = Topic("t", QUESTION, PASSAGES, ASPECTS)
-    context = WritingContext(ASPECTS, KeywordCoverage().estimate(topic))
-
-    def checked(checker: SupportChecker) -> Draft:
-        generator = CritiqueRewriteGenerator(
-            CitedWriter(ScriptedLLM([reply])), passes=0, checker=checker
-        )
-        return generator.generate(QUESTION, PASSAGES, context=context).drafts[-1]
-
-    # two of the model's sentences kept: complete = 2 does not complete the answer
-    plain = checked(SupportChecker(complete=2))
-    assert [s.passage_ids for s in plain.answer.sentences] == [("p1",), ("p2",)]
-    # the third sub-question (a3, answered by p3 alone) is cited by no sentence: one quotation
-    parts = checked(SupportChecker(complete=2, part_quotes=1))
-    assert [s.passage_ids for s in parts.answer.sentences] == [("p1",), ("p2",), ("p3",)]
-    last = parts.answer.sentences[-1]
-    assert last.aspect_id == "a3" and last.text == f"\u201c{PASSAGES[2].text}\u201d"
-    assert last.check is not None and last.check.span == (0, len(PASSAGES[2].text))
-    assert any("1 quotation(s) follow the answer" in w for w in support_warnings(parts))
-    # an answer citing a passage for every sub-question is left as it is
-    every = reply + "\nUniforms limit how students express themselves [3]."
-    generator = CritiqueRewriteGenerator(
-        CitedWriter(ScriptedLLM([every])), passes=0, checker=SupportChecker(part_quotes=1)
-    )
-    draft = generator.generate(QUESTION, PASSAGES, context=context).drafts[-1]
-    assert [s.passage_ids for s in draft.answer.sentences] == [("p1",), ("p2",), ("p3",)]
-    assert not any(s.text.startswith("\u201c") for s in draft.answer.sentences)
-    with pytest.raises(ConfigError, match="part_quotes"):
-        SupportChecker(part_quotes=-1)

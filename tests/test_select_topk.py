@@ -183,17 +183,3 @@ def test_flat_must_lie_between_0_and_1() -> None:
             parse_selector(f"topk(flat={bad})")
     with pytest.raises(ConfigError, match="flat must be a number between 0 and 1"):
         TopKSelector(flat=float("nan"))
-
-
-def test_fuse_weighs_the_pools_own_order_beside_relevance() -> None:
-    # the retriever ranked p0 first; by relevance it is last of four
-    candidates = pool([[0.0]] * 4, [0.1, 0.9, 0.8, 0.7])
-    assert picked("topk", candidates, Budget(max_passages=2)) == ["p1", "p2"]
-    # fused: p1 (ranks 1 and 2) first, then p0 (ranks 4 and 1: 1/64 + 1/61) before p2 (ranks
-    # 2 and 3: 1/62 + 1/63) and p3 (ranks 3 and 4)
-    assert picked("topk(fuse=60)", candidates, Budget(max_passages=3)) == ["p1", "p0", "p2"]
-    # constant 0: p0 (1/4 + 1/1) still trails p1 (1/1 + 1/2) and leads p2 (1/2 + 1/3)
-    assert picked("topk(fuse=0)", candidates, Budget(max_passages=4)) == ["p1", "p0", "p2", "p3"]
-    for bad in ("-1", "1.5", "True"):
-        with pytest.raises(ConfigError, match="fuse"):
-            parse_selector(f"topk(fuse={bad})")

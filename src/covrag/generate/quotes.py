@@ -13,9 +13,7 @@ ties, or when there is no sub-question. A sentence that takes its subject from t
 exact span of its passage, cited, with that span in its check (``aligned``, score 1): a reader
 finds it word for word; a sentence two sub-questions (or two overlapping passages) would quote
 is quoted once, under the first.
-:func:`part_quotations` follows a written answer with a quotation for each sub-question it
-cites no passage for. :func:`refusal` is the one framing sentence that says no answer is given
-and why.
+:func:`refusal` is the one framing sentence that says no answer is given and why.
 """
 
 from __future__ import annotations
@@ -112,37 +110,6 @@ def completed(
         elif not fold_in(out, quoted):
             out.append(quoted)
     return (*out, *framing)
-
-
-def part_quotations(
-    kept: Sequence[Citation],
-    passages: Sequence[Passage],
-    context: WritingContext | None,
-    per_part: int = 1,
-) -> tuple[Citation, ...]:
-    """A written answer (``kept``, checked) followed, for each sub-question none of its
-    sentences cites a passage for (the parts of :func:`plan_parts`), by the quotations of that
-    sub-question's ``per_part`` passages most likely to answer it: each unless a kept sentence
-    states it (:data:`~covrag.generate.requote.STATED_SHARE` of its word stems) or a kept
-    quotation holds it (:func:`fold_in`). The framing sentences stay last. An answer that cites
-    a passage for every sub-question, or that has no sub-questions, is ``kept`` as it is."""
-    parts, _ = plan_parts(passages, context or WritingContext())
-    cited = {pid for sentence in kept for pid in sentence.passage_ids}
-    uncited = [part for part in parts if not cited.intersection(part.passage_ids)]
-    if not uncited:
-        return tuple(kept)
-    out = [s for s in kept if not s.framing]
-    written = [stems(s.text) for s in out]
-    by_id = {p.id: p for p in passages}
-    weights = word_weights(passages)
-    for part in uncited:
-        for pid in part.passage_ids[:per_part]:
-            quoted = quote(by_id[pid], part.aspect, weights)
-            if quoted is None or stated(stems(quoted.text), written) or fold_in(out, quoted):
-                continue
-            out.append(quoted)
-            written.append(stems(quoted.text))
-    return (*out, *(s for s in kept if s.framing))
 
 
 def _once(quotes: Iterable[Citation | None]) -> tuple[Citation, ...]:

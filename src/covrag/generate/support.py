@@ -53,7 +53,7 @@ from covrag.generate.alignment import align, best_window
 from covrag.generate.attribution import bare_name, candidates, document_names
 from covrag.generate.citations import InvalidCitation, ParsedAnswer
 from covrag.generate.commands import composed, option_at, split
-from covrag.generate.quotes import completed, part_quotations, quoted_answer, refusal
+from covrag.generate.quotes import completed, quoted_answer, refusal
 from covrag.generate.records import Draft, WritingContext
 from covrag.generate.requote import requote
 from covrag.generate.tidy import reword, tidy
@@ -99,11 +99,6 @@ class SupportChecker:
             by the fallback's quotations after them (:func:`~covrag.generate.quotes.completed`;
             0 = never). The default is ``covrag ask``'s, 3
             (docs/experiments/45-completed-answers-held-out.md).
-        part_quotes: With ``fallback="quote"``, an answer that keeps ``complete`` or more of
-            the model's own sentences is followed, for each sub-question none of its sentences
-            cites a passage for, by the quotations of that sub-question's this many passages
-            most likely to answer it (:func:`~covrag.generate.quotes.part_quotations`; 0 =
-            never, the default).
 
     Example:
         >>> checker = SupportChecker()  # doctest: +SKIP
@@ -120,7 +115,6 @@ class SupportChecker:
         unsupported: str = "quote",
         fallback: str = "quote",
         complete: int = WRITER.complete,
-        part_quotes: int = WRITER.part_quotes,
     ) -> None:
         if unsupported not in UNSUPPORTED_POLICIES:
             raise ConfigError(
@@ -128,8 +122,8 @@ class SupportChecker:
             )
         if fallback not in FALLBACKS:
             raise ConfigError(f"fallback must be one of {FALLBACKS}, got {fallback!r}")
-        if complete < 0 or part_quotes < 0:
-            raise ConfigError(f"complete and part_quotes must be >= 0: {complete}, {part_quotes}")
+        if complete < 0:
+            raise ConfigError(f"complete must be >= 0, got {complete}")
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ConfigError(f"threshold must lie in [0, 1], got {threshold}")
         if judge is None and threshold is not None:
@@ -142,13 +136,12 @@ class SupportChecker:
         self.unsupported = unsupported
         self.fallback = fallback
         self.complete = complete
-        self.part_quotes = part_quotes
 
     def __repr__(self) -> str:
         return (
             f"SupportChecker({self.judge!r}, threshold={self.threshold}, "
             f"unsupported={self.unsupported!r}, fallback={self.fallback!r}, "
-            f"complete={self.complete}, part_quotes={self.part_quotes})"
+            f"complete={self.complete})"
         )
 
     def check_sentences(
@@ -281,42 +274,17 @@ class SupportChecker:
             fallback = self.fallback
             answer, notes = self._fallback(kept, replaced, sentences, quotes, passages, context)
             invalid = ()
-        elif self.fallback == "quote":
-            answer, notes = self._completed(answer, len(own), passages, context, notes)
+        elif self.fallback == "quote" and len(own) < self.complete:
+            answer = Answer(completed(kept, passages, context), dropped)
+            notes = (
+                *notes,
+                f"the answer keeps {len(own)} sentence(s) the model wrote: the selected "
+                "passages' quotations by sub-question follow them",
+            )
         parsed = ParsedAnswer(answer, invalid, draft.parsed.repeated)
         return dataclasses.replace(
             draft, parsed=parsed, checked=True, fallback=fallback, tidied=notes
         )
-
-    def _completed(
-        self,
-        answer: Answer,
-        own: int,
-        passages: Sequence[Passage],
-        context: WritingContext | None,
-        notes: tuple[str, ...],
-    ) -> tuple[Answer, tuple[str, ...]]:
-        """``answer`` (the model's ``own`` sentences kept, checked) completed by quotations, and
-        its notes: all the fallback's, by sub-question, when it keeps fewer than ``complete``
-        of its own sentences; else, with ``part_quotes``, those of each sub-question none of its
-        sentences cites a passage for (:func:`~covrag.generate.quotes.part_quotations`)."""
-        kept = answer.sentences
-        if own < self.complete:
-            note = (
-                f"the answer keeps {own} sentence(s) the model wrote: the selected passages' "
-                "quotations by sub-question follow them"
-            )
-            return Answer(completed(kept, passages, context), answer.dropped), (*notes, note)
-        if not self.part_quotes:
-            return answer, notes
-        more = part_quotations(kept, passages, context, self.part_quotes)
-        if len(more) == len(kept):
-            return answer, notes
-        note = (
-            f"{len(more) - len(kept)} quotation(s) follow the answer for the sub-questions "
-            "none of its sentences cites a passage for"
-        )
-        return Answer(more, answer.dropped), (*notes, note)
 
     def _fallback(
         self,

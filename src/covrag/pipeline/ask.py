@@ -171,13 +171,13 @@ def build_generator(
         max_words=config.max_words,
         system_prompt=writer.system_prompt,
     )
-    # every draft's citations are checked (alignment; the judge only under a threshold)
+    # Every draft's citations are checked against the passages (by alignment; the judge only
+    # when a threshold asks for it), so nothing unsupported is shown or written.
     checker = SupportChecker(
         support_judge,
         unsupported=config.unsupported,
         fallback=config.fallback,
         complete=config.complete,
-        part_quotes=config.part_quotes,
     )
     # what the writer left unstated, nearest the question: quoted after its sentences
     nearest = NearestQuotes(config.quotes, encoder) if config.quotes else None

@@ -193,7 +193,6 @@ class AskConfig:
     unsupported: UnsupportedPolicy = _writer("unsupported")
     fallback: Fallback = _writer("fallback")
     complete: int = _writer("complete")
-    part_quotes: int = _writer("part_quotes")
     evidence: int = _writer("evidence")
     quotes: int = _writer("quotes")
 

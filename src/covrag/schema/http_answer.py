@@ -133,14 +133,6 @@ class AnswerRequest(Strict):
         "model's own sentences gets the fallback's quotations, by sub-question, after them "
         "(0 = never)",
     )
-    part_quotes: int = Field(
-        default=WRITER.part_quotes,
-        ge=0,
-        le=5,
-        description="with fallback quote: an answer that keeps complete or more of the model's "
-        "own sentences is followed, for each sub-question none of its sentences cites a passage "
-        "for, by quotations of this many of its passages (0 = never)",
-    )
     evidence: int = Field(
         default=WRITER.evidence,
         ge=0,

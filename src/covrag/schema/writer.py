@@ -94,14 +94,6 @@ class WriterPolicy:
             "sentences gets the fallback's quotations, by sub-question, after them (0 = never)"
         ),
     )
-    part_quotes: int = field(
-        default=0,
-        metadata=_help(
-            "with fallback quote: an answer that keeps complete or more of the model's own "
-            "sentences is followed, for each sub-question none of its sentences cites a passage "
-            "for, by quotations of this many of its passages (0 = never)"
-        ),
-    )
     evidence: int = field(
         # on: V_strict 0.62 -> 0.68 on the answer benchmark's six corpora (manuals 0.56 -> 0.89,
         # no corpus lower), reader support 1.00, each of the 14 sentences citing an entry read
@@ -128,8 +120,6 @@ class WriterPolicy:
             raise ConfigError(f"passes must be >= 0, got {self.passes}")
         if self.complete < 0:
             raise ConfigError(f"complete must be >= 0, got {self.complete}")
-        if self.part_quotes < 0:
-            raise ConfigError(f"part_quotes must be >= 0, got {self.part_quotes}")
         if self.evidence < 0:
             raise ConfigError(f"evidence must be >= 0, got {self.evidence}")
         if self.quotes < 0:

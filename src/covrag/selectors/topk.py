@@ -50,17 +50,12 @@ class TopKSelector(Selector):
             a debate topic the whole pool is about as near the question, on documents the
             50th passage never is, while the tenth can be
             (docs/experiments/38-deep-flatness.md).
-        fuse: Order by the reciprocal-rank fusion of relevance and the pool's own order (a
-            retriever's, best first): ``1 / (fuse + rank)`` summed over the two, ties in pool
-            order (None: by relevance alone). Flatness is still judged on relevance
-            (docs/experiments/51-fused-order.md).
     """
 
     name = "topk"
     cover: bool = False
     flat: float | None = None
     rank: int = FLAT_RANK
-    fuse: int | None = None
 
     @property
     def reads(self) -> tuple[Input, ...]:
@@ -77,10 +72,6 @@ class TopKSelector(Selector):
             raise ConfigError(f"topk: flat must be a number between 0 and 1, got {self.flat!r}")
         if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 2:
             raise ConfigError(f"topk: rank must be a whole number >= 2, got {self.rank!r}")
-        if self.fuse is not None and (
-            isinstance(self.fuse, bool) or not isinstance(self.fuse, int) or self.fuse < 0
-        ):
-            raise ConfigError(f"topk: fuse must be a whole number >= 0, got {self.fuse!r}")
 
     def select(self, candidates: Candidates, budget: Budget) -> Selection:
         """Top-k, or with ``flat`` on a flat pool the label-free choice, which the
@@ -91,30 +82,13 @@ class TopKSelector(Selector):
         return super().select(candidates, budget)
 
     def _select(self, candidates: Candidates, budget: Budget) -> tuple[list[int], list[float]]:
-        score = candidates.relevance
-        if self.fuse is not None:
-            score = fused_ranks(candidates.relevance, self.fuse)
-        order: IntArray = np.argsort(-score, kind="stable")
-        picked, scores = fill_in_order(order, score, candidates, budget)
+        order: IntArray = np.argsort(-candidates.relevance, kind="stable")
+        picked, scores = fill_in_order(order, candidates.relevance, candidates, budget)
         if not self.cover or candidates.coverage is None:
             return picked, scores
         picked = complete_cover(picked, candidates, budget)
-        picked.sort(key=lambda i: (-score[i], i))
-        return picked, [float(score[i]) for i in picked]
-
-
-def fused_ranks(relevance: FloatArray, constant: int) -> FloatArray:
-    """Reciprocal-rank fusion of ``relevance``'s order (ties in pool order) and the pool order:
-    ``1 / (constant + rank)`` summed over the two orders, ranks from 1.
-
-    Example:
-        >>> fused_ranks(np.array([0.1, 0.9, 0.5]), 60).round(5).tolist()
-        [0.03227, 0.03252, 0.032]
-    """
-    n = len(relevance)
-    by_relevance = np.empty(n, dtype=np.float64)
-    by_relevance[np.argsort(-np.asarray(relevance), kind="stable")] = np.arange(1, n + 1)
-    return 1.0 / (constant + by_relevance) + 1.0 / (constant + np.arange(1, n + 1))
+        picked.sort(key=lambda i: (-candidates.relevance[i], i))
+        return picked, [float(candidates.relevance[i]) for i in picked]
 
 
 #: What ``topk(flat=...)`` chooses by when relevance is flat: the label-free default
