@@ -175,13 +175,29 @@ def writes(text: str, name: str, *, loose: bool = False) -> bool:
         version = re.escape(re.sub(r"(?:\.0)+$", "", versioned.group(2)))
         pattern = rf"(?<![\w-]){base}(?:/|\s|){version}(?:\.0)*(?![\w-]|\.\d)"
         return re.search(pattern, text, re.IGNORECASE) is not None
-    last = name.rsplit(".", 1)[-1] if "." in name.strip(".") else name
+    last = _last_part(name)
     # an acronym's plural ("URLs", "IDs") is written when its singular is
     forms = [last, last[:-1]] if re.fullmatch(r"[A-Z0-9]{2,}s", last) else [last]
     return any(
         re.search(rf"(?<![\w-]){re.escape(form)}s?(?![\w-])", text, re.IGNORECASE) is not None
         for form in forms
     ) or _in_camel_case(text, last)
+
+
+def _last_part(name: str) -> str:
+    """A dotted name's last part ("copy2" for "shutil.copy2"); another name as it is."""
+    return name.rsplit(".", 1)[-1] if "." in name.strip(".") else name
+
+
+def name_core(name: str) -> str:
+    """What every form of ``name`` that :func:`writes` accepts with ``loose`` holds, lower-cased:
+    its last dotted part's first run of letters and digits ("http" for "HTTP/2", "url" for
+    "URLs", "copy2" for "shutil.copy2", "crlf" for "CRLF", written in ``crlfDelay``). A text
+    that does not hold it cannot write the name, so a scan can skip the regex there."""
+    last = _last_part(name)
+    run = re.search(r"[A-Za-z0-9]+", last)
+    core = run.group(0).lower() if run else last.lower()
+    return core[:-1] if re.fullmatch(r"[A-Z0-9]{2,}s", run.group(0) if run else "") else core
 
 
 def _in_camel_case(text: str, acronym: str) -> bool:

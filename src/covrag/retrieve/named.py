@@ -13,10 +13,9 @@ write.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
-from covrag.text import content_words, subject_names, writes
+from covrag.text import content_words, name_core, subject_names, writes
 from covrag.types import Passage
 
 #: Passages added for one name at most.
@@ -36,7 +35,7 @@ def with_named(
         return tuple(pool)
     have = {p.id for p in pool}
     asked = content_words(question)
-    cores = {n: _core(n) for n in missing}
+    cores = {n: name_core(n) for n in missing}
     found: dict[str, list[tuple[int, int, Passage]]] = {n: [] for n in missing}
     for order, passage in enumerate(corpus):
         if passage.id in have:
@@ -53,13 +52,3 @@ def with_named(
         for _, _, passage in sorted(found[name], key=lambda row: row[:2])[:most]:
             added.setdefault(passage.id, passage)
     return (*pool, *added.values())
-
-
-def _core(name: str) -> str:
-    """What every form of ``name`` that :func:`covrag.text.writes` accepts holds, lower-cased:
-    its last dotted part's first run of letters and digits ("http" for "HTTP/2", "url" for
-    "URLs", "copy2" for "shutil.copy2")."""
-    last = name.rsplit(".", 1)[-1] if "." in name.strip(".") else name
-    run = re.search(r"[A-Za-z0-9]+", last)
-    core = run.group(0).lower() if run else last.lower()
-    return core[:-1] if re.fullmatch(r"[A-Z0-9]{2,}s", run.group(0) if run else "") else core
