@@ -59,4 +59,41 @@ def test_the_main_landmark_is_read_alone_else_the_page_without_navigation() -> N
 
 def test_an_index_built_by_another_reader_is_read_again() -> None:
     # what decides the passages includes how HTML is read, so an older index re-reads its files
-    assert Chunker().settings["reader"] == 2
+    assert Chunker().settings["reader"] == 3
+
+
+EXAMPLE = (
+    "<p>Read a file line by line\nwith readline:</p>"
+    "<pre><code>const rl = createInterface({\n  input: stream,\n  crlfDelay: Infinity,\n});\n"
+    "for await (const line of rl) {\n  // Each line is here.\n  console.log(line);\n}</code></pre>"
+    "<p>The loop\nends with the file.</p>"
+)
+
+
+def test_a_code_example_keeps_its_lines_in_the_passages() -> None:
+    document = read_document(
+        Path("/docs/readline.html"), f"<html><body>{EXAMPLE}</body></html>".encode()
+    )
+    ((start, end),) = document.verbatim
+    assert document.text[start:end].startswith("const rl = createInterface({\n  input")
+    assert document.text[start:end].endswith("console.log(line);\n}")
+    (passage,) = Chunker().split(document, "readline.html")
+    # the prose around it is unwrapped; the code keeps its lines and indentation, so the line
+    # comment does not run over console.log (joined: "// Each line is here. console.log(line);")
+    assert passage.text.startswith("Read a file line by line with readline:\n\nconst rl =")
+    assert "  // Each line is here.\n  console.log(line);\n}" in passage.text
+    assert passage.text.endswith("The loop ends with the file.")
+
+
+def test_a_markdown_code_block_is_kept_and_a_myst_note_is_prose() -> None:
+    source = (
+        "# Caching\n\nRun\n\n```console\n$ pip cache dir\n$ pip cache purge\n```\n\n"
+        "```{note}\nThe cache is\nsafe to delete.\n```\n"
+    )
+    document = read_document(Path("/docs/caching.md"), source.encode())
+    assert [document.text[a:b] for a, b in document.verbatim] == [
+        "$ pip cache dir\n$ pip cache purge"
+    ]
+    (passage,) = Chunker().split(document, "caching.md")
+    assert "$ pip cache dir\n$ pip cache purge" in passage.text
+    assert "The cache is safe to delete." in passage.text

@@ -126,3 +126,38 @@ def test_words_hyphenated_at_a_line_end_are_joined_with_exact_offsets() -> None:
     # a line break before a capital or a list item is not a broken word
     assert unwrap("a re\u2010\nB") == "a re\u2010 B"
     assert unwrap("first-\n- item") == "first-\n- item"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["Tea", "is", "old.", "It", "came", "\n", "\n\n", "  ", "- ", "// a", "|"]),
+        min_size=1,
+        max_size=80,
+    ),
+    st.lists(st.tuples(st.integers(0, 300), st.integers(1, 40)), max_size=3),
+)
+def test_verbatim_spans_are_kept_and_the_invariant_holds(
+    pieces: list[str], spans: list[tuple[int, int]]
+) -> None:
+    text = " ".join(pieces)
+    keep: list[tuple[int, int]] = []
+    for start, size in sorted(spans):  # sorted, apart, inside the text
+        if start < len(text) and (not keep or start > keep[-1][1]):
+            keep.append((start, min(start + size, len(text))))
+    flat = Unwrapped.of(text, keep)
+    assert flat.text == unwrap(text, keep)
+    for start, end in keep:  # each kept span is in the flat text as written
+        assert text[start:end] in flat.text
+    for i, char in enumerate(flat.text):
+        original = flat.original(i)
+        assert text[original] == char or (char == " " and text[original].isspace())
+    if not text.strip():
+        return
+    document = Document("/d/x.html", "x", text, "0" * 64, verbatim=tuple(keep))
+    for passage in Chunker(8, 2, WhitespaceTokenCounter()).split(document, "x"):
+        start, end = passage.metadata["start"], passage.metadata["end"]
+        shifted = [
+            (max(a, start) - start, min(b, end) - start) for a, b in keep if a < end and b > start
+        ]
+        assert unwrap(text[start:end], shifted) == passage.text

@@ -167,3 +167,23 @@ def test_a_plan_reply_cut_at_the_limit_is_used_and_cached(tmp_path: Path) -> Non
     # the next run is answered from the cache: the same plan, no model call
     again = GroundedPlanner(llm).plan(QUESTION, POOL)
     assert again.aspects == first.aspects and inner.usage.calls == 1
+
+
+def test_a_plan_no_sub_question_of_which_shares_a_word_with_the_question_is_dropped() -> None:
+    # the nodejs benchmark's cold plan for a question about setTimeout: the search's first
+    # passages were fs.Stats', and the planner asked about them four times over
+    question = (
+        "I schedule a reminder with setTimeout(fn, 30 * 24 * 60 * 60 * 1000), thirty days "
+        "ahead, and the callback runs almost immediately. Why?"
+    )
+    reply = (
+        "What is the birthtime of the file system documentation?\n"
+        "What is the birthtime of the Node.js v20.20.2 documentation?\n"
+        "What is the birthtime of the Timers documentation?\n"
+    )
+    plan = GroundedPlanner(ScriptedLLM([reply])).plan(question, POOL)
+    assert [a.text for a in plan.aspects] == [question]
+    assert "no sub-question shares a word with the question" in " ".join(plan.notes)
+    # one sub-question in the question's words keeps the plan, the others with it
+    kept = GroundedPlanner(ScriptedLLM([reply + "When does setTimeout call its callback?\n"]))
+    assert len(kept.plan(question, POOL).aspects) == 4

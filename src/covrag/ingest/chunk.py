@@ -11,8 +11,9 @@ that in a budget and fits the coverage cross-encoder's 256-token pairs with room
 sub-question. It returns each chunk's exact ``(start, end)`` in the text it was given (LangChain's
 ``add_start_index`` recovers offsets with ``str.find``, which picks the wrong place in a document
 that repeats itself; LlamaIndex's ``SentenceSplitter`` joins its pieces again), and the unwrapped
-text maps those back to the document's own text, so ``unwrap(document.text[start:end]) ==
-passage.text`` holds by construction and ``[start, end)`` spans exactly the passage's content.
+text maps those back to the document's own text, so ``unwrap(document.text[start:end], keep)
+== passage.text`` holds by construction (``keep``: the document's verbatim spans, its code
+blocks, shifted by ``start``) and ``[start, end)`` spans exactly the passage's content.
 
 Overlap is made here, not by semchunk (whose overlapping windows start every ``overlap`` tokens,
 mid-sentence): chunks are cut at ``tokens - overlap``, and each one after the first is extended
@@ -83,9 +84,10 @@ class Chunker:
             "chunker": "semchunk",
             # 2: words hyphenated at a line end are joined (1, written as true: they were not)
             "unwrap": 2,
-            # 2: HTML read from its main content, inline markup as written, code keeping its
-            # lines (covrag.ingest.readers; 1, absent: the whole page, the relaxed profile)
-            "reader": 2,
+            # 3: a <pre> block or Markdown code block kept as written (Document.verbatim; 2:
+            # joined into one line); 2: HTML read from its main content, inline markup as
+            # written (covrag.ingest.readers; 1, absent: the whole page, the relaxed profile)
+            "reader": 3,
             "tokens": self.tokens,
             "overlap": self.overlap,
             "counter": counter,
@@ -96,10 +98,11 @@ class Chunker:
 
         The text is unwrapped first (:mod:`covrag.ingest.unwrap`); each passage's ``start`` and
         ``end`` span its content in ``document.text``, and
-        ``unwrap(document.text[start:end]) == passage.text``.
+        ``unwrap(document.text[start:end], keep) == passage.text``, ``keep`` the document's
+        :attr:`~covrag.ingest.readers.Document.verbatim` spans shifted by ``start``.
         """
         counter = self.counter if self.counter is not None else default_counter()
-        flat = Unwrapped.of(document.text)
+        flat = Unwrapped.of(document.text, document.verbatim)
         # Chunks leave room for the overlap, which is whole sentences of the chunk before.
         size = self.tokens - self.overlap
         _, offsets = _semchunker(size, cast(Hashable, counter))(flat.text, offsets=True)

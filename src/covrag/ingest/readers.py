@@ -54,6 +54,8 @@ JSONL = (".jsonl",)
 SUPPORTED = (*TEXT, *MARKDOWN, *HTML, *PDF, *JSONL)
 #: Files read by name: Python package metadata (core metadata, an email-style header block).
 METADATA = ("PKG-INFO", "METADATA")
+#: ``[start, end)`` spans of a text.
+Spans = tuple[tuple[int, int], ...]
 
 
 class UnreadableError(CovragError):
@@ -73,6 +75,10 @@ class Document:
         sha256: Hash of the file's bytes (what an incremental update compares).
         pages: For a PDF, where each page with text starts in ``text`` (page numbers are
             1-based positions in the file); empty for other types.
+        verbatim: ``[start, end)`` spans of ``text`` to keep as written, line breaks and
+            indentation included: the page's preformatted blocks (HTML ``<pre>``, a Markdown
+            code block), which unwrapping would otherwise join into one line, a line comment
+            (``// ...``) then running over the code after it (:mod:`covrag.ingest.unwrap`).
     """
 
     source: str
@@ -80,6 +86,7 @@ class Document:
     text: str
     sha256: str
     pages: tuple[tuple[int, int], ...] = ()
+    verbatim: tuple[tuple[int, int], ...] = ()
 
     def page_at(self, offset: int) -> int | None:
         """The PDF page a character of ``text`` lies on (None for other types)."""
@@ -110,12 +117,13 @@ def read_document(path: Path, data: bytes | None = None) -> Document:
             raise UnreadableError(exc.strerror or type(exc).__name__) from None
     suffix = path.suffix.lower()
     pages: tuple[tuple[int, int], ...] = ()
+    verbatim: Spans = ()
     if suffix in PDF:
         title, text, pages = _pdf(data)
     elif suffix in HTML:
-        title, text = _html(data)
+        title, (text, verbatim) = _html(data)
     elif suffix in MARKDOWN:
-        title, text = _markdown(_utf8(data))
+        title, (text, verbatim) = _markdown(_utf8(data))
     elif suffix in TEXT:
         title, text = None, _utf8(data)
     elif path.name in METADATA:
@@ -126,7 +134,7 @@ def read_document(path: Path, data: bytes | None = None) -> Document:
     if not text.strip():
         raise UnreadableError("no text in the file")
     title = " ".join((title or "").split()) or path.stem
-    return Document(str(path.resolve()), title, text, file_hash(data), pages)
+    return Document(str(path.resolve()), title, text, file_hash(data), pages, verbatim)
 
 
 def _utf8(data: bytes) -> str:
@@ -219,14 +227,26 @@ def _html_css() -> dict[str, Any]:
     return css
 
 
-def _html_text(tree: Any) -> str:
+def _html_text(tree: Any) -> tuple[str, Spans]:
+    """The text of ``tree`` and the spans of it its ``<pre>`` blocks wrote (inscriptis'
+    annotations), without the line breaks around them."""
     try:
         from inscriptis import Inscriptis
         from inscriptis.model.config import ParserConfig
     except ImportError as exc:
         raise MissingExtraError("inscriptis", "docs") from exc
-    text: str = Inscriptis(tree, ParserConfig(css=_html_css())).get_text()
-    return text.strip("\n")
+    reader = Inscriptis(tree, ParserConfig(css=_html_css(), annotation_rules={"pre": ["pre"]}))
+    raw: str = reader.get_text()
+    text = raw.strip("\n")
+    lead = len(raw) - len(raw.lstrip("\n"))
+    spans = set()
+    for note in reader.get_annotations():
+        block = raw[note.start : note.end]
+        start = note.start + len(block) - len(block.lstrip("\n")) - lead
+        end = note.end - (len(block) - len(block.rstrip("\n"))) - lead
+        if block.strip():
+            spans.add((max(start, 0), min(end, len(text))))
+    return text, tuple(sorted(spans))
 
 
 def _parse_html(data: bytes | str) -> Any:
@@ -240,7 +260,7 @@ def _parse_html(data: bytes | str) -> Any:
         raise UnreadableError(f"not readable HTML ({type(exc).__name__}: {exc})") from None
 
 
-def _html(data: bytes) -> tuple[str | None, str]:
+def _html(data: bytes) -> tuple[str | None, tuple[str, Spans]]:
     tree = _parse_html(data)
     for element in list(tree.iter(*_NOT_TEXT)):
         element.drop_tree()
@@ -261,21 +281,21 @@ def _html(data: bytes) -> tuple[str | None, str]:
     return title, _main_text(tree)
 
 
-def _main_text(tree: Any) -> str:
+def _main_text(tree: Any) -> tuple[str, Spans]:
     """The text of the page's main content: its ``<main>`` (or ``role="main"``) element when
     that holds text, else the page without its navigation, else the whole page."""
     for main in tree.xpath("//main|//*[@role='main']"):
-        text = _html_text(main)
-        if text.strip():
-            return text
+        read = _html_text(main)
+        if read[0].strip():
+            return read
     if not tree.xpath("//nav|//*[@role='navigation']"):
         return _html_text(tree)
     trimmed = copy.deepcopy(tree)
     for element in trimmed.xpath("//nav|//*[@role='navigation']"):
         if element.getparent() is not None:
             element.drop_tree()
-    text = _html_text(trimmed)
-    return text if text.strip() else _html_text(tree)
+    read = _html_text(trimmed)
+    return read if read[0].strip() else _html_text(tree)
 
 
 @functools.cache
@@ -287,7 +307,7 @@ def _markdown_parser() -> Any:
     return MarkdownIt("commonmark")
 
 
-def _markdown(source: str) -> tuple[str | None, str]:
+def _markdown(source: str) -> tuple[str | None, tuple[str, Spans]]:
     md = _markdown_parser()
     tokens = md.parse(source)
     # The title is the first heading, and only when it is a top-level one.
@@ -298,5 +318,18 @@ def _markdown(source: str) -> tuple[str | None, str]:
         parts = tokens[first + 1].children or []
         title = "".join(t.content for t in parts if t.type in ("text", "code_inline"))
     if not source.strip():
-        return title, ""
-    return title, _html_text(_parse_html(md.renderer.render(tokens, md.options, {})))
+        return title, ("", ())
+    tree = _parse_html(md.renderer.render(tokens, md.options, {}))
+    for code in tree.xpath("//pre/code[starts-with(@class, 'language-{')]"):
+        directive = code.get("class", "")[len("language-{") :].partition("}")[0]
+        if directive in _PROSE_DIRECTIVES:  # MyST's note or version change: prose, not code
+            code.getparent().tag = "div"
+    return title, _html_text(tree)
+
+
+#: MyST (Sphinx) directives written as a fence (```` ```{note} ````) that hold prose, not code:
+#: their text is hard-wrapped like the paragraphs around it and is read like them.
+_PROSE_DIRECTIVES = frozenset(
+    "admonition attention caution danger deprecated dropdown error hint important note seealso "
+    "sidebar tab tab-item tab-set tip topic versionadded versionchanged warning".split()
+)

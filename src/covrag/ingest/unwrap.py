@@ -9,19 +9,24 @@ word hyphenated at a line end is joined (the typesetter's U+2010 or soft hyphen 
 break, an ASCII hyphen stays: ``re\u2010\\n ceived`` -> ``received``, ``command-\\n line`` ->
 ``command-line``). A blank line (a paragraph break) stays, and so does a line break before a
 table row (``|``) or a list item (``-``, ``*``, ``+``, ``•``, ``1.``, ``2)``, ``(a)``,
-``(iv)``), so that tables and lists keep one row or item a line. Code kept in ``<pre>`` or
-indented blocks is joined like prose: passages are for reading and retrieval, and a source file
-is better indexed as passage JSONL.
+``(iv)``), so that tables and lists keep one row or item a line. What the reader marked
+verbatim (``keep``: an HTML ``<pre>`` block, a Markdown code block,
+:attr:`~covrag.ingest.readers.Document.verbatim`) stays as written, line breaks and indentation
+included, and so do the line breaks at its edges: joined into one line, a code example's line
+comment (``// Each line ...``) ran over the code after it. Code in plain text (a man page's
+indented example) cannot be told from prose and is joined.
 
 The passages keep exact offsets into the document's own text (:attr:`Document.text`, which is
 not changed): a passage's ``start`` and ``end`` span its content in the original text, and
-``unwrap(document.text[start:end]) == passage.text``.
+``unwrap(document.text[start:end], keep) == passage.text`` (``keep``: the document's verbatim
+spans, shifted by ``start``).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: A line break inside a paragraph, with the blanks around it (a non-blank character before it,
@@ -50,19 +55,24 @@ _TIDY = re.compile(
 )
 
 
-def _replacement(match: re.Match[str]) -> str:
-    return " " if match.group("join") else ""
-
-
-def unwrap(text: str) -> str:
+def unwrap(text: str, keep: Sequence[tuple[int, int]] = ()) -> str:
     """``text`` with the line breaks inside its paragraphs made single spaces and the blanks
-    at the ends of lines removed.
+    at the ends of lines removed; the ``[start, end)`` spans of ``keep`` and the line breaks at
+    their edges stay as written.
 
     Example:
         >>> unwrap("Tea is an old\\n  drink.\\n\\n  - green\\n  - black")
         'Tea is an old drink.\\n\\n- green\\n- black'
+        >>> unwrap("Run:\\nf()  // once\\n  g()", keep=[(5, 23)])
+        'Run:\\nf()  // once\\n  g()'
     """
-    return _TIDY.sub(_replacement, text)
+    return Unwrapped.of(text, keep).text
+
+
+def _kept(match: re.Match[str], keep: Sequence[tuple[int, int]], starts: list[int]) -> bool:
+    """Whether ``match`` lies in or touches a span of ``keep`` (sorted, not overlapping)."""
+    i = bisect.bisect_right(starts, match.end()) - 1
+    return i >= 0 and match.start() <= keep[i][1]
 
 
 @dataclass(frozen=True)
@@ -81,13 +91,18 @@ class Unwrapped:
     origins: tuple[int, ...]
 
     @classmethod
-    def of(cls, original: str) -> Unwrapped:
-        """Unwrap ``original`` and keep the map."""
+    def of(cls, original: str, keep: Sequence[tuple[int, int]] = ()) -> Unwrapped:
+        """Unwrap ``original`` (the spans of ``keep`` as written: :func:`unwrap`) and keep the
+        map."""
         parts: list[str] = []
         starts: list[int] = []
         origins: list[int] = []
         at = last = 0
+        kept = sorted(keep)
+        kept_starts = [start for start, _ in kept]
         for match in _TIDY.finditer(original):
+            if kept and _kept(match, kept, kept_starts):
+                continue
             copied = original[last : match.start()]
             if copied:
                 starts.append(at)

@@ -19,7 +19,11 @@ several times the writer's time per token. :class:`GroundedPlanner` instead:
   the next run plans the same;
 - keeps each sub-question in the question's frame: when the question names a program whose
   document the search found (``tar``) and a sub-question leaves it out, the sub-question gets
-  it back ("How can I exclude files?" -> "How can I exclude files with tar?"), with a note.
+  it back ("How can I exclude files?" -> "How can I exclude files with tar?"), with a note;
+- keeps none when not one sub-question shares a word with the question (:func:`off_question`):
+  the plan then copied what the search showed instead of asking what the user asked (a
+  question about ``setTimeout`` planned as "What is the birthtime of the Timers
+  documentation?", four times over, from the ``fs`` passages the search found first).
 
 When no usable sub-question comes back, the question itself is the one aspect, with a note.
 """
@@ -32,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from covrag.generate.attribution import bare_name
+from covrag.generate.requote import stems
 from covrag.llm.base import LLM, ChatParams, system, user
 from covrag.llm.prompts import document_of, truncate_words
 from covrag.plan.decompose import clean_question, normalise, question_problem
@@ -131,6 +136,12 @@ class GroundedPlanner:
             notes.append(f"the plan reply reached its limit of {self.max_tokens} tokens")
             self.llm.accept(messages, reply, params=params)
         kept = [with_frame(text, question, pool, notes) for text in kept]
+        if off_question(kept, question):
+            notes.append(
+                "no sub-question shares a word with the question, so none asks what it asks: "
+                + "; ".join(repr(text) for text in kept)
+            )
+            kept = []
         if not kept:
             notes.append("no usable sub-question: the question itself is the one aspect")
             kept = [question]
@@ -152,6 +163,22 @@ def frame_terms(question: str, pool: Sequence[Passage]) -> list[str]:
         if document:
             names.add(bare_name(document.lower()))
     return [w for w in dict.fromkeys(_TOKEN.findall(question)) if w.lower() in names]
+
+
+def off_question(texts: Sequence[str], question: str) -> bool:
+    """Whether no text of ``texts`` (one at least) shares a content word with ``question``
+    (stems, numbers aside: "30" in a delay and "v20" in a version are not a shared subject).
+
+    Example:
+        >>> off_question(["What is the birthtime of the Timers documentation?"],
+        ...              "Why does setTimeout(fn, 30 * 24 * 60 * 60 * 1000) fire at once?")
+        True
+        >>> off_question(["How do I set ServerAliveInterval?", "How do I keep SSH alive?"],
+        ...              "How do I keep an SSH connection from timing out?")
+        False
+    """
+    asked = {w for w in stems(question) if not w.isdigit()}
+    return bool(texts) and not any(asked & stems(text) for text in texts)
 
 
 def with_frame(text: str, question: str, pool: Sequence[Passage], notes: list[str]) -> str:
