@@ -84,14 +84,18 @@ def test_a_sentence_longer_than_the_overlap_is_not_cut_to_make_one() -> None:
     assert all(b[0] >= a[1] for a, b in zip(ends, ends[1:], strict=False))  # no overlap possible
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(["Tea", "is", "old.", "It", "came", "\n", "\n\n", "  ", "- ", "1. ", "|"]),
-        min_size=1,
-        max_size=80,
-    )
+#: Texts of prose words, line breaks, blanks, list markers, table bars and a line comment.
+TEXTS = st.lists(
+    st.sampled_from(
+        ["Tea", "is", "old.", "It", "came", "\n", "\n\n", "  ", "- ", "1. ", "|", "// a"]
+    ),
+    min_size=1,
+    max_size=80,
 )
+
+
+@settings(max_examples=60, deadline=None)
+@given(TEXTS)
 def test_the_map_and_the_invariant_hold_on_any_text(pieces: list[str]) -> None:
     text = " ".join(pieces)
     flat = Unwrapped.of(text)
@@ -129,14 +133,7 @@ def test_words_hyphenated_at_a_line_end_are_joined_with_exact_offsets() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(["Tea", "is", "old.", "It", "came", "\n", "\n\n", "  ", "- ", "// a", "|"]),
-        min_size=1,
-        max_size=80,
-    ),
-    st.lists(st.tuples(st.integers(0, 300), st.integers(1, 40)), max_size=3),
-)
+@given(TEXTS, st.lists(st.tuples(st.integers(0, 300), st.integers(1, 40)), max_size=3))
 def test_verbatim_spans_are_kept_and_the_invariant_holds(
     pieces: list[str], spans: list[tuple[int, int]]
 ) -> None:
