@@ -69,8 +69,24 @@ def unwrap(text: str, keep: Sequence[tuple[int, int]] = ()) -> str:
     return Unwrapped.of(text, keep).text
 
 
+def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` sorted, with those that overlap or touch made one (a ``<pre>`` inside another).
+
+    Example:
+        >>> _merged([(8, 9), (0, 5), (2, 3), (5, 6)])
+        [(0, 6), (8, 9)]
+    """
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def _kept(match: re.Match[str], keep: Sequence[tuple[int, int]], starts: list[int]) -> bool:
-    """Whether ``match`` lies in or touches a span of ``keep`` (sorted, not overlapping)."""
+    """Whether ``match`` lies in or touches a span of ``keep`` (:func:`_merged`)."""
     i = bisect.bisect_right(starts, match.end()) - 1
     return i >= 0 and match.start() <= keep[i][1]
 
@@ -98,7 +114,7 @@ class Unwrapped:
         starts: list[int] = []
         origins: list[int] = []
         at = last = 0
-        kept = sorted(keep)
+        kept = _merged(keep)
         kept_starts = [start for start, _ in kept]
         for match in _TIDY.finditer(original):
             if kept and _kept(match, kept, kept_starts):
