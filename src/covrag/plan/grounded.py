@@ -167,7 +167,9 @@ def frame_terms(question: str, pool: Sequence[Passage]) -> list[str]:
 
 def off_question(texts: Sequence[str], question: str) -> bool:
     """Whether no text of ``texts`` (one at least) shares a content word with ``question``
-    (stems, numbers aside: "30" in a delay and "v20" in a version are not a shared subject).
+    (stems, numbers aside: "30" in a delay and "v20" in a version are not a shared subject); a
+    word of the question of four letters or more written inside a longer word of the text is
+    shared (``bzip2recover`` writes "bzip2" and "recover").
 
     Example:
         >>> off_question(["What is the birthtime of the Timers documentation?"],
@@ -176,9 +178,18 @@ def off_question(texts: Sequence[str], question: str) -> bool:
         >>> off_question(["How do I set ServerAliveInterval?", "How do I keep SSH alive?"],
         ...              "How do I keep an SSH connection from timing out?")
         False
+        >>> off_question(["How does bzip2recover work?"],
+        ...              "How can data be recovered from a damaged bzip2 file?")
+        False
     """
     asked = {w for w in stems(question) if not w.isdigit()}
-    return bool(texts) and not any(asked & stems(text) for text in texts)
+    parts = [w for w in asked if len(w) >= 4]
+
+    def shares(text: str) -> bool:
+        written = stems(text)
+        return bool(asked & written) or any(p in w for w in written for p in parts)
+
+    return bool(texts) and not any(shares(text) for text in texts)
 
 
 def with_frame(text: str, question: str, pool: Sequence[Passage], notes: list[str]) -> str:
