@@ -228,8 +228,8 @@ def _html_css() -> dict[str, Any]:
 
 
 def _html_text(tree: Any) -> tuple[str, Spans]:
-    """The text of ``tree`` and the spans of it its ``<pre>`` blocks wrote (inscriptis'
-    annotations), without the line breaks around them."""
+    """The text of ``tree``, and the spans of that text its ``<pre>`` blocks wrote (inscriptis'
+    annotations), less the line breaks at their ends."""
     try:
         from inscriptis import Inscriptis
         from inscriptis.model.config import ParserConfig
