@@ -86,7 +86,7 @@ class Document:
     text: str
     sha256: str
     pages: tuple[tuple[int, int], ...] = ()
-    verbatim: tuple[tuple[int, int], ...] = ()
+    verbatim: Spans = ()
 
     def page_at(self, offset: int) -> int | None:
         """The PDF page a character of ``text`` lies on (None for other types)."""
@@ -298,6 +298,14 @@ def _main_text(tree: Any) -> tuple[str, Spans]:
     return read if read[0].strip() else _html_text(tree)
 
 
+#: MyST (Sphinx) directives written as a fence (```` ```{note} ````) that hold prose, not code:
+#: their text is hard-wrapped like the paragraphs around it and is read like them.
+_PROSE_DIRECTIVES = frozenset(
+    "admonition attention caution danger deprecated dropdown error hint important note seealso "
+    "sidebar tab tab-item tab-set tip topic versionadded versionchanged warning".split()
+)
+
+
 @functools.cache
 def _markdown_parser() -> Any:
     """One CommonMark parser for every file (making one costs more than parsing a short file;
@@ -325,11 +333,3 @@ def _markdown(source: str) -> tuple[str | None, tuple[str, Spans]]:
         if directive in _PROSE_DIRECTIVES:  # MyST's note or version change: prose, not code
             code.getparent().tag = "div"
     return title, _html_text(tree)
-
-
-#: MyST (Sphinx) directives written as a fence (```` ```{note} ````) that hold prose, not code:
-#: their text is hard-wrapped like the paragraphs around it and is read like them.
-_PROSE_DIRECTIVES = frozenset(
-    "admonition attention caution danger deprecated dropdown error hint important note seealso "
-    "sidebar tab tab-item tab-set tip topic versionadded versionchanged warning".split()
-)
